@@ -1,0 +1,71 @@
+#pragma once
+// A sharding plan: where every piece of every table lives, and what the cost model predicts per device.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardplan/cluster.hpp"
+#include "shardplan/table.hpp"
+
+namespace shardplan {
+
+enum class ShardingType { kTableWise, kColumnWise };
+
+std::string_view sharding_type_name(ShardingType type);
+
+// A rectangle of a table, [row_offset, row_offset + rows) x [col_offset, col_offset + cols), on a rank.
+struct Shard {
+  int rank = 0;
+  int64_t row_offset = 0;
+  int64_t col_offset = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+struct TableSharding {
+  std::string name;
+  int64_t rows = 0;
+  int dim = 0;
+  DType dtype = DType::kFp32;
+  ShardingType type = ShardingType::kTableWise;
+  std::vector<Shard> shards;  // column-wise: in column order
+};
+
+struct DeviceCost {
+  double compute_ms = 0.0;
+  double fw_comm_ms = 0.0;
+  double bw_comm_ms = 0.0;
+  double total_ms() const { return compute_ms + fw_comm_ms + bw_comm_ms; }
+};
+
+struct Plan {
+  std::string algorithm;
+  Cluster cluster;
+  uint64_t seed = 0;
+  std::vector<TableSharding> tables;  // in input order
+  // Per-device predictions, when the plan was scored by a cost model (named in cost_model).
+  std::optional<std::vector<DeviceCost>> device_costs;
+  std::string cost_model;
+  double planning_seconds = 0.0;
+};
+
+// What a device holds under a plan.
+struct DeviceUsage {
+  int64_t memory_bytes = 0;
+  int num_shards = 0;
+  int num_table_wise = 0;
+  int num_column_wise = 0;
+  int64_t dim_sum = 0;  // the device's pooled output width
+};
+
+std::vector<DeviceUsage> device_usage(const Plan& plan);
+
+// "rank:5/cuda:5" for rank 5 with 8 devices per host; the local device index is rank mod K.
+std::string placement_string(int rank, int devices_per_host);
+
+// A table placed whole on one rank.
+TableSharding table_wise_sharding(const Table& table, int rank);
+
+}  // namespace shardplan

@@ -1,0 +1,36 @@
+#pragma once
+// Planners turn tables and a cluster into a plan. They are chosen by name (`--algo`).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardplan/cluster.hpp"
+#include "shardplan/plan.hpp"
+#include "shardplan/table.hpp"
+
+namespace shardplan {
+
+struct PlannerConfig {
+  uint64_t seed = 0;
+};
+
+class Planner {
+ public:
+  virtual ~Planner() = default;
+  virtual std::string_view name() const = 0;
+  // Returns a plan that fits every device's usable memory, or throws InfeasibleError saying why not.
+  virtual Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const = 0;
+};
+
+// Throws InputError for an unknown name (listing the known ones).
+std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig& config);
+
+const std::vector<std::string>& planner_names();
+
+// Refuses up front what no table-wise placement can hold: a table larger than a device, or tables larger
+// than the cluster. Throws InfeasibleError naming the table or the totals.
+void check_table_wise_capacity(const std::vector<Table>& tables, const Cluster& cluster);
+
+}  // namespace shardplan

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what shard-plan needs from Debian's packages (skipped when already there) and builds it
+# into build/. Safe to run again. Extra CMake flags: SHARDPLAN_CMAKE_ARGS="-DSHARDPLAN_WITH_TORCH=OFF".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake pkg-config
+  libtorch-dev            # LibTorch: neural cost model, training, measurement, dataset importer
+  libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
+  libgtest-dev zlib1g-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# shellcheck disable=SC2086  # SHARDPLAN_CMAKE_ARGS is a list of flags
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${SHARDPLAN_CMAKE_ARGS:-} >/dev/null
+cmake --build build -j"$(nproc)"
+echo "setup: built build/shard-plan" >&2

@@ -1,0 +1,79 @@
+#include "cli_common.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "shardplan/errors.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan::cli {
+
+void init_logging() {
+  auto logger = spdlog::stderr_color_mt("shard-plan");
+  logger->set_pattern("shard-plan: %^%l%$: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::info);
+}
+
+void configure_app(CLI::App& app) { app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast); }
+
+void add_log_options(CLI::App& app, LogOptions& options) {
+  app.add_option("--log-level", options.level, "Log verbosity on stderr: trace, debug, info, warn, error, off")
+      ->capture_default_str();
+  app.add_flag("-q,--quiet", options.quiet, "Print no report and log only warnings and errors");
+}
+
+void apply_log_options(const LogOptions& options) {
+  auto level = spdlog::level::from_str(options.level);
+  // from_str maps unknown names to "off"; refuse them instead of going silent.
+  if (level == spdlog::level::off && options.level != "off") {
+    throw InputError(fmt::format("--log-level: must be trace, debug, info, warn, error or off, got '{}'", options.level));
+  }
+  if (options.quiet && level < spdlog::level::warn) level = spdlog::level::warn;
+  spdlog::set_level(level);
+}
+
+std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    fmt::print(stderr, "shard-plan: error: {}\nRun '{} --help' for usage.\n", e.what(), app.get_name());
+    return static_cast<int>(ExitCode::kBadInput);
+  }
+  return std::nullopt;
+}
+
+void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required) {
+  auto* gpus = app.add_option("--gpus", flags.gpus, "Number of GPUs (devices) to shard over");
+  if (gpus_required) gpus->required();
+  app.add_option("--gpus-per-host", flags.gpus_per_host, "GPUs per host; placement is cuda:<rank mod this>")
+      ->capture_default_str();
+  app.add_option("--mem-per-gpu", flags.mem_per_gpu,
+                 "Memory per GPU: bytes or a size with a unit (16GiB, 80GB, 512MiB; binary and decimal units)")
+      ->capture_default_str();
+  app.add_option("--reserve", flags.reserve, "Fraction of each GPU's memory kept for the rest of the model, in [0, 1)")
+      ->capture_default_str();
+  app.add_option("--optimizer", flags.optimizer,
+                 "Sparse optimizer whose state shares the GPU: sgd (none), rowwise_adagrad (1 fp32 per row), "
+                 "adagrad (1 fp32 per element), adam (2 fp32 per element)")
+      ->capture_default_str();
+}
+
+Cluster cluster_from_flags(const ClusterFlags& flags) {
+  Cluster cluster;
+  cluster.num_devices = flags.gpus;
+  cluster.devices_per_host = flags.gpus_per_host;
+  cluster.memory_per_device_bytes = parse_byte_size(flags.mem_per_gpu, "--mem-per-gpu");
+  cluster.reserve_fraction = flags.reserve;
+  auto optimizer = parse_optimizer(flags.optimizer);
+  if (!optimizer) {
+    throw InputError(fmt::format("--optimizer: must be sgd, rowwise_adagrad, adagrad or adam, got '{}'", flags.optimizer));
+  }
+  cluster.optimizer = *optimizer;
+  validate_cluster(cluster);
+  return cluster;
+}
+
+}  // namespace shardplan::cli

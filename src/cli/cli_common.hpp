@@ -1,0 +1,41 @@
+#pragma once
+// What every subcommand shares: logging flags, CLI11 parse-error mapping, the cluster flags.
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "shardplan/cluster.hpp"
+
+namespace shardplan::cli {
+
+struct LogOptions {
+  std::string level = "info";
+  bool quiet = false;  // no report, warnings and errors only
+};
+
+// Applies the settings every command shares (a repeated flag's last value wins, as in most tools);
+// call before adding options.
+void configure_app(CLI::App& app);
+
+void add_log_options(CLI::App& app, LogOptions& options);
+// Applies the options to the stderr logger (call after parsing).
+void apply_log_options(const LogOptions& options);
+// Creates the stderr logger every command logs through; machine output never goes there.
+void init_logging();
+
+// Parses argv; returns an exit code when the command should stop (help, version: 0; bad usage: 2).
+std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv);
+
+// The flags that describe a cluster, as strings where they carry units.
+struct ClusterFlags {
+  int gpus = 0;
+  int gpus_per_host = 8;
+  std::string mem_per_gpu = "80GiB";
+  double reserve = 0.0;
+  std::string optimizer = "sgd";
+};
+
+void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required);
+// Throws InputError naming the flag and value.
+Cluster cluster_from_flags(const ClusterFlags& flags);
+
+}  // namespace shardplan::cli

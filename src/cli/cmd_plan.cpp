@@ -1,0 +1,84 @@
+// shard-plan [plan] --tables T --gpus N: read tables, plan, write the plan JSON, print the report.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "shardplan/plan_io.hpp"
+#include "shardplan/planner.hpp"
+#include "shardplan/report.hpp"
+#include "shardplan/tables_io.hpp"
+#include "shardplan/version.hpp"
+
+namespace shardplan::cli {
+
+namespace {
+
+constexpr const char* kDefaultAlgorithm = "size_lookup_greedy";
+
+std::string footer() {
+  std::string text =
+      "Example:\n"
+      "  shard-plan --tables data/examples/tables.json --gpus 128 --mem-per-gpu 80GiB -o plan.json\n\n"
+      "Commands (each has --help; with none, shard-plan plans):\n";
+  for (const auto& command : registered_commands()) {
+    text += fmt::format("  {:<22}{}\n", command.name, command.summary);
+  }
+  text += "\nExit codes: 0 success, 1 runtime failure, 2 bad usage or input, 3 infeasible (the tables cannot fit).";
+  return text;
+}
+
+}  // namespace
+
+int run_plan(int argc, char** argv) {
+  CLI::App app{"Plans how a DLRM's embedding tables are sharded across GPUs and writes the plan as JSON.",
+               "shard-plan"};
+  configure_app(app);
+  app.set_version_flag("--version", kVersion);
+  app.footer(footer());
+  std::string tables_path;
+  std::string output = "plan.json";
+  std::string algorithm = kDefaultAlgorithm;
+  uint64_t seed = 0;
+  bool full_report = false;
+  ClusterFlags cluster_flags;
+  LogOptions log_options;
+  app.add_option("--tables", tables_path, "Tables file: a JSON array of tables or {\"tables\": [...]}")->required();
+  add_cluster_options(app, cluster_flags, /*gpus_required=*/true);
+  app.add_option("--algo", algorithm, fmt::format("Planner: {}", fmt::join(planner_names(), ", ")))
+      ->capture_default_str();
+  app.add_option("--seed", seed, "Seed for randomised planners; same input and seed give the same plan")
+      ->capture_default_str();
+  app.add_option("-o,--output", output, "Plan file to write ('-': JSON to stdout, report to stderr)")
+      ->capture_default_str();
+  app.add_flag("--full-report", full_report, "List every device in the report, however many");
+  add_log_options(app, log_options);
+  if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  apply_log_options(log_options);
+
+  Cluster cluster = cluster_from_flags(cluster_flags);
+  std::vector<Table> tables = load_tables(tables_path);
+  spdlog::info("read {} tables from {}", tables.size(), tables_path);
+  auto planner = make_planner(algorithm, PlannerConfig{seed});
+
+  auto start = std::chrono::steady_clock::now();
+  Plan plan = planner->plan(tables, cluster);
+  plan.seed = seed;
+  plan.planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  write_plan(plan, output);
+  if (output != "-") spdlog::info("wrote {}", output);
+  if (!log_options.quiet) {
+    std::string report = format_report(plan, ReportOptions{full_report, 32});
+    (output == "-" ? std::cerr : std::cout) << report << std::flush;
+  }
+  return 0;
+}
+
+SHARDPLAN_REGISTER_COMMAND(plan, "plan", "plan the tables (the default command)", run_plan);
+
+}  // namespace shardplan::cli

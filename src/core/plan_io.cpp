@@ -1,0 +1,108 @@
+#include "shardplan/plan_io.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "shardplan/atomic_file.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/json_format.hpp"
+
+namespace shardplan {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+ojson cost_or_null(const std::optional<std::vector<DeviceCost>>& costs, std::size_t rank,
+                   double (*field)(const DeviceCost&)) {
+  if (!costs) return nullptr;
+  return field((*costs)[rank]);
+}
+
+ojson table_to_plan_json(const TableSharding& table, int devices_per_host) {
+  ojson ranks = ojson::array();
+  ojson shards = ojson::array();
+  for (const auto& shard : table.shards) {
+    ranks.push_back(shard.rank);
+    shards.push_back(ojson{{"rank", shard.rank},
+                           {"shard_offsets", {shard.row_offset, shard.col_offset}},
+                           {"shard_sizes", {shard.rows, shard.cols}},
+                           {"placement", placement_string(shard.rank, devices_per_host)}});
+  }
+  return ojson{{"name", table.name},
+               {"rows", table.rows},
+               {"dim", table.dim},
+               {"dtype", std::string(dtype_name(table.dtype))},
+               {"sharding_type", std::string(sharding_type_name(table.type))},
+               {"compute_kernel", "fused"},
+               {"ranks", ranks},
+               {"shards", shards}};
+}
+
+}  // namespace
+
+ojson plan_to_json(const Plan& plan) {
+  const Cluster& cluster = plan.cluster;
+  ojson doc = {{"format", kPlanFormat},
+               {"algorithm", plan.algorithm},
+               {"num_devices", cluster.num_devices},
+               {"devices_per_host", cluster.devices_per_host},
+               {"memory_per_device_bytes", cluster.memory_per_device_bytes},
+               {"seed", plan.seed},
+               {"optimizer", std::string(optimizer_name(cluster.optimizer))},
+               {"reserve_fraction", cluster.reserve_fraction},
+               {"usable_memory_per_device_bytes", cluster.usable_bytes_per_device()},
+               {"cost_model", plan.cost_model.empty() ? ojson(nullptr) : ojson(plan.cost_model)}};
+
+  ojson tables = ojson::array();
+  for (const auto& table : plan.tables) tables.push_back(table_to_plan_json(table, cluster.devices_per_host));
+  doc["tables"] = std::move(tables);
+
+  std::vector<DeviceUsage> usage = device_usage(plan);
+  ojson devices = ojson::array();
+  double max_total = 0.0;
+  double sum_total = 0.0;
+  for (std::size_t r = 0; r < usage.size(); ++r) {
+    devices.push_back(ojson{{"rank", r},
+                            {"memory_bytes", usage[r].memory_bytes},
+                            {"num_shards", usage[r].num_shards},
+                            {"dim_sum", usage[r].dim_sum},
+                            {"compute_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.compute_ms; })},
+                            {"fw_comm_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.fw_comm_ms; })},
+                            {"bw_comm_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.bw_comm_ms; })},
+                            {"total_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.total_ms(); })}});
+    if (plan.device_costs) {
+      max_total = std::max(max_total, (*plan.device_costs)[r].total_ms());
+      sum_total += (*plan.device_costs)[r].total_ms();
+    }
+  }
+  doc["devices"] = std::move(devices);
+
+  int64_t max_memory = 0;
+  for (const auto& u : usage) max_memory = std::max(max_memory, u.memory_bytes);
+  ojson summary;
+  summary["max_total_ms"] = plan.device_costs ? ojson(max_total) : ojson(nullptr);
+  summary["mean_total_ms"] =
+      plan.device_costs ? ojson(sum_total / static_cast<double>(usage.size())) : ojson(nullptr);
+  summary["max_memory_bytes"] = max_memory;
+  // Wall-clock time is the one field that differs between identical runs; rounded to milliseconds.
+  summary["planning_seconds"] = std::round(plan.planning_seconds * 1000.0) / 1000.0;
+  doc["summary"] = std::move(summary);
+  return doc;
+}
+
+std::string plan_to_string(const Plan& plan) { return dump_readable(plan_to_json(plan)) + "\n"; }
+
+void write_plan(const Plan& plan, const std::string& path) {
+  std::string text = plan_to_string(plan);
+  if (path == "-") {
+    std::cout << text << std::flush;
+    if (!std::cout) throw RuntimeFailure("standard output: write failed");
+    return;
+  }
+  write_file_atomically(path, text);
+}
+
+}  // namespace shardplan

@@ -1,0 +1,99 @@
+#include "shardplan/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "shardplan/units.hpp"
+
+namespace shardplan {
+
+namespace {
+
+std::string cost_cell(const std::optional<std::vector<DeviceCost>>& costs, std::size_t rank,
+                      double (*field)(const DeviceCost&)) {
+  if (!costs) return fmt::format("{:>9}", "-");
+  return fmt::format("{:>9.3f}", field((*costs)[rank]));
+}
+
+std::string device_row(const Plan& plan, const std::vector<DeviceUsage>& usage, std::size_t r) {
+  const DeviceUsage& u = usage[r];
+  double share = 100.0 * static_cast<double>(u.memory_bytes) / static_cast<double>(plan.cluster.usable_bytes_per_device());
+  return fmt::format("{:>6}  {:>11} {:>6.1f}%  {:>6} {:>5}/{:<5} {:>7}{}{}{}{}\n", r, format_bytes(u.memory_bytes), share,
+                     u.num_shards, u.num_table_wise, u.num_column_wise, u.dim_sum,
+                     cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.compute_ms; }),
+                     cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.fw_comm_ms; }),
+                     cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.bw_comm_ms; }),
+                     cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.total_ms(); }));
+}
+
+// Devices ordered heaviest first: by predicted total when known, else by memory.
+std::vector<std::size_t> heaviest_first(const Plan& plan, const std::vector<DeviceUsage>& usage) {
+  std::vector<std::size_t> order(usage.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (plan.device_costs) return (*plan.device_costs)[a].total_ms() > (*plan.device_costs)[b].total_ms();
+    return usage[a].memory_bytes > usage[b].memory_bytes;
+  });
+  return order;
+}
+
+}  // namespace
+
+std::string format_report(const Plan& plan, const ReportOptions& options) {
+  const Cluster& c = plan.cluster;
+  std::vector<DeviceUsage> usage = device_usage(plan);
+  std::string out = fmt::format(
+      "plan: {} on {} GPUs ({} per host), {} per GPU, {} usable for embeddings (optimizer {}, reserve {:g})\n",
+      plan.algorithm, c.num_devices, c.devices_per_host, format_bytes(c.memory_per_device_bytes),
+      format_bytes(c.usable_bytes_per_device()), optimizer_name(c.optimizer), c.reserve_fraction);
+  out += fmt::format("{:>6}  {:>11} {:>7}  {:>6} {:>5}/{:<5} {:>7}{:>9}{:>9}{:>9}{:>9}\n", "rank", "memory", "used",
+                     "shards", "tw", "cw", "width", "compute", "fw_comm", "bw_comm", "total");
+
+  std::vector<std::size_t> shown(usage.size());
+  std::iota(shown.begin(), shown.end(), 0);
+  bool summarised = !options.full && static_cast<int>(usage.size()) > options.max_rows;
+  if (summarised) {
+    // The heaviest devices bound the step; a few of the lightest show the spread.
+    std::vector<std::size_t> order = heaviest_first(plan, usage);
+    std::size_t heavy = static_cast<std::size_t>(options.max_rows) * 3 / 4;
+    std::size_t light = static_cast<std::size_t>(options.max_rows) - heavy;
+    shown.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(heavy));
+    shown.insert(shown.end(), order.end() - static_cast<std::ptrdiff_t>(light), order.end());
+  }
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    if (summarised && i == static_cast<std::size_t>(options.max_rows) * 3 / 4) {
+      out += fmt::format("{:>6}  ({} devices not shown; --full-report lists all)\n", "...",
+                         usage.size() - shown.size());
+    }
+    out += device_row(plan, usage, shown[i]);
+  }
+
+  auto max_mem = std::max_element(usage.begin(), usage.end(),
+                                  [](const DeviceUsage& a, const DeviceUsage& b) { return a.memory_bytes < b.memory_bytes; });
+  int64_t total_mem = std::accumulate(usage.begin(), usage.end(), int64_t{0},
+                                      [](int64_t s, const DeviceUsage& u) { return s + u.memory_bytes; });
+  auto max_width = std::max_element(usage.begin(), usage.end(),
+                                    [](const DeviceUsage& a, const DeviceUsage& b) { return a.dim_sum < b.dim_sum; });
+  out += fmt::format("memory: max {} ({:.1f}% of usable) on rank {}, mean {}\n", format_bytes(max_mem->memory_bytes),
+                     100.0 * static_cast<double>(max_mem->memory_bytes) / static_cast<double>(c.usable_bytes_per_device()),
+                     max_mem - usage.begin(), format_bytes(total_mem / static_cast<int64_t>(usage.size())));
+  out += fmt::format("width: max {} on rank {}\n", max_width->dim_sum, max_width - usage.begin());
+  if (plan.device_costs) {
+    const auto& costs = *plan.device_costs;
+    auto slowest = std::max_element(costs.begin(), costs.end(),
+                                    [](const DeviceCost& a, const DeviceCost& b) { return a.total_ms() < b.total_ms(); });
+    double mean = std::accumulate(costs.begin(), costs.end(), 0.0,
+                                  [](double s, const DeviceCost& d) { return s + d.total_ms(); }) /
+                  static_cast<double>(costs.size());
+    out += fmt::format("cost ({}): max {:.3f} ms on rank {}, mean {:.3f} ms, imbalance {:.3f}\n", plan.cost_model,
+                       slowest->total_ms(), slowest - costs.begin(), mean, mean > 0 ? slowest->total_ms() / mean : 1.0);
+  } else {
+    out += "cost: not predicted (no cost model was used)\n";
+  }
+  out += fmt::format("planned {} tables in {:.3f} s\n", plan.tables.size(), plan.planning_seconds);
+  return out;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,19 @@
+#include "shardplan/table.hpp"
+
+namespace shardplan {
+
+int dtype_bytes(DType dtype) { return dtype == DType::kFp16 ? 2 : 4; }
+
+std::string_view dtype_name(DType dtype) { return dtype == DType::kFp16 ? "fp16" : "fp32"; }
+
+std::optional<DType> parse_dtype(std::string_view name) {
+  if (name == "fp32") return DType::kFp32;
+  if (name == "fp16") return DType::kFp16;
+  return std::nullopt;
+}
+
+const ReuseHist& Table::reuse_hist_or_default() const {
+  return reuse_hist ? *reuse_hist : kDlrmAggregateReuseHist;
+}
+
+}  // namespace shardplan

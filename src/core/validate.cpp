@@ -1,0 +1,259 @@
+#include "shardplan/validate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "shardplan/cluster.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/json_fields.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan {
+
+namespace {
+
+// Above this many shards in one table the pairwise overlap check is refused as absurd input.
+constexpr std::size_t kMaxShardsPerTable = 4096;
+
+// Hostile plans can list huge overlapping shards; sums saturate instead of overflowing.
+int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? INT64_MAX : sum;
+}
+
+struct Rect {
+  int rank;
+  int64_t row0, col0, rows, cols;
+  bool overlaps(const Rect& o) const {
+    return row0 < o.row0 + o.rows && o.row0 < row0 + rows && col0 < o.col0 + o.cols && o.col0 < col0 + cols;
+  }
+};
+
+struct PlanHeader {
+  int num_devices = 0;
+  int devices_per_host = 8;
+  Cluster cluster;
+};
+
+PlanHeader read_header(const nlohmann::json& plan, std::string_view source) {
+  if (!plan.is_object()) throw_field_error(source, "(top level)", "a plan must be a JSON object", plan);
+  if (const auto* format = find_member(plan, "format")) {
+    std::string text = read_string(*format, source, "format");
+    if (text != "shard-plan/1") throw_field_error(source, "format", "unsupported plan format (expected \"shard-plan/1\")", *format);
+  }
+  PlanHeader header;
+  header.num_devices =
+      static_cast<int>(read_int64(require_member(plan, "num_devices", source, ""), source, "num_devices", 1, kMaxDevices));
+  if (const auto* k = find_member(plan, "devices_per_host")) {
+    header.devices_per_host = static_cast<int>(read_int64(*k, source, "devices_per_host", 1, kMaxDevices));
+  }
+  header.cluster.num_devices = header.num_devices;
+  header.cluster.devices_per_host = header.devices_per_host;
+  header.cluster.memory_per_device_bytes = read_int64(require_member(plan, "memory_per_device_bytes", source, ""),
+                                                      source, "memory_per_device_bytes", 1, INT64_MAX);
+  if (const auto* reserve = find_member(plan, "reserve_fraction")) {
+    header.cluster.reserve_fraction = read_double(*reserve, source, "reserve_fraction", 0.0, 0.999999);
+  }
+  if (const auto* opt = find_member(plan, "optimizer")) {
+    auto parsed = parse_optimizer(read_string(*opt, source, "optimizer"));
+    if (!parsed) throw_field_error(source, "optimizer", "must be sgd, rowwise_adagrad, adagrad or adam", *opt);
+    header.cluster.optimizer = *parsed;
+  }
+  return header;
+}
+
+std::pair<int64_t, int64_t> read_pair(const nlohmann::json& value, std::string_view source, const std::string& path,
+                                      int64_t max_first, int64_t max_second, int64_t min) {
+  if (!value.is_array() || value.size() != 2) throw_field_error(source, path, "must be an array [rows, cols]", value);
+  return {read_int64(value[0], source, path + "[0]", min, max_first),
+          read_int64(value[1], source, path + "[1]", min, max_second)};
+}
+
+class Validator {
+ public:
+  Validator(const nlohmann::json& plan, const std::vector<Table>& tables, std::string_view source)
+      : plan_(plan), tables_(tables), source_(source), header_(read_header(plan, source)) {
+    memory_.assign(static_cast<std::size_t>(header_.num_devices), 0);
+    for (std::size_t i = 0; i < tables_.size(); ++i) by_name_.emplace(tables_[i].name, i);
+    covered_.assign(tables_.size(), false);
+  }
+
+  ValidationResult run() {
+    const auto& list = read_array(require_member(plan_, "tables", source_, ""), source_, "tables");
+    for (std::size_t i = 0; i < list.size(); ++i) check_table(list[i], fmt::format("tables[{}]", i));
+    for (std::size_t i = 0; i < tables_.size(); ++i) {
+      if (!covered_[i]) problem("table \"{}\" is not in the plan", tables_[i].name);
+    }
+    check_memory();
+    check_reported_devices();
+    return std::move(result_);
+  }
+
+ private:
+  template <typename... Args>
+  void problem(fmt::format_string<Args...> format, Args&&... args) {
+    result_.problems.push_back(fmt::format(format, std::forward<Args>(args)...));
+  }
+
+  void check_table(const nlohmann::json& entry, const std::string& path) {
+    read_object(entry, source_, path);
+    std::string name = read_string(require_member(entry, "name", source_, path), source_, path + ".name");
+    int64_t rows = read_int64(require_member(entry, "rows", source_, path), source_, path + ".rows", 1, kMaxRows);
+    int64_t dim = read_int64(require_member(entry, "dim", source_, path), source_, path + ".dim", 1, kMaxDim);
+    std::string type =
+        read_string(require_member(entry, "sharding_type", source_, path), source_, path + ".sharding_type");
+    const auto& ranks = read_array(require_member(entry, "ranks", source_, path), source_, path + ".ranks");
+    const auto& shards = read_array(require_member(entry, "shards", source_, path), source_, path + ".shards");
+    if (shards.size() > kMaxShardsPerTable) {
+      throw InputError(fmt::format("{}: {}.shards: {} shards, over the limit of {}", source_, path, shards.size(),
+                                   kMaxShardsPerTable));
+    }
+
+    auto found = by_name_.find(name);
+    const Table* table = nullptr;
+    if (found == by_name_.end()) {
+      problem("{}: table \"{}\" is not in the tables file", path, name);
+    } else if (covered_[found->second]) {
+      problem("{}: table \"{}\" appears more than once", path, name);
+    } else {
+      covered_[found->second] = true;
+      table = &tables_[found->second];
+      if (table->rows != rows || table->dim != dim) {
+        problem("{}: table \"{}\" is {} x {} in the plan but {} x {} in the tables file", path, name, rows, dim,
+                table->rows, table->dim);
+      }
+    }
+
+    std::vector<Rect> rects;
+    for (std::size_t s = 0; s < shards.size(); ++s) {
+      rects.push_back(read_shard(shards[s], fmt::format("{}.shards[{}]", path, s)));
+    }
+    check_ranks_list(ranks, rects, path);
+    check_geometry(rects, type, rows, dim, path, name);
+    if (table != nullptr) {
+      for (const auto& r : rects) {
+        if (r.rank >= 0 && r.rank < header_.num_devices) {
+          auto& used = memory_[static_cast<std::size_t>(r.rank)];
+          used = saturating_add(used, shard_memory_bytes(r.rows, r.cols, table->dtype, header_.cluster.optimizer));
+        }
+      }
+    }
+  }
+
+  Rect read_shard(const nlohmann::json& shard, const std::string& path) {
+    read_object(shard, source_, path);
+    Rect r{};
+    int64_t rank = read_int64(require_member(shard, "rank", source_, path), source_, path + ".rank", INT32_MIN, INT32_MAX);
+    r.rank = static_cast<int>(rank);
+    std::tie(r.row0, r.col0) = read_pair(require_member(shard, "shard_offsets", source_, path), source_,
+                                         path + ".shard_offsets", kMaxRows, kMaxDim, 0);
+    std::tie(r.rows, r.cols) = read_pair(require_member(shard, "shard_sizes", source_, path), source_,
+                                         path + ".shard_sizes", kMaxRows, kMaxDim, 0);
+    if (r.rank < 0 || r.rank >= header_.num_devices) {
+      problem("{}.rank: {} is out of range [0, {})", path, r.rank, header_.num_devices);
+    }
+    if (r.rows == 0 || r.cols == 0) problem("{}.shard_sizes: empty shard [{}, {}]", path, r.rows, r.cols);
+    if (r.cols % 4 != 0) problem("{}.shard_sizes: width {} is not a multiple of 4", path, r.cols);
+    std::string expected = fmt::format("rank:{}/cuda:{}", r.rank, ((r.rank % header_.devices_per_host) +
+                                                                   header_.devices_per_host) % header_.devices_per_host);
+    const auto& placement =
+        read_string(require_member(shard, "placement", source_, path), source_, path + ".placement");
+    if (placement != expected) problem("{}.placement: \"{}\" does not match rank {} (expected \"{}\")", path, placement, r.rank, expected);
+    return r;
+  }
+
+  void check_ranks_list(const nlohmann::json& ranks, const std::vector<Rect>& rects, const std::string& path) {
+    bool same = ranks.size() == rects.size();
+    for (std::size_t i = 0; same && i < ranks.size(); ++i) {
+      auto r = json_as_int64(ranks[i]);
+      same = r && *r == rects[i].rank;
+    }
+    if (!same) problem("{}.ranks: does not list the shards' ranks in order", path);
+  }
+
+  void check_geometry(const std::vector<Rect>& rects, const std::string& type, int64_t rows, int64_t dim,
+                      const std::string& path, const std::string& name) {
+    if (rects.empty()) {
+      problem("{}: table \"{}\" has no shards", path, name);
+      return;
+    }
+    int64_t area = 0;
+    bool in_bounds = true;
+    for (std::size_t i = 0; i < rects.size(); ++i) {
+      const Rect& r = rects[i];
+      if (r.row0 + r.rows > rows || r.col0 + r.cols > dim) {
+        problem("{}.shards[{}]: [{}, {}) x [{}, {}) lies outside the {} x {} table", path, i, r.row0, r.row0 + r.rows,
+                r.col0, r.col0 + r.cols, rows, dim);
+        in_bounds = false;
+      }
+      area = saturating_add(area, r.rows * r.cols);
+      for (std::size_t j = 0; j < i; ++j) {
+        if (r.overlaps(rects[j])) problem("{}.shards[{}] overlaps shards[{}]", path, i, j);
+      }
+    }
+    if (in_bounds && area != rows * dim) problem("{}: shards cover {} of the {} x {} cells (gaps)", path, area, rows, dim);
+
+    if (type == "table_wise") {
+      if (rects.size() != 1) problem("{}: table_wise needs exactly one shard, got {}", path, rects.size());
+    } else if (type == "column_wise") {
+      for (std::size_t i = 0; i < rects.size(); ++i) {
+        if (rects[i].row0 != 0 || rects[i].rows != rows) problem("{}.shards[{}]: a column_wise shard must hold every row", path, i);
+      }
+    } else if (type == "row_wise") {
+      for (std::size_t i = 0; i < rects.size(); ++i) {
+        if (rects[i].col0 != 0 || rects[i].cols != dim) problem("{}.shards[{}]: a row_wise shard must hold every column", path, i);
+      }
+    } else {
+      problem("{}.sharding_type: unknown \"{}\" (expected table_wise, column_wise or row_wise)", path, type);
+    }
+  }
+
+  void check_memory() {
+    int64_t usable = header_.cluster.usable_bytes_per_device();
+    for (std::size_t r = 0; r < memory_.size(); ++r) {
+      if (memory_[r] > usable) {
+        problem("device {}: shards need {} ({} bytes), over its usable {} ({} bytes)", r, format_bytes(memory_[r]),
+                memory_[r], format_bytes(usable), usable);
+      }
+    }
+  }
+
+  // A plan's own "devices" summary, when present, must agree with its shards.
+  void check_reported_devices() {
+    const auto* devices = find_member(plan_, "devices");
+    if (devices == nullptr || !devices->is_array()) return;
+    if (devices->size() != memory_.size()) {
+      problem("devices: lists {} devices, the plan has {}", devices->size(), memory_.size());
+      return;
+    }
+    for (std::size_t r = 0; r < memory_.size(); ++r) {
+      const auto* mem = find_member((*devices)[r], "memory_bytes");
+      if (mem == nullptr) continue;
+      auto value = json_as_int64(*mem);
+      if (!value || *value != memory_[r]) {
+        problem("devices[{}].memory_bytes: says {}, its shards need {}", r, mem->dump(), memory_[r]);
+      }
+    }
+  }
+
+  const nlohmann::json& plan_;
+  const std::vector<Table>& tables_;
+  std::string_view source_;
+  PlanHeader header_;
+  std::unordered_map<std::string, std::size_t> by_name_;
+  std::vector<bool> covered_;
+  std::vector<int64_t> memory_;
+  ValidationResult result_;
+};
+
+}  // namespace
+
+ValidationResult validate_plan_json(const nlohmann::json& plan, const std::vector<Table>& tables,
+                                    std::string_view source) {
+  return Validator(plan, tables, source).run();
+}
+
+}  // namespace shardplan

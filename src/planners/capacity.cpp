@@ -1,0 +1,32 @@
+#include <fmt/format.h>
+
+#include "shardplan/errors.hpp"
+#include "shardplan/planner.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan {
+
+void check_table_wise_capacity(const std::vector<Table>& tables, const Cluster& cluster) {
+  const int64_t usable = cluster.usable_bytes_per_device();
+  // Cannot overflow: each table is below 2^60 bytes (kMaxRows x kMaxDim x 12), and there are far fewer than 8.
+  long double total = 0;
+  for (const auto& table : tables) {
+    int64_t bytes = table_memory_bytes(table, cluster.optimizer);
+    total += static_cast<long double>(bytes);
+    if (bytes > usable) {
+      throw InfeasibleError(fmt::format(
+          "table \"{}\" ({} x {}, {}) needs {} with {} state, but a device offers {} ({} per GPU, reserve {})",
+          table.name, table.rows, table.dim, dtype_name(table.dtype), format_bytes(bytes),
+          optimizer_name(cluster.optimizer), format_bytes(usable), format_bytes(cluster.memory_per_device_bytes),
+          cluster.reserve_fraction));
+    }
+  }
+  long double capacity = static_cast<long double>(usable) * cluster.num_devices;
+  if (total > capacity) {
+    throw InfeasibleError(fmt::format("the tables need {} in total but {} devices offer {} ({} each)",
+                                      format_bytes(static_cast<int64_t>(total)), cluster.num_devices,
+                                      format_bytes(static_cast<int64_t>(capacity)), format_bytes(usable)));
+  }
+}
+
+}  // namespace shardplan

@@ -1,0 +1,40 @@
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+
+#include "greedy_baselines.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/planner.hpp"
+
+namespace shardplan {
+
+const std::vector<std::string>& planner_names() {
+  static const std::vector<std::string> names = {"size_lookup_greedy", "lookup_greedy", "dim_greedy",
+                                                 "size_greedy", "random"};
+  return names;
+}
+
+std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig& config) {
+  if (name == "random") return make_random_baseline(config.seed);
+  if (name == "size_greedy") {
+    return make_greedy_baseline("size_greedy", [](const Table& t, const Cluster& c) {
+      return static_cast<double>(table_memory_bytes(t, c.optimizer));
+    });
+  }
+  if (name == "dim_greedy") {
+    return make_greedy_baseline("dim_greedy", [](const Table& t, const Cluster&) { return static_cast<double>(t.dim); });
+  }
+  if (name == "lookup_greedy") {
+    return make_greedy_baseline("lookup_greedy",
+                                [](const Table& t, const Cluster&) { return t.dim * t.pooling_factor; });
+  }
+  if (name == "size_lookup_greedy") {
+    return make_greedy_baseline("size_lookup_greedy", [](const Table& t, const Cluster&) {
+      return t.dim * t.pooling_factor * std::log10(static_cast<double>(t.rows));
+    });
+  }
+  throw InputError(fmt::format("--algo: unknown planner \"{}\" (known: {})", name, fmt::join(planner_names(), ", ")));
+}
+
+}  // namespace shardplan

@@ -1,0 +1,78 @@
+#include "cli_runner.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace shardplan::e2e {
+
+namespace {
+
+std::filesystem::path make_temp_dir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "shardplan-e2e-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  return pattern;
+}
+
+}  // namespace
+
+CliResult run_cli(const std::vector<std::string>& args) {
+  TempDir capture;
+  const std::string out_path = capture.path("stdout").string();
+  const std::string err_path = capture.path("stderr").string();
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    if (!std::freopen(out_path.c_str(), "w", stdout) || !std::freopen(err_path.c_str(), "w", stderr)) std::_Exit(127);
+    if (!std::freopen("/dev/null", "r", stdin)) std::_Exit(127);
+    std::vector<char*> argv;
+    std::string binary = SHARDPLAN_BINARY;
+    argv.push_back(binary.data());
+    std::vector<std::string> copies = args;
+    for (auto& a : copies) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(binary.c_str(), argv.data());
+    std::_Exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CliResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = read_file(out_path);
+  result.err = read_file(err_path);
+  return result;
+}
+
+TempDir::TempDir() : dir_(make_temp_dir()) {}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+std::string TempDir::write(const std::string& name, const std::string& content) const {
+  std::ofstream out(path(name), std::ios::binary);
+  out << content;
+  return path(name).string();
+}
+
+std::vector<std::string> TempDir::files() const {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) names.push_back(entry.path().filename().string());
+  return names;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string source_path(const std::string& relative) { return std::string(SHARDPLAN_SOURCE_DIR) + "/" + relative; }
+
+}  // namespace shardplan::e2e

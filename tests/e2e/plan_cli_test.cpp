@@ -1,0 +1,121 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "cli_runner.hpp"
+#include "shardplan/planner.hpp"
+
+namespace shardplan::e2e {
+namespace {
+
+const std::string kSmall = source_path("tests/fixtures/tables_small.json");
+const std::string kExample = source_path("data/examples/tables.json");
+
+void expect_valid(const std::string& plan, const std::string& tables) {
+  CliResult check = run_cli({"validate", "--plan", plan, "--tables", tables});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find(": valid"), std::string::npos) << check.out;
+}
+
+// The wall-clock field is the only one allowed to differ between identical runs.
+std::string without_timing(const std::string& plan) {
+  return std::regex_replace(plan, std::regex("\"planning_seconds\": [0-9.e-]+"), "\"planning_seconds\": T");
+}
+
+TEST(PlanCli, EveryAlgorithmWritesAPlanThatValidates) {
+  TempDir dir;
+  for (const auto& algo : planner_names()) {
+    std::string out = dir.path(algo + ".json").string();
+    CliResult r = run_cli({"--tables", kSmall, "--gpus", "4", "--mem-per-gpu", "16GiB", "--algo", algo, "-o", out});
+    ASSERT_EQ(r.exit_code, 0) << algo << ": " << r.err;
+    EXPECT_NE(r.out.find("plan: " + algo + " on 4 GPUs"), std::string::npos) << r.out;
+    expect_valid(out, kSmall);
+  }
+}
+
+TEST(PlanCli, PlansTheBundledExampleOn128Gpus) {
+  TempDir dir;
+  std::string out = dir.path("plan.json").string();
+  CliResult r = run_cli({"--tables", kExample, "--gpus", "128", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("devices not shown; --full-report lists all"), std::string::npos) << r.out;
+  auto plan = nlohmann::json::parse(read_file(out));
+  EXPECT_EQ(plan["num_devices"], 128);
+  EXPECT_EQ(plan["devices"].size(), 128u);
+  expect_valid(out, kExample);
+}
+
+TEST(PlanCli, SubcommandNameIsOptional) {
+  TempDir dir;
+  CliResult a = run_cli({"plan", "--tables", kSmall, "--gpus", "2", "-o", dir.path("a.json").string(), "--quiet"});
+  CliResult b = run_cli({"--tables", kSmall, "--gpus", "2", "-o", dir.path("b.json").string(), "--quiet"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(without_timing(read_file(dir.path("a.json"))), without_timing(read_file(dir.path("b.json"))));
+}
+
+TEST(PlanCli, SameInputAndSeedGiveTheSamePlan) {
+  TempDir dir;
+  auto plan_with_seed = [&](const std::string& name, const std::string& seed) {
+    CliResult r = run_cli({"--tables", kExample, "--gpus", "16", "--algo", "random", "--seed", seed, "-o",
+                           dir.path(name).string(), "--quiet"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return read_file(dir.path(name));
+  };
+  std::string first = plan_with_seed("a.json", "11");
+  std::string second = plan_with_seed("b.json", "11");
+  std::string other = plan_with_seed("c.json", "12");
+  EXPECT_EQ(without_timing(first), without_timing(second));
+  EXPECT_NE(without_timing(first), without_timing(other));
+}
+
+TEST(PlanCli, DashWritesJsonToStdoutAndTheReportToStderr) {
+  CliResult r = run_cli({"--tables", kSmall, "--gpus", "4", "-o", "-"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto plan = nlohmann::json::parse(r.out);  // nothing but JSON on stdout
+  EXPECT_EQ(plan["format"], "shard-plan/1");
+  EXPECT_NE(r.err.find("plan: size_lookup_greedy on 4 GPUs"), std::string::npos) << r.err;
+}
+
+TEST(PlanCli, QuietPrintsNothingAndOverwritesAtomically) {
+  TempDir dir;
+  std::string out = dir.write("plan.json", "old content");
+  CliResult r = run_cli({"--tables", kSmall, "--gpus", "4", "-o", out, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(nlohmann::json::parse(read_file(out))["num_devices"], 4);
+  EXPECT_EQ(dir.files(), std::vector<std::string>{"plan.json"});  // no temporary left behind
+}
+
+TEST(PlanCli, OptimizerAndReserveShapeTheMemoryBudget) {
+  TempDir dir;
+  std::string out = dir.path("plan.json").string();
+  CliResult r = run_cli({"--tables", kSmall, "--gpus", "4", "--mem-per-gpu", "8GB", "--reserve", "0.15", "--optimizer",
+                         "adam", "-o", out, "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto plan = nlohmann::json::parse(read_file(out));
+  EXPECT_EQ(plan["memory_per_device_bytes"], 8'000'000'000);
+  EXPECT_EQ(plan["usable_memory_per_device_bytes"], 6'800'000'000);
+  EXPECT_EQ(plan["optimizer"], "adam");
+  for (const auto& d : plan["devices"]) EXPECT_LE(d["memory_bytes"].get<int64_t>(), 6'800'000'000);
+  expect_valid(out, kSmall);
+}
+
+TEST(PlanCli, HelpAndVersion) {
+  CliResult help = run_cli({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--tables"), std::string::npos);
+  EXPECT_NE(help.out.find("Example:"), std::string::npos);
+  EXPECT_NE(help.out.find("validate"), std::string::npos);
+  CliResult version = run_cli({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_NE(version.out.find("0."), std::string::npos);
+  CliResult validate_help = run_cli({"validate", "--help"});
+  EXPECT_EQ(validate_help.exit_code, 0);
+  EXPECT_NE(validate_help.out.find("Example:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardplan::e2e

@@ -1,0 +1,36 @@
+#pragma once
+// Small, deterministic table sets for planner and validator tests.
+#include <string>
+#include <vector>
+
+#include "shardplan/table.hpp"
+
+namespace shardplan::testing {
+
+inline Table make_table(std::string name, int64_t rows, int dim, double pooling_factor = 1.0) {
+  Table t;
+  t.name = std::move(name);
+  t.rows = rows;
+  t.dim = dim;
+  t.pooling_factor = pooling_factor;
+  return t;
+}
+
+// `count` tables with varied sizes, widths and pooling factors (a linear congruential walk).
+inline std::vector<Table> varied_tables(int count) {
+  std::vector<Table> tables;
+  uint64_t state = 12345;
+  auto next = [&state]() {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  for (int i = 0; i < count; ++i) {
+    int64_t rows = 100 + static_cast<int64_t>(next() % 2'000'000);
+    int dim = 4 * static_cast<int>(1 + next() % 32);
+    double pf = 1.0 + static_cast<double>(next() % 400) / 10.0;
+    tables.push_back(make_table("t" + std::to_string(i), rows, dim, pf));
+  }
+  return tables;
+}
+
+}  // namespace shardplan::testing

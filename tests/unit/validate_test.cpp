@@ -1,0 +1,148 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "shardplan/errors.hpp"
+#include "shardplan/plan_io.hpp"
+#include "shardplan/planner.hpp"
+#include "shardplan/validate.hpp"
+#include "test_tables.hpp"
+
+namespace shardplan {
+namespace {
+
+using nlohmann::json;
+using testing::make_table;
+
+class ValidateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tables_ = {make_table("a", 1000, 64), make_table("b", 500, 32), make_table("c", 2000, 16)};
+    Cluster cluster;
+    cluster.num_devices = 4;
+    cluster.memory_per_device_bytes = 1 << 20;
+    plan_ = json::parse(plan_to_string(make_planner("size_greedy", PlannerConfig{})->plan(tables_, cluster)));
+  }
+
+  std::vector<std::string> problems() { return validate_plan_json(plan_, tables_, "plan.json").problems; }
+
+  bool has_problem(const std::string& fragment) {
+    for (const auto& p : problems()) {
+      if (p.find(fragment) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+  // Splits table a column-wise into two pieces on ranks r0 and r1.
+  void split_a(int r0, int64_t width0, int r1) {
+    json& a = plan_["tables"][0];
+    a["sharding_type"] = "column_wise";
+    a["ranks"] = {r0, r1};
+    a["shards"] = json::array(
+        {{{"rank", r0}, {"shard_offsets", {0, 0}}, {"shard_sizes", {1000, width0}}, {"placement", "rank:" + std::to_string(r0) + "/cuda:" + std::to_string(r0)}},
+         {{"rank", r1}, {"shard_offsets", {0, width0}}, {"shard_sizes", {1000, 64 - width0}}, {"placement", "rank:" + std::to_string(r1) + "/cuda:" + std::to_string(r1)}}});
+    plan_.erase("devices");  // its memory summary no longer matches
+  }
+
+  std::vector<Table> tables_;
+  json plan_;
+};
+
+TEST_F(ValidateTest, AcceptsAPlannerPlan) { EXPECT_TRUE(problems().empty()) << problems().front(); }
+
+TEST_F(ValidateTest, AcceptsAValidColumnWiseSplit) {
+  split_a(0, 32, 3);
+  EXPECT_TRUE(problems().empty()) << problems().front();
+}
+
+TEST_F(ValidateTest, FindsGapsAndOverlaps) {
+  split_a(0, 32, 3);
+  plan_["tables"][0]["shards"][1]["shard_sizes"] = {1000, 16};  // columns 48..63 uncovered
+  EXPECT_TRUE(has_problem("shards cover 48000 of the 1000 x 64 cells (gaps)"));
+  split_a(0, 32, 3);
+  plan_["tables"][0]["shards"][1]["shard_offsets"] = {0, 16};
+  plan_["tables"][0]["shards"][1]["shard_sizes"] = {1000, 48};
+  EXPECT_TRUE(has_problem("tables[0].shards[1] overlaps shards[0]"));
+}
+
+TEST_F(ValidateTest, FindsShardsOutsideTheTable) {
+  plan_["tables"][1]["shards"][0]["shard_sizes"] = {501, 32};
+  EXPECT_TRUE(has_problem("lies outside the 500 x 32 table"));
+}
+
+TEST_F(ValidateTest, FindsRankAndPlacementProblems) {
+  plan_["tables"][0]["shards"][0]["rank"] = 9;
+  plan_["tables"][0]["ranks"] = {9};
+  plan_["tables"][0]["shards"][0]["placement"] = "rank:9/cuda:1";
+  EXPECT_TRUE(has_problem("tables[0].shards[0].rank: 9 is out of range [0, 4)"));
+  SetUp();
+  plan_["tables"][1]["shards"][0]["placement"] = "rank:3/cuda:3";
+  EXPECT_TRUE(has_problem("tables[1].shards[0].placement"));
+  SetUp();
+  plan_["tables"][2]["ranks"] = {2, 2};
+  EXPECT_TRUE(has_problem("tables[2].ranks: does not list the shards' ranks in order"));
+}
+
+TEST_F(ValidateTest, FindsMissingDuplicateAndUnknownTables) {
+  json second_b = plan_["tables"][1];
+  plan_["tables"].erase(2);
+  plan_["tables"].push_back(second_b);
+  plan_["tables"][0]["name"] = "zzz";
+  auto found = problems();
+  EXPECT_TRUE(has_problem("table \"zzz\" is not in the tables file"));
+  EXPECT_TRUE(has_problem("table \"b\" appears more than once"));
+  EXPECT_TRUE(has_problem("table \"a\" is not in the plan"));
+  EXPECT_TRUE(has_problem("table \"c\" is not in the plan"));
+}
+
+TEST_F(ValidateTest, FindsShapeMismatchAndUnknownShardingType) {
+  plan_["tables"][0]["dim"] = 128;
+  plan_["tables"][1]["sharding_type"] = "diagonal";
+  EXPECT_TRUE(has_problem("is 1000 x 128 in the plan but 1000 x 64 in the tables file"));
+  EXPECT_TRUE(has_problem("unknown \"diagonal\""));
+}
+
+TEST_F(ValidateTest, FindsDevicesOverTheirMemory) {
+  for (auto& t : plan_["tables"]) {
+    t["ranks"] = {0};
+    t["shards"][0]["rank"] = 0;
+    t["shards"][0]["placement"] = "rank:0/cuda:0";
+  }
+  plan_["memory_per_device_bytes"] = 300000;  // the three tables need 256000 + 64000 + 128000
+  plan_.erase("devices");
+  EXPECT_TRUE(has_problem("device 0: shards need 437.50 KiB (448000 bytes), over its usable 292.97 KiB (300000 bytes)"));
+  plan_["memory_per_device_bytes"] = 448000;
+  EXPECT_TRUE(problems().empty());
+  plan_["optimizer"] = "adam";  // three times the bytes
+  EXPECT_TRUE(has_problem("device 0: shards need"));
+}
+
+TEST_F(ValidateTest, FindsADevicesSummaryThatDisagreesWithTheShards) {
+  plan_["devices"][1]["memory_bytes"] = 12345;
+  EXPECT_TRUE(has_problem("devices[1].memory_bytes: says 12345"));
+}
+
+TEST_F(ValidateTest, StructuralErrorsAreBadInput) {
+  auto expect_input_error = [&](const std::string& fragment) {
+    try {
+      validate_plan_json(plan_, tables_, "plan.json");
+      ADD_FAILURE() << "expected InputError containing " << fragment;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  plan_["tables"][1]["shards"][0]["shard_offsets"] = "zero";
+  expect_input_error("plan.json: tables[1].shards[0].shard_offsets: must be an array [rows, cols]");
+  SetUp();
+  plan_.erase("num_devices");
+  expect_input_error("plan.json: num_devices: missing required field");
+  SetUp();
+  plan_["format"] = "other/2";
+  expect_input_error("unsupported plan format");
+  SetUp();
+  plan_ = json::array();
+  expect_input_error("a plan must be a JSON object");
+}
+
+}  // namespace
+}  // namespace shardplan
