@@ -6,7 +6,6 @@ target_compile_options(shardplan_warnings INTERFACE
   -Wshadow                     # a local hiding a member or outer name is a classic planner bug
   -Wnon-virtual-dtor           # interfaces (Planner, CostModel) are deleted through base pointers
   -Woverloaded-virtual         # a misspelt override silently adds an overload
-  -Wnull-dereference
   -Wimplicit-fallthrough
 )
 if(SHARDPLAN_WERROR)

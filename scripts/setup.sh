@@ -9,6 +9,7 @@ packages=(
   libtorch-dev            # LibTorch: neural cost model, training, measurement, dataset importer
   libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libgtest-dev zlib1g-dev
+  libgloo-dev             # Gloo headers that c10d's ProcessGroupGloo.hpp includes (collect-costs comm)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,1 +1,21 @@
 # Tests of the LibTorch parts: their own executable, linked with shardplan_torch.
+# The dlrm_datasets importer: files in the real format written with LibTorch (tests/torch/dlrm_files.cpp),
+# the checked-in file written by Python's torch.save (tests/fixtures/dlrm/), bad files, and the CLI.
+add_executable(shardplan_torch_tests
+  torch/dlrm_files.cpp
+  torch/dlrm_import_test.cpp
+  torch/import_cli_test.cpp
+)
+find_package(ZLIB REQUIRED)
+target_link_libraries(shardplan_torch_tests PRIVATE shardplan_torch shardplan_core shardplan_test_support GTest::gtest_main ${TORCH_LIBRARIES}
+                      ZLIB::ZLIB nlohmann_json::nlohmann_json shardplan_warnings shardplan_options)
+target_compile_definitions(shardplan_torch_tests PRIVATE
+  SHARDPLAN_BINARY="$<TARGET_FILE:shard-plan>"
+  SHARDPLAN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+add_dependencies(shardplan_torch_tests shard-plan)
+gtest_discover_tests(shardplan_torch_tests PROPERTIES LABELS torch DISCOVERY_TIMEOUT 120)
+
+# A generator of large files in the same format, for measuring the importer at the real file's scale
+# (see its header); built on request only.
+add_executable(shardplan_make_dlrm_file EXCLUDE_FROM_ALL torch/make_dlrm_file.cpp)
+target_link_libraries(shardplan_make_dlrm_file PRIVATE ${TORCH_LIBRARIES} shardplan_warnings shardplan_options)

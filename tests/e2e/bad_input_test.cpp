@@ -25,7 +25,7 @@ TEST_P(BadInput, ExitsWithCodeAndMessageAndWritesNoPlan) {
   const BadCase& c = GetParam();
   TempDir dir;
   std::string tables = dir.write("tables.json", c.tables);
-  std::string out = dir.path("plan.json").string();
+  std::string out = dir.path("plan.json");
   std::vector<std::string> args = {"--tables", tables, "--gpus", "4", "--mem-per-gpu", "1GiB", "-o", out};
   for (const auto& a : c.args) args.push_back(a);
   CliResult r = run_cli(args);
@@ -74,7 +74,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(BadInputFiles, MissingTablesFileIsBadInput) {
   TempDir dir;
-  CliResult r = run_cli({"--tables", dir.path("nope.json").string(), "--gpus", "4", "-o", dir.path("plan.json").string()});
+  CliResult r = run_cli({"--tables", dir.path("nope.json"), "--gpus", "4", "-o", dir.path("plan.json")});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("nope.json: no such file"), std::string::npos) << r.err;
   EXPECT_TRUE(dir.files().empty());

@@ -10,16 +10,6 @@
 
 namespace shardplan::e2e {
 
-namespace {
-
-std::filesystem::path make_temp_dir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "shardplan-e2e-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  return pattern;
-}
-
-}  // namespace
-
 CliResult run_cli(const std::vector<std::string>& args) {
   TempDir capture;
   const std::string out_path = capture.path("stdout").string();
@@ -45,25 +35,6 @@ CliResult run_cli(const std::vector<std::string>& args) {
   result.out = read_file(out_path);
   result.err = read_file(err_path);
   return result;
-}
-
-TempDir::TempDir() : dir_(make_temp_dir()) {}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
-}
-
-std::string TempDir::write(const std::string& name, const std::string& content) const {
-  std::ofstream out(path(name), std::ios::binary);
-  out << content;
-  return path(name).string();
-}
-
-std::vector<std::string> TempDir::files() const {
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(dir_)) names.push_back(entry.path().filename().string());
-  return names;
 }
 
 std::string read_file(const std::filesystem::path& path) {

@@ -26,7 +26,7 @@ std::string without_timing(const std::string& plan) {
 TEST(PlanCli, EveryAlgorithmWritesAPlanThatValidates) {
   TempDir dir;
   for (const auto& algo : planner_names()) {
-    std::string out = dir.path(algo + ".json").string();
+    std::string out = dir.path(algo + ".json");
     CliResult r = run_cli({"--tables", kSmall, "--gpus", "4", "--mem-per-gpu", "16GiB", "--algo", algo, "-o", out});
     ASSERT_EQ(r.exit_code, 0) << algo << ": " << r.err;
     EXPECT_NE(r.out.find("plan: " + algo + " on 4 GPUs"), std::string::npos) << r.out;
@@ -36,7 +36,7 @@ TEST(PlanCli, EveryAlgorithmWritesAPlanThatValidates) {
 
 TEST(PlanCli, PlansTheBundledExampleOn128Gpus) {
   TempDir dir;
-  std::string out = dir.path("plan.json").string();
+  std::string out = dir.path("plan.json");
   CliResult r = run_cli({"--tables", kExample, "--gpus", "128", "-o", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("devices not shown; --full-report lists all"), std::string::npos) << r.out;
@@ -48,8 +48,8 @@ TEST(PlanCli, PlansTheBundledExampleOn128Gpus) {
 
 TEST(PlanCli, SubcommandNameIsOptional) {
   TempDir dir;
-  CliResult a = run_cli({"plan", "--tables", kSmall, "--gpus", "2", "-o", dir.path("a.json").string(), "--quiet"});
-  CliResult b = run_cli({"--tables", kSmall, "--gpus", "2", "-o", dir.path("b.json").string(), "--quiet"});
+  CliResult a = run_cli({"plan", "--tables", kSmall, "--gpus", "2", "-o", dir.path("a.json"), "--quiet"});
+  CliResult b = run_cli({"--tables", kSmall, "--gpus", "2", "-o", dir.path("b.json"), "--quiet"});
   ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(without_timing(read_file(dir.path("a.json"))), without_timing(read_file(dir.path("b.json"))));
@@ -59,7 +59,7 @@ TEST(PlanCli, SameInputAndSeedGiveTheSamePlan) {
   TempDir dir;
   auto plan_with_seed = [&](const std::string& name, const std::string& seed) {
     CliResult r = run_cli({"--tables", kExample, "--gpus", "16", "--algo", "random", "--seed", seed, "-o",
-                           dir.path(name).string(), "--quiet"});
+                           dir.path(name), "--quiet"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return read_file(dir.path(name));
   };
@@ -91,7 +91,7 @@ TEST(PlanCli, QuietPrintsNothingAndOverwritesAtomically) {
 
 TEST(PlanCli, OptimizerAndReserveShapeTheMemoryBudget) {
   TempDir dir;
-  std::string out = dir.path("plan.json").string();
+  std::string out = dir.path("plan.json");
   CliResult r = run_cli({"--tables", kSmall, "--gpus", "4", "--mem-per-gpu", "8GB", "--reserve", "0.15", "--optimizer",
                          "adam", "-o", out, "--quiet"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

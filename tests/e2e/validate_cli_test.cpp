@@ -12,7 +12,7 @@ const std::string kSmall = source_path("tests/fixtures/tables_small.json");
 class ValidateCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    plan_path_ = dir_.path("plan.json").string();
+    plan_path_ = dir_.path("plan.json");
     CliResult r = run_cli({"--tables", kSmall, "--gpus", "4", "-o", plan_path_, "--quiet"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }

@@ -1,0 +1,20 @@
+#pragma once
+// Model directories ("shard-plan-model/1"): meta.json (feature schema, normalisation, architecture,
+// training provenance, test metrics) and the weights compute.pt and comm.pt, written by LibTorch.
+#include <memory>
+#include <string>
+
+#include "shardplan/neural_cost_model.hpp"
+
+namespace shardplan {
+
+inline constexpr const char* kModelFormat = "shard-plan-model/1";
+
+// Loads a model directory. Missing or corrupt files throw InputError naming the file.
+std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir);
+
+// The bundled model: `models/default` beside the executable's directory (a build tree) or under its
+// install prefix (share/shard-plan/models/default). Empty when neither exists.
+std::string find_default_model_dir();
+
+}  // namespace shardplan

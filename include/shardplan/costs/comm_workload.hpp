@@ -1,0 +1,38 @@
+#pragma once
+// The random workload of one all-to-all sample ("comm-workload/1"): each rank's pooled-embedding width
+// sum and its start delay. Every rank draws the same sample from (seed, index), so ranks agree without
+// exchanging it, and a resumed collection continues the sequence an uninterrupted one would have drawn.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardplan {
+
+inline constexpr const char* kCommWorkloadScheme = "comm-workload/1";
+
+struct CommWorkloadConfig {
+  int world_size = 2;
+  double max_delay_ms = 5.0;         // each rank's start delay is at most this
+  double zero_delay_fraction = 0.2;  // samples where no rank is delayed (pure communication)
+  int max_mean_shards = 16;          // a sample's mean shards per rank is 1 to this
+  int max_skew = 4;                  // at full imbalance, a rank's shard count is mean/4 .. mean*4
+};
+
+struct CommWorkload {
+  std::vector<int64_t> dim_sums;  // per rank: sum of its shards' widths (each 4, 8, ..., 128)
+  std::vector<int> shard_counts;  // per rank: how many shards make up that sum
+  std::vector<double> delays_ms;  // per rank: start delay standing in for unequal compute
+  double imbalance = 0.0;         // the sample's imbalance level in [0, 1]
+};
+
+// Sample `index` of the sequence `seed`. Uses only integer and exactly rounded arithmetic on
+// std::mt19937_64 output (no std:: distributions, no libm), so it is identical on every platform.
+CommWorkload draw_comm_workload(const CommWorkloadConfig& config, uint64_t seed, int64_t index);
+
+// The largest width sum any rank can draw: sizes the communication buffers.
+int64_t max_comm_dim_sum(const CommWorkloadConfig& config);
+
+// Throws InputError naming the flag (--world-size, --max-delay) when a setting is out of range.
+void validate_comm_workload(const CommWorkloadConfig& config);
+
+}  // namespace shardplan

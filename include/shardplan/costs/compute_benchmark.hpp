@@ -1,0 +1,38 @@
+#pragma once
+// Times one training step of a device's embedding stage the way production runs it: the shards grouped
+// by width into table-batched embedding-bag operators (one per width, like FBGEMM's TBE), forward
+// sum-pooling, backward with sparse gradients, and the sparse SGD update. No LibTorch types here.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "shardplan/table.hpp"
+
+namespace shardplan {
+
+struct ComputeBenchConfig {
+  // Defaults suit a CPU (a sample takes about half a second); on a GPU use production batches (65536).
+  std::string device = "cpu";  // "cpu" or "cuda"
+  int64_t batch_size = 2048;   // samples per step
+  int warmup_iterations = 1;
+  int timed_iterations = 3;    // the median is recorded
+  int threads = 1;             // intra-op threads on the CPU: one core, so other work disturbs it less
+};
+
+struct ComputeTiming {
+  double median_ms = 0.0;
+  std::vector<double> iterations_ms;
+};
+
+// `shards` are full tables or column pieces (rows x dim with the table's traffic). Index traces are
+// synthesised from each shard's pooling factor and reuse histogram with `seed`. Throws InputError for an
+// unavailable device, RuntimeFailure when LibTorch fails (out of memory, say).
+ComputeTiming measure_compute_step(const std::vector<Table>& shards, const ComputeBenchConfig& config, uint64_t seed);
+
+// Facts recorded with every measurement.
+std::string torch_version();
+bool cuda_available();
+std::string cpu_model();
+std::string device_model(const std::string& device);
+
+}  // namespace shardplan

@@ -1,0 +1,45 @@
+#pragma once
+// Pre-training the neural cost models on measured cost data (LibTorch), and their accuracy metrics.
+#include <nlohmann/json.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardplan {
+
+struct PretrainConfig {
+  std::string data_dir;   // cost data: compute and comm directories at or below it
+  std::string out_dir;    // the model directory to write
+  int epochs = 300;       // at most; early stopping usually ends sooner
+  int patience = 30;      // epochs without a better validation loss before stopping
+  double learning_rate = 1e-3;
+  int batch_size = 64;    // samples (devices) per step
+  uint64_t seed = 0;
+  int threads = 1;
+  double validation_fraction = 0.1;
+  double test_fraction = 0.1;
+  int holdout_world_size = 0;  // 0: the middle collected world size, when at least three were collected
+  bool quiet = false;
+  std::string command_line;
+};
+
+struct Metrics {
+  double mse = 0.0;       // in ms^2
+  double mape = 0.0;      // mean absolute percentage error, in percent
+  double spearman = 0.0;  // rank correlation of predicted and measured
+  int64_t count = 0;
+  nlohmann::json to_json() const;
+};
+
+Metrics compute_metrics(const std::vector<double>& predicted, const std::vector<double>& measured);
+double spearman_correlation(const std::vector<double>& a, const std::vector<double>& b);
+
+// Trains, keeps the best-validation weights, evaluates on the test split and writes the model
+// directory. Returns meta.json's content (with the test metrics).
+nlohmann::json pretrain_cost_models(const PretrainConfig& config);
+
+// Metrics of a model on a data directory: {"compute": {...}, "comm": {"fw": ..., "bw": ...}} for the
+// kinds of data present.
+nlohmann::json evaluate_cost_model(const std::string& model_dir, const std::string& data_dir);
+
+}  // namespace shardplan

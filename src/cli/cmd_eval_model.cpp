@@ -1,0 +1,51 @@
+// shard-plan eval-cost-model: a model's accuracy on any cost data (measurements it was not trained on).
+#include <fmt/format.h>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "shardplan/pretrain.hpp"
+
+namespace shardplan::cli {
+
+namespace {
+
+int run_eval_model(int argc, char** argv) {
+  CLI::App app{"Evaluates a cost model on a cost-data directory: MSE, MAPE and Spearman rank correlation of the "
+               "compute model and of the forward and backward communication model.",
+               "shard-plan eval-cost-model"};
+  configure_app(app);
+  app.footer(R"(Example:
+  shard-plan eval-cost-model --model models/default --data costs/other-run --json)");
+  std::string model_dir;
+  std::string data_dir;
+  bool json = false;
+  LogOptions log_options;
+  app.add_option("--model", model_dir, "Model directory")->required();
+  app.add_option("--data", data_dir, "Cost data (compute and/or comm directories at or below it)")->required();
+  app.add_flag("--json", json, "Print the metrics as JSON");
+  add_log_options(app, log_options);
+  if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  apply_log_options(log_options);
+
+  nlohmann::json metrics = evaluate_cost_model(model_dir, data_dir);
+  if (json) {
+    fmt::print("{}\n", metrics.dump(2));
+    return 0;
+  }
+  auto line = [](const std::string& what, const nlohmann::json& m) {
+    fmt::print("{:<16} MAPE {:>7.2f}%  Spearman {:.4f}  MSE {:.6g}  (n={})\n", what, m["mape_percent"].get<double>(),
+               m["spearman"].get<double>(), m["mse"].get<double>(), m["count"].get<int64_t>());
+  };
+  if (metrics.contains("compute")) line("compute", metrics["compute"]);
+  if (metrics.contains("comm")) {
+    line("comm forward", metrics["comm"]["fw"]);
+    line("comm backward", metrics["comm"]["bw"]);
+  }
+  return 0;
+}
+
+}  // namespace
+
+SHARDPLAN_REGISTER_COMMAND(eval_model, "eval-cost-model", "a cost model's accuracy on cost data", run_eval_model);
+
+}  // namespace shardplan::cli

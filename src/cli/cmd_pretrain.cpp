@@ -1,0 +1,74 @@
+// shard-plan pretrain-cost-model: train the compute and communication cost models on measured data.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "shardplan/pretrain.hpp"
+
+namespace shardplan::cli {
+
+namespace {
+
+void print_metrics(const nlohmann::json& meta) {
+  const auto& m = meta["metrics"];
+  auto line = [](const char* what, const nlohmann::json& x) {
+    fmt::print("  {:<28} MAPE {:>7.2f}%  Spearman {:.4f}  MSE {:.6g}  (n={})\n", what, x["mape_percent"].get<double>(),
+               x["spearman"].get<double>(), x["mse"].get<double>(), x["count"].get<int64_t>());
+  };
+  fmt::print("test metrics:\n");
+  line("compute", m["compute"]);
+  line("comm forward", m["comm"]["fw"]);
+  line("comm backward", m["comm"]["bw"]);
+  if (!m["comm_holdout"].is_null()) {
+    int w = m["comm_holdout"]["world_size"];
+    line(fmt::format("comm forward, unseen W={}", w).c_str(), m["comm_holdout"]["fw"]);
+    line(fmt::format("comm backward, unseen W={}", w).c_str(), m["comm_holdout"]["bw"]);
+  }
+}
+
+int run_pretrain(int argc, char** argv) {
+  CLI::App app{"Pre-trains the neural cost models on cost data from collect-costs: the compute model (per-shard "
+               "network, sum over a device's shards, head) and one communication model for every device count. "
+               "Adam on the MSE of standardised log latency, early stopping on a validation split, best weights "
+               "kept; prints and stores test metrics.",
+               "shard-plan pretrain-cost-model"};
+  configure_app(app);
+  app.footer(R"(Example:
+  shard-plan pretrain-cost-model --data data/costs/cpu-2core --out models/default
+
+The same seed and thread count give the same model.)");
+  PretrainConfig config;
+  LogOptions log_options;
+  app.add_option("--data", config.data_dir, "Cost data: compute and comm directories at or below it")->required();
+  app.add_option("--out", config.out_dir, "Model directory to write (meta.json, compute.pt, comm.pt)")->required();
+  app.add_option("--epochs", config.epochs, "Most epochs per model")->capture_default_str();
+  app.add_option("--patience", config.patience, "Stop after this many epochs without a better validation loss")
+      ->capture_default_str();
+  app.add_option("--lr", config.learning_rate, "Adam learning rate")->capture_default_str();
+  app.add_option("--batch-size", config.batch_size, "Devices (samples) per step")->capture_default_str();
+  app.add_option("--seed", config.seed, "Seed for initialisation, splits and shuffling")->capture_default_str();
+  app.add_option("--threads", config.threads, "CPU threads")->capture_default_str();
+  app.add_option("--val-fraction", config.validation_fraction, "Share of samples for validation")->capture_default_str();
+  app.add_option("--test-fraction", config.test_fraction, "Share of samples for the test metrics")->capture_default_str();
+  app.add_option("--holdout-world-size", config.holdout_world_size,
+                 "World size left out to test the comm model on an unseen device count (0: the middle one)")
+      ->capture_default_str();
+  add_log_options(app, log_options);
+  if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  apply_log_options(log_options);
+  config.quiet = log_options.quiet;
+  for (int i = 0; i < argc; ++i) config.command_line += (i ? " " : "shard-plan ") + std::string(i ? argv[i] : "pretrain-cost-model");
+
+  nlohmann::json meta = pretrain_cost_models(config);
+  spdlog::info("wrote {} in {} s", config.out_dir, meta["training"]["seconds"].get<double>());
+  if (!log_options.quiet) print_metrics(meta);
+  return 0;
+}
+
+}  // namespace
+
+SHARDPLAN_REGISTER_COMMAND(pretrain, "pretrain-cost-model", "train the neural cost models on measured costs",
+                           run_pretrain);
+
+}  // namespace shardplan::cli

@@ -1,0 +1,166 @@
+// shard-plan collect-costs comm: time the forward and backward all-to-all of pooled embeddings over W
+// ranks, either spawned here (--spawn) or launched one process per device with torchrun-style variables.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <optional>
+
+#include "cli_common.hpp"
+#include "collect_commands.hpp"
+#include "shardplan/costs/comm_benchmark.hpp"
+#include "shardplan/costs/comm_spawn.hpp"
+#include "shardplan/errors.hpp"
+
+namespace shardplan::cli {
+
+namespace {
+
+constexpr double kMaxTimeoutSeconds = 86'400.0;
+
+// An integer launcher variable: InputError names the variable when it is missing or malformed.
+std::optional<int64_t> env_int(const char* name, bool required, int64_t low, int64_t high) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') {
+    if (!required) return std::nullopt;
+    throw InputError(fmt::format(
+        "environment variable {} is not set: launch one process per rank with RANK, WORLD_SIZE, MASTER_ADDR and "
+        "MASTER_PORT set (as torchrun or a cluster scheduler does), or use --spawn to run every rank here",
+        name));
+  }
+  char* end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || value < low || value > high) {
+    throw InputError(
+        fmt::format("environment variable {}: must be an integer in [{}, {}], got '{}'", name, low, high, text));
+  }
+  return value;
+}
+
+std::string env_string(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') {
+    throw InputError(
+        fmt::format("environment variable {} is not set: it names the host of rank 0, which serves the "
+                    "TCP store (use --spawn to run every rank here)",
+                    name));
+  }
+  return text;
+}
+
+// The rank's place in the job from the variables torchrun sets; --world-size, when given, must agree.
+CommRendezvous rendezvous_from_environment(int flag_world_size) {
+  CommRendezvous where;
+  where.world_size = static_cast<int>(*env_int("WORLD_SIZE", true, 2, 4096));
+  if (flag_world_size != 0 && flag_world_size != where.world_size) {
+    throw InputError(fmt::format("--world-size {} disagrees with the environment's WORLD_SIZE={}", flag_world_size,
+                                 where.world_size));
+  }
+  where.rank = static_cast<int>(*env_int("RANK", true, 0, where.world_size - 1));
+  where.master_addr = env_string("MASTER_ADDR");
+  where.master_port = static_cast<int>(*env_int("MASTER_PORT", true, 1, 65535));
+  where.local_rank = static_cast<int>(env_int("LOCAL_RANK", false, 0, 4095).value_or(where.rank));
+  return where;
+}
+
+}  // namespace
+
+int run_collect_comm(int argc, char** argv) {
+  CLI::App app{
+      "Times the all-to-alls of DLRM model parallelism over W ranks with LibTorch's c10d (Gloo on CPU, "
+      "NCCL on CUDA): per sample, every rank gets a random width sum (shards of widths 4..128 with a "
+      "random amount of imbalance) and a random start delay, then times the forward all-to-all of pooled "
+      "embeddings and the backward all-to-all of their gradients. Rank 0 appends one sample per line "
+      "to --out; re-running with the same settings resumes up to --samples.",
+      "shard-plan collect-costs comm"};
+  configure_app(app);
+  app.footer(R"(Examples:
+  shard-plan collect-costs comm --world-size 4 --spawn --samples 1000 --out costs/comm/w4
+  # one process per device, on every host (torchrun-style environment):
+  RANK=0 WORLD_SIZE=8 LOCAL_RANK=0 MASTER_ADDR=node0 MASTER_PORT=29500 \
+    shard-plan collect-costs comm --samples 1000 --out costs/comm/w8
+
+Every rank needs the same options; only rank 0 writes (its --out). A peer that dies, hangs or never
+arrives makes the others exit 1 within --timeout (+10 s at worst). Ctrl-C or SIGTERM stops every rank
+after the current sample; only complete samples are kept. Exit codes: 0 done or interrupted,
+1 measurement failed, 2 bad usage or input. See docs/comm-collection.md.)");
+  CommCollectConfig config;
+  int world_size = 0;
+  bool spawn = false;
+  LogOptions log_options;
+  app.add_option("--world-size", world_size, "Number of ranks W (with --spawn: required; else WORLD_SIZE is used)");
+  app.add_option("--samples", config.samples, "Samples the --out directory should hold when done")->required();
+  app.add_option("--out", config.out_dir, "Cost-data directory (created, or resumed when it exists)")->required();
+  app.add_option("--batch-size", config.batch_size,
+                 "Global batch B (a multiple of W); rank r sends (B/W) x width "
+                 "floats to every rank")
+      ->capture_default_str();
+  app.add_option("--backend", config.backend, "gloo (CPU tensors), nccl (CUDA tensors) or auto (nccl when available)")
+      ->capture_default_str();
+  app.add_option("--seed", config.seed, "Seed; sample i depends only on (seed, i)")->capture_default_str();
+  app.add_option("--max-delay", config.workload.max_delay_ms, "Largest start delay of a rank, in milliseconds")
+      ->capture_default_str();
+  app.add_option("--timeout", config.timeout_s, "Seconds any rank waits for a peer (rendezvous, each collective)")
+      ->capture_default_str();
+  app.add_flag("--spawn", spawn, "Run all W ranks as processes on this host (loopback)");
+  add_log_options(app, log_options);
+  if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  apply_log_options(log_options);
+  config.quiet = log_options.quiet;
+
+  // Check what can be checked before any rank starts, so bad usage fails once, with exit status 2.
+  if (config.samples < 1) throw InputError(fmt::format("--samples: must be at least 1, got {}", config.samples));
+  if (!(config.timeout_s > 0.0 && config.timeout_s <= kMaxTimeoutSeconds)) {
+    throw InputError(
+        fmt::format("--timeout: must be in (0, {}] seconds, got {}", kMaxTimeoutSeconds, config.timeout_s));
+  }
+  if (config.batch_size < 1 || config.batch_size > (1 << 24)) {
+    throw InputError(fmt::format("--batch-size: must be in [1, 16777216], got {}", config.batch_size));
+  }
+  resolve_comm_backend(config.backend);
+
+  if (spawn) {
+    if (world_size == 0) throw InputError("--world-size: required with --spawn");
+    CommWorkloadConfig workload = config.workload;
+    workload.world_size = world_size;
+    validate_comm_workload(workload);
+    if (config.batch_size % world_size != 0) {
+      throw InputError(
+          fmt::format("--batch-size: must be a multiple of --world-size {}, got {}", world_size, config.batch_size));
+    }
+    SpawnConfig spawn_config;
+    spawn_config.executable = current_executable();
+    spawn_config.world_size = world_size;
+    spawn_config.args = {"collect-costs"};
+    spawn_config.launch_command = "shard-plan collect-costs";
+    for (int i = 0; i < argc; ++i) {
+      std::string arg = argv[i];
+      spawn_config.launch_command += " " + arg;
+      if (arg == "--spawn" || arg.rfind("--spawn=", 0) == 0) continue;
+      spawn_config.args.push_back(arg);
+    }
+    int status = spawn_local_ranks(spawn_config);
+    if (status != 0)
+      spdlog::error("collect-costs comm failed; complete samples already in {} are kept (a re-run resumes)",
+                    config.out_dir);
+    return status;
+  }
+
+  config.rendezvous = rendezvous_from_environment(world_size);
+  if (const char* launch = std::getenv(kLaunchCommandVariable); launch != nullptr && *launch != '\0') {
+    config.command_line = launch;
+  } else {
+    config.command_line = "shard-plan collect-costs";
+    for (int i = 0; i < argc; ++i) config.command_line += " " + std::string(argv[i]);
+  }
+  CollectSummary summary = run_comm_collection(config);
+  if (config.rendezvous.rank == 0) {
+    spdlog::info("{}: {} samples ({} new in {:.1f} s){}", config.out_dir, summary.existing + summary.written,
+                 summary.written, summary.seconds, summary.interrupted ? "; interrupted, re-run to resume" : "");
+  }
+  return 0;
+}
+
+}  // namespace shardplan::cli

@@ -1,0 +1,65 @@
+// shard-plan collect-costs compute: time random shard sets from a table pool on this device.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "cli_common.hpp"
+#include "collect_commands.hpp"
+#include "shardplan/costs/compute_collector.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/tables_io.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan::cli {
+
+int run_collect_compute(int argc, char** argv) {
+  CLI::App app{"Times one training step (forward, backward with sparse gradients, sparse SGD update) of random "
+               "shard sets: 1 to --max-tables pool tables, each at a random width 4, 8, ..., 128, grouped by width "
+               "into table-batched embedding-bag operators. Appends one sample per line to --out; re-running "
+               "with the same settings resumes up to --samples.",
+               "shard-plan collect-costs compute"};
+  configure_app(app);
+  app.footer(R"(Example:
+  shard-plan collect-costs compute --tables data/pool.json --samples 200 --out costs/compute
+
+Ctrl-C or SIGTERM stops after the current sample; only complete samples are kept.)");
+  ComputeCollectConfig config;
+  std::string mem_cap = "512MiB";
+  LogOptions log_options;
+  app.add_option("--tables", config.pool_path, "Table pool (tables format), e.g. data/pool.json")->required();
+  app.add_option("--samples", config.samples, "Samples the --out directory should hold when done")->required();
+  app.add_option("--out", config.out_dir, "Cost-data directory (created, or resumed when it exists)")->required();
+  app.add_option("--batch-size", config.bench.batch_size, "Samples per training step")->capture_default_str();
+  app.add_option("--max-tables", config.max_tables, "Shards per sample: 1 to this many")->capture_default_str();
+  app.add_option("--mem-cap", mem_cap, "Largest total weight size of one sample's shards")->capture_default_str();
+  app.add_option("--device", config.bench.device, "cpu or cuda")->capture_default_str();
+  app.add_option("--seed", config.seed, "Seed; sample i depends only on (seed, i)")->capture_default_str();
+  app.add_option("--warmup", config.bench.warmup_iterations, "Untimed steps before timing")->capture_default_str();
+  app.add_option("--iterations", config.bench.timed_iterations, "Timed steps; the median is recorded")
+      ->capture_default_str();
+  app.add_option("--threads", config.bench.threads, "CPU threads for LibTorch's kernels")->capture_default_str();
+  add_log_options(app, log_options);
+  if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  apply_log_options(log_options);
+  config.quiet = log_options.quiet;
+
+  if (config.bench.batch_size < 1 || config.bench.batch_size > (1 << 24)) {
+    throw InputError(fmt::format("--batch-size: must be in [1, 16777216], got {}", config.bench.batch_size));
+  }
+  if (config.bench.timed_iterations < 1 || config.bench.warmup_iterations < 0) {
+    throw InputError(fmt::format("--iterations must be >= 1 and --warmup >= 0, got {} and {}",
+                                 config.bench.timed_iterations, config.bench.warmup_iterations));
+  }
+  if (config.bench.threads < 1 || config.bench.threads > 1024) {
+    throw InputError(fmt::format("--threads: must be in [1, 1024], got {}", config.bench.threads));
+  }
+  config.memory_cap_bytes = parse_byte_size(mem_cap, "--mem-cap");
+  for (int i = 0; i < argc; ++i) config.command_line += (i ? " " : "shard-plan collect-costs ") + std::string(argv[i]);
+
+  std::vector<Table> pool = load_tables(config.pool_path);
+  CollectSummary summary = collect_compute_costs(pool, config);
+  spdlog::info("{}: {} samples ({} new in {:.1f} s){}", config.out_dir, summary.existing + summary.written,
+               summary.written, summary.seconds, summary.interrupted ? "; interrupted, re-run to resume" : "");
+  return 0;
+}
+
+}  // namespace shardplan::cli

@@ -1,0 +1,52 @@
+#include "shardplan/cost_features.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace shardplan {
+
+ComputeFeatureVector compute_features(const ShardFeatures& shard) {
+  ComputeFeatureVector f{};
+  const double rows = static_cast<double>(shard.rows);
+  const double dim = static_cast<double>(shard.dim);
+  f[0] = static_cast<float>(std::log(rows));
+  f[1] = static_cast<float>(dim);
+  f[2] = static_cast<float>(std::log1p(shard.pooling_factor));
+  f[3] = static_cast<float>(std::log1p(shard.pooling_factor * dim));
+  f[4] = static_cast<float>(std::log(rows * dim));
+  double hot = 0.0;
+  for (int b = 0; b < kReuseBins; ++b) {
+    f[static_cast<std::size_t>(5 + b)] = static_cast<float>(shard.reuse_hist[static_cast<std::size_t>(b)]);
+    if (b >= 7) hot += shard.reuse_hist[static_cast<std::size_t>(b)];
+  }
+  f[5 + kReuseBins] = static_cast<float>(hot);
+  return f;
+}
+
+std::vector<CommFeatureVector> comm_features(const std::vector<int64_t>& dim_sums, const std::vector<double>& delays_ms) {
+  const std::size_t n = dim_sums.size();
+  std::vector<CommFeatureVector> out(n);
+  if (n == 0) return out;
+  double sum_width = std::accumulate(dim_sums.begin(), dim_sums.end(), 0.0);
+  double max_width = static_cast<double>(*std::max_element(dim_sums.begin(), dim_sums.end()));
+  double mean_width = sum_width / static_cast<double>(n);
+  double max_delay = *std::max_element(delays_ms.begin(), delays_ms.end());
+  double mean_delay = std::accumulate(delays_ms.begin(), delays_ms.end(), 0.0) / static_cast<double>(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    double width = static_cast<double>(dim_sums[r]);
+    out[r] = {static_cast<float>(width),
+              static_cast<float>(delays_ms[r]),
+              static_cast<float>(n),
+              static_cast<float>(mean_width),
+              static_cast<float>(max_width),
+              static_cast<float>(sum_width),
+              static_cast<float>(mean_delay),
+              static_cast<float>(max_delay),
+              static_cast<float>(mean_width > 0 ? width / mean_width : 1.0),
+              static_cast<float>(max_delay - delays_ms[r])};
+  }
+  return out;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,69 @@
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "shardplan/pretrain.hpp"
+
+namespace shardplan {
+
+namespace {
+
+// Ranks 1..n with ties given their average rank.
+std::vector<double> average_ranks(const std::vector<double>& values) {
+  std::vector<std::size_t> order(values.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+  std::vector<double> ranks(values.size());
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    while (j < order.size() && values[order[j]] == values[order[i]]) ++j;
+    double rank = 0.5 * static_cast<double>(i + j - 1) + 1.0;
+    for (std::size_t k = i; k < j; ++k) ranks[order[k]] = rank;
+    i = j;
+  }
+  return ranks;
+}
+
+}  // namespace
+
+double spearman_correlation(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size() || a.size() < 2) return 0.0;
+  std::vector<double> ra = average_ranks(a);
+  std::vector<double> rb = average_ranks(b);
+  double n = static_cast<double>(a.size());
+  double mean = (n + 1.0) / 2.0;
+  double cov = 0.0;
+  double va = 0.0;
+  double vb = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    cov += (ra[i] - mean) * (rb[i] - mean);
+    va += (ra[i] - mean) * (ra[i] - mean);
+    vb += (rb[i] - mean) * (rb[i] - mean);
+  }
+  return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : 0.0;
+}
+
+Metrics compute_metrics(const std::vector<double>& predicted, const std::vector<double>& measured) {
+  Metrics m;
+  m.count = static_cast<int64_t>(measured.size());
+  if (measured.empty()) return m;
+  double se = 0.0;
+  double ape = 0.0;
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    double error = predicted[i] - measured[i];
+    se += error * error;
+    // Floor the denominator at 1 us so near-zero measurements (an idle collective) do not dominate.
+    ape += std::abs(error) / std::max(std::abs(measured[i]), 1e-3);
+  }
+  m.mse = se / static_cast<double>(measured.size());
+  m.mape = 100.0 * ape / static_cast<double>(measured.size());
+  m.spearman = spearman_correlation(predicted, measured);
+  return m;
+}
+
+nlohmann::json Metrics::to_json() const {
+  auto round = [](double v, double scale) { return std::round(v * scale) / scale; };
+  return {{"mse", round(mse, 1e6)}, {"mape_percent", round(mape, 1e3)}, {"spearman", round(spearman, 1e4)}, {"count", count}};
+}
+
+}  // namespace shardplan

@@ -1,0 +1,30 @@
+# collect-costs comm: the all-to-all collector (c10d) and its CLI handler.
+# Only comm_benchmark.cpp includes LibTorch; the workload generator and the local spawner are plain C++.
+set(SHARDPLAN_COMM_TORCH_SOURCES
+  ${PROJECT_SOURCE_DIR}/src/costs/comm_workload.cpp
+  ${PROJECT_SOURCE_DIR}/src/costs/comm_spawn.cpp
+  ${PROJECT_SOURCE_DIR}/src/torch/comm_benchmark.cpp
+)
+set(SHARDPLAN_COMM_CLI_SOURCES
+  ${PROJECT_SOURCE_DIR}/src/cli/collect_comm.cpp
+)
+
+# c10d's ProcessGroupGloo.hpp includes Gloo's headers, which Debian ships apart from LibTorch.
+find_path(SHARDPLAN_GLOO_INCLUDE_DIR gloo/algorithm.h)
+if(NOT SHARDPLAN_GLOO_INCLUDE_DIR)
+  message(FATAL_ERROR "collect-costs comm needs Gloo's headers (gloo/algorithm.h), which c10d's ProcessGroupGloo.hpp "
+                      "includes: install libgloo-dev (Debian), or configure with -DSHARDPLAN_WITH_TORCH=OFF")
+endif()
+# A system directory (/usr/include) must not be added again: it would break #include_next.
+if(NOT SHARDPLAN_GLOO_INCLUDE_DIR IN_LIST CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)
+  set_property(SOURCE ${PROJECT_SOURCE_DIR}/src/torch/comm_benchmark.cpp APPEND PROPERTY
+               INCLUDE_DIRECTORIES ${SHARDPLAN_GLOO_INCLUDE_DIR})
+endif()
+
+# NCCL: only a LibTorch built with CUDA and NCCL (e.g. the CUDA libtorch from pytorch.org) has c10d's
+# ProcessGroupNCCL; Debian's libtorch-dev is CPU-only.
+option(SHARDPLAN_WITH_NCCL "Build the NCCL backend of collect-costs comm (needs a CUDA+NCCL LibTorch)" OFF)
+if(SHARDPLAN_WITH_NCCL)
+  set_property(SOURCE ${PROJECT_SOURCE_DIR}/src/torch/comm_benchmark.cpp APPEND PROPERTY
+               COMPILE_DEFINITIONS SHARDPLAN_WITH_NCCL=1 USE_C10D_NCCL=1)
+endif()

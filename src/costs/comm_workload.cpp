@@ -1,0 +1,80 @@
+#include "shardplan/costs/comm_workload.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "shardplan/dataset/random.hpp"
+#include "shardplan/errors.hpp"
+
+namespace shardplan {
+
+namespace {
+
+constexpr int kWidthStep = 4;
+constexpr int kWidthChoices = 32;  // widths 4, 8, ..., 128
+constexpr int kMaxWorldSize = 4096;
+constexpr double kMaxDelayLimitMs = 10'000.0;
+// Stream tag so comm samples never share random numbers with another generator given the same seed.
+constexpr uint64_t kCommStream = 0x636f6d6d00000000ull;  // "comm"
+
+int max_shards_per_rank(const CommWorkloadConfig& config) { return config.max_mean_shards * config.max_skew; }
+
+}  // namespace
+
+void validate_comm_workload(const CommWorkloadConfig& config) {
+  if (config.world_size < 2 || config.world_size > kMaxWorldSize) {
+    throw InputError(fmt::format("--world-size: must be in [2, {}], got {}", kMaxWorldSize, config.world_size));
+  }
+  if (!(config.max_delay_ms >= 0.0 && config.max_delay_ms <= kMaxDelayLimitMs)) {
+    throw InputError(fmt::format("--max-delay: must be in [0, {}] ms, got {}", kMaxDelayLimitMs, config.max_delay_ms));
+  }
+  if (!(config.zero_delay_fraction >= 0.0 && config.zero_delay_fraction <= 1.0)) {
+    throw InputError(fmt::format("zero-delay fraction must be in [0, 1], got {}", config.zero_delay_fraction));
+  }
+  if (config.max_mean_shards < 1 || config.max_skew < 1) {
+    throw InputError(fmt::format("shards per rank and skew must be at least 1, got {} and {}", config.max_mean_shards,
+                                 config.max_skew));
+  }
+}
+
+int64_t max_comm_dim_sum(const CommWorkloadConfig& config) {
+  return static_cast<int64_t>(max_shards_per_rank(config)) * kWidthStep * kWidthChoices;
+}
+
+CommWorkload draw_comm_workload(const CommWorkloadConfig& config, uint64_t seed, int64_t index) {
+  Rng rng(derive_seed(seed ^ kCommStream, static_cast<uint64_t>(index)));
+  const auto ranks = static_cast<std::size_t>(config.world_size);
+  CommWorkload w;
+  w.dim_sums.resize(ranks);
+  w.shard_counts.resize(ranks);
+  w.delays_ms.assign(ranks, 0.0);
+
+  // Imbalance: a sample-wide level a in [0, 1]; rank r's shard count is the sample's mean count scaled
+  // by a factor f = 1 + a (skew - 1) |z| (z uniform in [-1, 1]), multiplied for z >= 0 and divided for
+  // z < 0. a = 0 gives every rank the same count (the widths still differ); a = 1 spreads counts over
+  // mean/skew .. mean*skew, like a plan whose width balance is poor.
+  w.imbalance = rng.uniform();
+  const double mean = 1.0 + static_cast<double>(rng.below(static_cast<uint64_t>(config.max_mean_shards)));
+  const int cap = max_shards_per_rank(config);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    double z = 2.0 * rng.uniform() - 1.0;
+    double factor = 1.0 + w.imbalance * (config.max_skew - 1) * (z < 0 ? -z : z);
+    double scaled = z < 0 ? mean / factor : mean * factor;
+    int count = std::clamp(static_cast<int>(scaled + 0.5), 1, cap);
+    int64_t sum = 0;
+    for (int s = 0; s < count; ++s) sum += kWidthStep * (1 + static_cast<int64_t>(rng.below(kWidthChoices)));
+    w.shard_counts[r] = count;
+    w.dim_sums[r] = sum;
+  }
+
+  // Delays: none in a `zero_delay_fraction` of samples; otherwise a sample-wide spread d ~ U[0, max]
+  // and each rank uniform in [0, d], so both small and large waits are well covered.
+  if (config.max_delay_ms > 0.0 && rng.uniform() >= config.zero_delay_fraction) {
+    double spread = config.max_delay_ms * rng.uniform();
+    for (std::size_t r = 0; r < ranks; ++r) w.delays_ms[r] = spread * rng.uniform();
+  }
+  return w;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,638 @@
+// The all-to-all collector: one process per rank, rendezvous over c10d's TCP store, collectives through a
+// c10d process group (Gloo on CPU tensors; NCCL on CUDA tensors when this LibTorch has them). The only
+// translation unit of the collector that includes LibTorch headers.
+#include "shardplan/costs/comm_benchmark.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+#include <torch/cuda.h>
+#include <unistd.h>
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#if defined(SHARDPLAN_WITH_NCCL)
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAFunctions.h>
+
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/costs/cost_data.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/interrupt.hpp"
+#include "shardplan/progress.hpp"
+#include "shardplan/version.hpp"
+
+namespace shardplan {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kGlooThreads = 2;  // c10d's default worker threads per Gloo process group
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// LibTorch's errors carry a C++ backtrace in what(); users need the message only.
+std::string message_of(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
+  return e.what();
+}
+
+std::string utc_now() {
+  std::time_t now = std::time(nullptr);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return buffer;
+}
+
+// The 1-minute load average when the collection starts: on a shared machine, other work inflates timings.
+nlohmann::json load_average() {
+  double one_minute = 0.0;
+  std::FILE* file = std::fopen("/proc/loadavg", "r");
+  if (file == nullptr) return nullptr;
+  int read = std::fscanf(file, "%lf", &one_minute);
+  std::fclose(file);
+  return read == 1 ? nlohmann::json(one_minute) : nlohmann::json(nullptr);
+}
+
+std::string host_name() {
+  char buffer[256] = {};
+  return ::gethostname(buffer, sizeof(buffer) - 1) == 0 ? buffer : "unknown";
+}
+
+bool nccl_compiled() {
+#if defined(SHARDPLAN_WITH_NCCL)
+  return true;
+#else
+  return false;
+#endif
+}
+
+// c10d bounds its own waits by the timeout, but not every path (a TCP store server whose workers never
+// come, a process-group destructor joining a stuck thread). The watchdog turns any wait that outlives
+// timeout + grace into exit status 1 with a message, so a rank never hangs whatever its peers do.
+class Watchdog {
+ public:
+  Watchdog(int rank, double limit_seconds)
+      : rank_(rank),
+        limit_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit_seconds))),
+        thread_([this] { loop(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  void arm(std::string what) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    what_ = std::move(what);
+    deadline_ = Clock::now() + limit_;
+    armed_ = true;
+  }
+  void disarm() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    armed_ = false;
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stop_) {
+      wake_.wait_for(lock, std::chrono::milliseconds(200));
+      if (armed_ && Clock::now() > deadline_) {
+        fmt::print(stderr,
+                   "shard-plan: error: rank {}: {} made no progress for {:.0f} s (a peer died, hung or never "
+                   "arrived); aborting\n",
+                   rank_, what_, std::chrono::duration<double>(limit_).count());
+        std::fflush(stderr);
+        std::_Exit(static_cast<int>(ExitCode::kRuntimeFailure));
+      }
+    }
+  }
+
+  int rank_;
+  Clock::duration limit_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  bool armed_ = false;
+  std::string what_;
+  Clock::time_point deadline_{};
+  std::thread thread_;  // last: started once the members it reads exist
+};
+
+// Watches one blocking step.
+class Watched {
+ public:
+  Watched(Watchdog& dog, std::string what) : dog_(dog) { dog_.arm(std::move(what)); }
+  ~Watched() { dog_.disarm(); }
+  Watched(const Watched&) = delete;
+  Watched& operator=(const Watched&) = delete;
+
+ private:
+  Watchdog& dog_;
+};
+
+// Threads inherit the creating thread's signal mask. Blocking SIGINT and SIGTERM while the watchdog, the
+// TCP store and Gloo start their threads sends those signals to the main thread only, where the handler
+// just sets the interrupt flag, instead of interrupting a socket call inside Gloo.
+class SignalsBlocked {
+ public:
+  SignalsBlocked() {
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &block, &saved_);
+  }
+  ~SignalsBlocked() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+  SignalsBlocked(const SignalsBlocked&) = delete;
+  SignalsBlocked& operator=(const SignalsBlocked&) = delete;
+
+ private:
+  sigset_t saved_{};
+};
+
+bool is_loopback(const std::string& address) {
+  return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
+}
+
+// Gloo's transport: the interface named by GLOO_SOCKET_IFNAME (as PyTorch honours it), loopback when the
+// whole job is local, else the address this host's name resolves to (c10d's default).
+std::shared_ptr<::gloo::transport::Device> gloo_device(const CommRendezvous& where) {
+  if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface != nullptr && *interface != '\0') {
+    std::string first(interface);
+    first = first.substr(0, first.find(','));
+    return c10d::ProcessGroupGloo::createDeviceForInterface(first);
+  }
+  if (is_loopback(where.master_addr)) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+struct Job {
+  int rank = 0;
+  int world = 0;
+  at::TensorOptions float_options;
+  at::TensorOptions long_options;
+  at::TensorOptions double_options;
+  bool cuda = false;
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+
+  // Waits for a collective; on CUDA also for the stream, so the clock covers the transfer itself.
+  void finish(const c10::intrusive_ptr<c10d::Work>& work) const {
+    work->wait();
+    if (cuda) torch::cuda::synchronize();
+  }
+};
+
+Job connect(const CommCollectConfig& config, const std::string& backend, Watchdog& dog) {
+  const CommRendezvous& where = config.rendezvous;
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s * 1000.0));
+  Job job;
+  job.rank = where.rank;
+  job.world = where.world_size;
+  job.cuda = backend == "nccl";
+  at::Device device = at::kCPU;
+#if defined(SHARDPLAN_WITH_NCCL)
+  if (job.cuda) {
+    int count = static_cast<int>(c10::cuda::device_count());
+    if (where.local_rank >= count) {
+      throw InputError(fmt::format("rank {}: LOCAL_RANK {} but this host has {} CUDA device(s)", where.rank,
+                                   where.local_rank, count));
+    }
+    c10::cuda::set_device(static_cast<c10::DeviceIndex>(where.local_rank));
+    device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(where.local_rank));
+  }
+#endif
+  job.float_options = at::TensorOptions().dtype(at::kFloat).device(device);
+  job.long_options = at::TensorOptions().dtype(at::kLong).device(device);
+  job.double_options = at::TensorOptions().dtype(at::kDouble).device(device);
+
+  std::string endpoint = fmt::format("{}:{}", where.master_addr, where.master_port);
+  try {
+    Watched watched(dog, fmt::format("the rendezvous at {}", endpoint));
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<std::uint16_t>(where.master_port);
+    store_options.isServer = where.rank == 0;
+    store_options.numWorkers = static_cast<std::size_t>(where.world_size);
+    // The process group's own rendezvous waits for every rank (bounded by the timeout); waiting for the
+    // workers here as well would double the time a missing rank takes to be reported.
+    store_options.waitWorkers = false;
+    store_options.timeout = timeout;
+    job.store = c10::make_intrusive<c10d::TCPStore>(where.master_addr, store_options);
+    if (job.cuda) {
+#if defined(SHARDPLAN_WITH_NCCL)
+      // Blocking waits make wait() honour the timeout instead of hanging on a dead peer.
+      ::setenv("NCCL_BLOCKING_WAIT", "1", 0);
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      job.group = c10::make_intrusive<c10d::ProcessGroupNCCL>(job.store, where.rank, where.world_size, options);
+#endif
+    } else {
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      options->devices.push_back(gloo_device(where));
+      options->threads = kGlooThreads;
+      job.group = c10::make_intrusive<c10d::ProcessGroupGloo>(job.store, where.rank, where.world_size, options);
+    }
+  } catch (const std::exception& e) {
+    throw RuntimeFailure(fmt::format(
+        "rank {}: rendezvous of {} ranks at {} ({}) failed within --timeout {} s: {} (did every rank start, with "
+        "the same WORLD_SIZE, MASTER_ADDR and MASTER_PORT?)",
+        where.rank, where.world_size, endpoint,
+        where.rank == 0 ? "this rank serves the store there" : "served by rank 0", config.timeout_s, message_of(e)));
+  }
+  return job;
+}
+
+nlohmann::json collection_meta(const CommCollectConfig& config, const std::string& backend,
+                               const std::vector<std::string>& hosts) {
+  const CommWorkloadConfig& w = config.workload;
+  const std::string device = backend == "nccl" ? "cuda" : "cpu";
+  std::string gpu_model;
+#if defined(SHARDPLAN_WITH_NCCL)
+  if (backend == "nccl") gpu_model = at::cuda::getCurrentDeviceProperties()->name;
+#endif
+  // "config" must match for a directory to be resumed: anything that changes what a sample means.
+  nlohmann::json settings = {{"world_size", config.rendezvous.world_size},
+                             {"batch_size", config.batch_size},
+                             {"backend", backend},
+                             {"device", device},
+                             {"dtype", "float32"},
+                             {"seed", config.seed},
+                             {"workload", kCommWorkloadScheme},
+                             {"max_delay_ms", w.max_delay_ms},
+                             {"zero_delay_fraction", w.zero_delay_fraction},
+                             {"max_mean_shards", w.max_mean_shards},
+                             {"max_skew", w.max_skew}};
+  return {{"kind", "comm"},
+          {"config", settings},
+          {"world_size", config.rendezvous.world_size},
+          {"backend", backend},
+          {"device", device},
+          {"device_model", backend == "nccl" ? gpu_model : cpu_model()},
+          {"cpu_model", cpu_model()},
+          {"gpu_model", backend == "nccl" ? nlohmann::json(gpu_model) : nlohmann::json(nullptr)},
+          {"threads", at::get_num_threads()},
+          {"gloo_threads", backend == "gloo" ? nlohmann::json(kGlooThreads) : nlohmann::json(nullptr)},
+          {"hardware_threads", std::thread::hardware_concurrency()},
+          {"torch_version", torch_version()},
+          {"shard_plan_version", kVersion},
+          {"batch_size", config.batch_size},
+          {"seed", config.seed},
+          {"host", hosts.empty() ? host_name() : hosts.front()},
+          {"hosts", hosts},
+          {"date", utc_now()},
+          {"load_average_at_start", load_average()},
+          {"command", config.command_line},
+          {"timeout_s", config.timeout_s},
+          {"timing",
+           "per rank: barrier, sleep delays_ms, then fw_ms = forward all-to-all (sends (B/W) x dim_sum[self] "
+           "floats to every rank, receives (B/W) x dim_sum[i] from rank i; includes waiting for later ranks); "
+           "barrier, then bw_ms = backward all-to-all of the gradients (the reverse shapes, no delays). "
+           "delays_ms are measured (barrier exit to all-to-all start). One measurement per sample."}};
+}
+
+// Settings every rank must share, as rank 0 broadcasts them; a rank with different ones would deadlock
+// or measure something else.
+std::vector<int64_t> shared_settings(const CommCollectConfig& config) {
+  int64_t seed_bits = 0;
+  std::memcpy(&seed_bits, &config.seed, sizeof(seed_bits));
+  return {config.rendezvous.world_size,
+          config.samples,
+          config.batch_size,
+          seed_bits,
+          static_cast<int64_t>(config.workload.max_delay_ms * 1000.0 + 0.5),
+          static_cast<int64_t>(config.workload.zero_delay_fraction * 1e6 + 0.5),
+          config.workload.max_mean_shards,
+          config.workload.max_skew,
+          config.warmup_rounds};
+}
+
+constexpr const char* kSharedSettingNames[] = {
+    "--world-size", "--samples", "--batch-size",  "--seed", "--max-delay (us)", "zero-delay fraction (ppm)",
+    "mean shards",  "skew",      "warm-up rounds"};
+
+// Reusable send and receive buffers that only grow, filled once, so no allocation or first-touch page
+// fault happens inside a timed all-to-all.
+class Buffers {
+ public:
+  explicit Buffers(const at::TensorOptions& options) : options_(options) {}
+  at::Tensor first(int64_t count) { return take(a_, count); }
+  at::Tensor second(int64_t count) { return take(b_, count); }
+
+ private:
+  at::Tensor take(at::Tensor& buffer, int64_t count) {
+    if (!buffer.defined() || buffer.numel() < count) buffer = at::ones({std::max<int64_t>(count, 1)}, options_);
+    return buffer.narrow(0, 0, count);
+  }
+  at::TensorOptions options_;
+  at::Tensor a_;
+  at::Tensor b_;
+};
+
+struct Timing {
+  double delay_ms = 0.0;
+  double fw_ms = 0.0;
+  double bw_ms = 0.0;
+};
+
+// One sample on this rank. Forward: this rank sends each rank j the rows of j's B/W samples of its own
+// pooled embeddings ((B/W) x w_self floats) and receives (B/W) x w_i from each rank i. Backward sends
+// the gradients back: the same blocks in the other direction.
+Timing run_sample(const Job& job, Buffers& buffers, const CommWorkload& w, int64_t local_batch, bool timed) {
+  const auto self = static_cast<std::size_t>(job.rank);
+  std::vector<int64_t> fw_send(static_cast<std::size_t>(job.world), local_batch * w.dim_sums[self]);
+  std::vector<int64_t> fw_recv;
+  for (int64_t dim_sum : w.dim_sums) fw_recv.push_back(local_batch * dim_sum);
+  int64_t send_total = 0;
+  int64_t recv_total = 0;
+  for (std::size_t i = 0; i < fw_send.size(); ++i) {
+    send_total += fw_send[i];
+    recv_total += fw_recv[i];
+  }
+  at::Tensor embeddings = buffers.first(send_total);
+  at::Tensor received = buffers.second(recv_total);
+
+  Timing timing;
+  auto released = Clock::now();
+  if (timed && w.delays_ms[self] > 0.0) {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(w.delays_ms[self]));
+  }
+  auto start = Clock::now();
+  timing.delay_ms = std::chrono::duration<double, std::milli>(start - released).count();
+  // alltoall_base takes the split sizes by reference and moves from them (c10d 1.13): pass copies.
+  std::vector<int64_t> recv_counts = fw_recv;
+  std::vector<int64_t> send_counts = fw_send;
+  job.finish(job.group->alltoall_base(received, embeddings, recv_counts, send_counts));
+  timing.fw_ms = ms_since(start);
+
+  job.finish(job.group->barrier());
+  // The gradients of what this rank received go back to their owners: send fw_recv, receive fw_send.
+  start = Clock::now();
+  recv_counts = fw_send;
+  send_counts = fw_recv;
+  job.finish(job.group->alltoall_base(embeddings, received, recv_counts, send_counts));
+  timing.bw_ms = ms_since(start);
+  return timing;
+}
+
+// Every rank's {delay, fw, bw} at every rank (rank 0 writes them).
+std::vector<Timing> gather_timings(const Job& job, const Timing& mine) {
+  std::vector<at::Tensor> input{
+      at::tensor({mine.delay_ms, mine.fw_ms, mine.bw_ms}, at::kDouble).to(job.double_options.device())};
+  std::vector<std::vector<at::Tensor>> output(1);
+  for (int r = 0; r < job.world; ++r) output[0].push_back(at::empty({3}, job.double_options));
+  job.finish(job.group->allgather(output, input));
+  std::vector<Timing> all;
+  for (const auto& t : output[0]) {
+    at::Tensor cpu = t.cpu();
+    const double* v = cpu.data_ptr<double>();
+    all.push_back(Timing{v[0], v[1], v[2]});
+  }
+  return all;
+}
+
+// Any rank asked to stop (Ctrl-C or SIGTERM reaches every rank under torchrun, only the parent under
+// --spawn, which forwards it): all stop before the same sample. Doubles as the barrier before a sample.
+bool agree_to_stop(const Job& job) {
+  std::vector<at::Tensor> flag{at::full({1}, interrupt_requested() ? 1 : 0, job.long_options)};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::MAX;
+  job.finish(job.group->allreduce(flag, options));
+  return flag[0].cpu().item<int64_t>() > 0;
+}
+
+// Rank 0 opens the output and tells every rank where to start; every rank checks it was given the same
+// settings. Returns the first sample index, or throws on every rank when any rank cannot go on.
+int64_t agree_on_start(const Job& job, const CommCollectConfig& config, std::optional<CostDataWriter>& writer,
+                       const std::string& backend, const std::vector<std::string>& hosts) {
+  std::vector<int64_t> mine = shared_settings(config);
+  // [status, first sample, settings...]; status: rank 0's exit code when it cannot open the output (1 or
+  // 2), so every rank exits with the same code and --spawn reports bad input as bad input.
+  std::vector<int64_t> message{0, 0};
+  message.insert(message.end(), mine.begin(), mine.end());
+  std::optional<std::string> open_error;
+  std::optional<ExitCode> open_code;
+  if (job.rank == 0) {
+    try {
+      writer.emplace(config.out_dir, collection_meta(config, backend, hosts));
+      message[1] = writer->existing_samples();
+    } catch (const Error& e) {
+      open_error = e.what();
+      open_code = e.code();
+      message[0] = static_cast<int64_t>(e.code());
+    }
+  }
+  std::vector<at::Tensor> broadcast{at::tensor(message, at::kLong).to(job.long_options.device())};
+  job.finish(job.group->broadcast(broadcast));
+  at::Tensor received = broadcast[0].cpu();
+  const int64_t* values = received.data_ptr<int64_t>();
+
+  std::string mismatch;
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    if (values[i + 2] != mine[i] && mismatch.empty()) {
+      mismatch =
+          fmt::format("{} differs from rank 0's ({} here, {} there)", kSharedSettingNames[i], mine[i], values[i + 2]);
+    }
+  }
+  std::vector<at::Tensor> trouble{at::full({1}, mismatch.empty() ? 0 : 1, job.long_options)};
+  c10d::AllreduceOptions max;
+  max.reduceOp = c10d::ReduceOp::MAX;
+  job.finish(job.group->allreduce(trouble, max));
+  if (open_error) {
+    if (*open_code == ExitCode::kBadInput) throw InputError(*open_error);
+    throw RuntimeFailure(*open_error);
+  }
+  if (values[0] != 0) {
+    std::string message_text = fmt::format("rank {}: rank 0 could not open --out (see its error)", job.rank);
+    if (values[0] == static_cast<int64_t>(ExitCode::kBadInput)) throw InputError(message_text);
+    throw RuntimeFailure(message_text);
+  }
+  if (!mismatch.empty()) {
+    throw InputError(fmt::format("rank {}: {}; every rank must be started with the same options", job.rank, mismatch));
+  }
+  if (trouble[0].cpu().item<int64_t>() != 0) {
+    throw InputError(fmt::format("rank {}: another rank was started with different options (see its error)", job.rank));
+  }
+  return values[1];
+}
+
+std::vector<std::string> exchange_host_names(const Job& job) {
+  const std::string key_prefix = "shard-plan/host/";
+  std::string mine = host_name();
+  job.store->set(key_prefix + std::to_string(job.rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+  std::vector<std::string> hosts;
+  if (job.rank == 0) {
+    for (int r = 0; r < job.world; ++r) {
+      std::vector<uint8_t> value = job.store->get(key_prefix + std::to_string(r));
+      hosts.emplace_back(value.begin(), value.end());
+    }
+  }
+  return hosts;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  std::size_t n = values.size();
+  return n == 0 ? 0.0 : (n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]));
+}
+
+}  // namespace
+
+std::string resolve_comm_backend(const std::string& requested) {
+  if (requested == "gloo") return "gloo";
+  if (requested == "nccl") {
+    if (!nccl_compiled()) {
+      throw InputError(
+          "--backend: nccl needs shard-plan built against a LibTorch with CUDA and NCCL "
+          "(-DSHARDPLAN_WITH_NCCL=ON); this build has only Gloo (CPU); use --backend gloo");
+    }
+    if (!torch::cuda::is_available()) throw InputError("--backend: nccl requested but no CUDA device is visible");
+    return "nccl";
+  }
+  if (requested == "auto") return nccl_compiled() && torch::cuda::is_available() ? "nccl" : "gloo";
+  throw InputError(fmt::format("--backend: must be gloo, nccl or auto, got '{}'", requested));
+}
+
+CollectSummary run_comm_collection(const CommCollectConfig& config) {
+  const CommRendezvous& where = config.rendezvous;
+  CommWorkloadConfig workload = config.workload;
+  workload.world_size = where.world_size;
+  validate_comm_workload(workload);
+  if (where.rank < 0 || where.rank >= where.world_size) {
+    throw InputError(fmt::format("RANK: must be in [0, {}) for world size {}, got {}", where.world_size,
+                                 where.world_size, where.rank));
+  }
+  if (config.samples < 1) throw InputError(fmt::format("--samples: must be at least 1, got {}", config.samples));
+  if (config.batch_size < where.world_size || config.batch_size % where.world_size != 0) {
+    throw InputError(
+        fmt::format("--batch-size: must be a positive multiple of the world size {} (each rank owns "
+                    "batch / W samples), got {}",
+                    where.world_size, config.batch_size));
+  }
+  if (!(config.timeout_s > 0.0)) throw InputError(fmt::format("--timeout: must be positive, got {}", config.timeout_s));
+  const std::string backend = resolve_comm_backend(config.backend);
+  const bool leader = where.rank == 0;
+  const int64_t local_batch = config.batch_size / where.world_size;
+
+  install_interrupt_handlers();
+  std::optional<SignalsBlocked> blocked(std::in_place);
+  Watchdog dog(where.rank, config.timeout_s + kCommWatchdogGraceSeconds);
+  Job job = connect(config, backend, dog);
+  std::vector<std::string> hosts;
+  {
+    Watched watched(dog, "exchanging host names");
+    hosts = exchange_host_names(job);
+  }
+  blocked.reset();
+
+  CollectSummary summary;
+  std::optional<CostDataWriter> writer;
+  int64_t current = -1;
+  const char* phase = "agreeing on the settings";
+  auto start_time = Clock::now();
+  try {
+    {
+      Watched watched(dog, phase);
+      summary.existing = agree_on_start(job, config, writer, backend, hosts);
+    }
+    if (summary.existing >= config.samples) {
+      if (leader) {
+        spdlog::info("{}: already holds {} samples (asked for {}); nothing to do", config.out_dir, summary.existing,
+                     config.samples);
+      }
+    } else {
+      if (leader && summary.existing > 0)
+        spdlog::info("{}: resuming after {} samples", config.out_dir, summary.existing);
+      spdlog::debug("rank {}: {} ranks connected ({}, batch {})", where.rank, where.world_size, backend,
+                    config.batch_size);
+      Buffers buffers(job.float_options);
+      phase = "warm-up all-to-all";
+      CommWorkload first = draw_comm_workload(workload, config.seed, summary.existing);
+      for (int round = 0; round < config.warmup_rounds; ++round) {
+        Watched watched(dog, phase);
+        run_sample(job, buffers, first, local_batch, /*timed=*/false);
+      }
+      Progress progress("samples", config.samples, summary.existing, config.quiet || !leader);
+      for (current = summary.existing; current < config.samples; ++current) {
+        Watched watched(dog, fmt::format("sample {}", current));
+        phase = "the stop check";
+        if (agree_to_stop(job)) {
+          summary.interrupted = true;
+          break;
+        }
+        CommWorkload w = draw_comm_workload(workload, config.seed, current);
+        phase = "the all-to-alls";
+        Timing mine = run_sample(job, buffers, w, local_batch, /*timed=*/true);
+        phase = "gathering the timings";
+        std::vector<Timing> all = gather_timings(job, mine);
+        if (leader) {
+          CommSample sample;
+          sample.world_size = where.world_size;
+          sample.dim_sums = w.dim_sums;
+          for (const Timing& t : all) {
+            sample.delays_ms.push_back(t.delay_ms);
+            sample.fw_ms.push_back(t.fw_ms);
+            sample.bw_ms.push_back(t.bw_ms);
+          }
+          writer->append(comm_sample_to_json(sample));
+          progress.update(current + 1,
+                          fmt::format("median fw {:.2f} ms, bw {:.2f} ms", median(sample.fw_ms), median(sample.bw_ms)));
+        }
+        ++summary.written;
+      }
+      progress.finish();
+      phase = "the final barrier";
+      current = -1;
+      Watched watched(dog, phase);
+      // Nobody tears down its process group while a peer still talks to it.
+      job.finish(job.group->barrier());
+    }
+  } catch (const std::exception& e) {
+    // LibTorch's threads may stay blocked on a dead peer until the timeout; joining them would delay the
+    // error. Leave them to the process exit instead.
+    static_cast<void>(job.group.release());
+    static_cast<void>(job.store.release());
+    if (dynamic_cast<const Error*>(&e) != nullptr) throw;
+    std::string step = current >= 0 ? fmt::format("{} of sample {}", phase, current) : std::string(phase);
+    throw RuntimeFailure(
+        fmt::format("rank {}: {} failed (a peer died, hung or left; waits are bounded by --timeout "
+                    "{} s): {}",
+                    where.rank, step, config.timeout_s, message_of(e)));
+  }
+  summary.seconds = std::chrono::duration<double>(Clock::now() - start_time).count();
+  Watched watched(dog, "shutting down the process group");
+  writer.reset();
+  job.group.reset();
+  job.store.reset();
+  return summary;
+}
+
+}  // namespace shardplan

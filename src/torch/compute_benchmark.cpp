@@ -1,0 +1,143 @@
+#include "shardplan/costs/compute_benchmark.hpp"
+
+#include <ATen/Parallel.h>
+#include <fmt/format.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+
+#include "shardplan/dataset/trace.hpp"
+#include "shardplan/errors.hpp"
+
+namespace shardplan {
+
+namespace {
+
+// One table-batched operator: every shard of one width, rows stacked in one weight matrix.
+struct WidthGroup {
+  torch::Tensor weight;   // [sum of rows, width], requires grad
+  torch::Tensor indices;  // all lookups, each shifted by its shard's first row in `weight`
+  torch::Tensor offsets;  // bag starts over all shards' bags, plus the final end (include_last_offset)
+  torch::Tensor grad_output;
+};
+
+torch::Device parse_device(const std::string& name) {
+  if (name == "cpu") return torch::kCPU;
+  if (name == "cuda") {
+    if (!torch::cuda::is_available()) {
+      throw InputError("--device: cuda requested but this LibTorch has no CUDA device (it was built without CUDA "
+                       "or no GPU is visible)");
+    }
+    return torch::kCUDA;
+  }
+  throw InputError(fmt::format("--device: must be cpu or cuda, got '{}'", name));
+}
+
+void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize();
+}
+
+std::vector<WidthGroup> build_groups(const std::vector<Table>& shards, const ComputeBenchConfig& config, uint64_t seed,
+                                     const torch::Device& device) {
+  std::map<int, std::vector<std::size_t>> by_width;
+  for (std::size_t i = 0; i < shards.size(); ++i) by_width[shards[i].dim].push_back(i);
+  std::vector<WidthGroup> groups;
+  for (const auto& [width, members] : by_width) {
+    int64_t total_rows = 0;
+    std::vector<int64_t> indices;
+    std::vector<int64_t> offsets;
+    for (std::size_t i : members) {
+      IndexTrace trace = synthesize_trace(shards[i], config.batch_size, seed + i * 7919);
+      int64_t base = static_cast<int64_t>(indices.size());
+      for (int64_t b = 0; b < config.batch_size; ++b) offsets.push_back(base + trace.offsets[static_cast<std::size_t>(b)]);
+      for (int64_t id : trace.indices) indices.push_back(id + total_rows);
+      total_rows += shards[i].rows;
+    }
+    offsets.push_back(static_cast<int64_t>(indices.size()));
+    WidthGroup group;
+    auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+    // Zeros: the values do not change the kernels' speed, and filling is far cheaper than random init.
+    group.weight = torch::zeros({total_rows, width}, options).requires_grad_(true);
+    auto long_options = torch::TensorOptions().dtype(torch::kInt64);
+    // from_blob only borrows the vectors' memory: copy before they go out of scope (.to(cpu) would not).
+    group.indices = torch::from_blob(indices.data(), {static_cast<int64_t>(indices.size())}, long_options)
+                        .to(device, /*non_blocking=*/false, /*copy=*/true);
+    group.offsets = torch::from_blob(offsets.data(), {static_cast<int64_t>(offsets.size())}, long_options)
+                        .to(device, /*non_blocking=*/false, /*copy=*/true);
+    int64_t bags = static_cast<int64_t>(offsets.size()) - 1;
+    group.grad_output = torch::ones({bags, width}, options);
+    groups.push_back(std::move(group));
+  }
+  return groups;
+}
+
+// Forward, backward and sparse SGD update of every group: one training step of the embedding stage.
+void train_step(std::vector<WidthGroup>& groups) {
+  constexpr double kLearningRate = 0.01;
+  for (auto& g : groups) {
+    auto pooled = std::get<0>(at::embedding_bag(g.weight, g.indices, g.offsets, /*scale_grad_by_freq=*/false,
+                                                /*mode=sum*/ 0, /*sparse=*/true, /*per_sample_weights=*/{},
+                                                /*include_last_offset=*/true));
+    pooled.backward(g.grad_output);
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& g : groups) {
+    g.weight.add_(g.weight.grad(), -kLearningRate);
+    g.weight.mutable_grad() = torch::Tensor();
+  }
+}
+
+}  // namespace
+
+ComputeTiming measure_compute_step(const std::vector<Table>& shards, const ComputeBenchConfig& config, uint64_t seed) {
+  if (shards.empty()) throw InputError("measure_compute_step: no shards");
+  torch::Device device = parse_device(config.device);
+  at::set_num_threads(config.threads);
+  try {
+    std::vector<WidthGroup> groups = build_groups(shards, config, seed, device);
+    for (int i = 0; i < config.warmup_iterations; ++i) train_step(groups);
+    synchronize(device);
+    ComputeTiming timing;
+    for (int i = 0; i < config.timed_iterations; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      train_step(groups);
+      synchronize(device);
+      timing.iterations_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::vector<double> sorted = timing.iterations_ms;
+    std::sort(sorted.begin(), sorted.end());
+    std::size_t n = sorted.size();
+    timing.median_ms = n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    return timing;
+  } catch (const c10::Error& e) {
+    throw RuntimeFailure(fmt::format("LibTorch failed while measuring: {}", e.what_without_backtrace()));
+  }
+}
+
+std::string torch_version() { return TORCH_VERSION; }
+
+bool cuda_available() { return torch::cuda::is_available(); }
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "unknown CPU";
+}
+
+std::string device_model(const std::string& device) {
+  if (device == "cuda") return "CUDA device (model not exposed by LibTorch's C++ API)";
+  return cpu_model();
+}
+
+}  // namespace shardplan

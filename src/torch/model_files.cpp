@@ -1,0 +1,128 @@
+#include "model_files.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "shardplan/atomic_file.hpp"
+#include "shardplan/cost_features.hpp"
+#include "shardplan/cost_model_io.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/json_fields.hpp"
+#include "shardplan/json_file.hpp"
+
+namespace shardplan {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+template <typename ModuleHolder>
+void save_weights(ModuleHolder& module, const fs::path& path) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  torch::save(module, tmp.string());
+  fs::rename(tmp, path);
+}
+
+template <typename ModuleHolder>
+void load_weights(ModuleHolder& module, const fs::path& path) {
+  if (!fs::exists(path)) throw InputError(fmt::format("{}: missing (the model directory is incomplete)", path.string()));
+  try {
+    torch::load(module, path.string());
+  } catch (const c10::Error& e) {
+    throw InputError(fmt::format("{}: not readable as this model's weights (corrupt, truncated or another "
+                                 "architecture): {}", path.string(), e.what_without_backtrace()));
+  }
+}
+
+std::vector<int> read_widths(const nlohmann::json& meta, const std::string& section, const char* key,
+                             const std::string& source) {
+  const auto& list = read_array(require_member(meta[section], key, source, section), source, section + "." + key);
+  std::vector<int> widths;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    widths.push_back(static_cast<int>(read_int64(list[i], source, fmt::format("{}.{}[{}]", section, key, i), 1, 4096)));
+  }
+  if (widths.empty()) throw_field_error(source, section + "." + key, "must list at least one layer", list);
+  return widths;
+}
+
+Normaliser read_normaliser(const nlohmann::json& section, const std::string& name, int size, const std::string& source) {
+  Normaliser norm;
+  for (const char* key : {"feature_mean", "feature_std"}) {
+    const auto& list = read_array(require_member(section, key, source, name), source, name + "." + key);
+    if (static_cast<int>(list.size()) != size) {
+      throw_field_error(source, name + "." + key, fmt::format("must have {} values (feature schema {})", size, kFeatureSchemaVersion), list);
+    }
+    auto& out = std::string(key) == "feature_mean" ? norm.mean : norm.std;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      out.push_back(static_cast<float>(read_double(list[i], source, fmt::format("{}.{}[{}]", name, key, i), -1e30, 1e30)));
+    }
+  }
+  for (std::size_t i = 0; i < norm.std.size(); ++i) {
+    if (!(norm.std[i] > 0)) throw_field_error(source, fmt::format("{}.feature_std[{}]", name, i), "must be positive", norm.std[i]);
+  }
+  return norm;
+}
+
+}  // namespace
+
+void save_model_directory(const std::string& dir, const nlohmann::json& meta, ComputeNet& compute, MlpNet& comm) {
+  fs::path root(dir);
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) throw RuntimeFailure(fmt::format("{}: cannot create directory: {}", dir, ec.message()));
+  save_weights(compute, root / kComputeWeightsFile);
+  save_weights(comm, root / kCommWeightsFile);
+  write_file_atomically((root / "meta.json").string(), meta.dump(2) + "\n");
+}
+
+std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir) {
+  fs::path root(dir);
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) throw InputError(fmt::format("{}: not a model directory", dir));
+  const std::string source = (root / "meta.json").string();
+  nlohmann::json meta = read_json_file(source);
+  read_object(meta, source, "(top level)");
+  if (meta.value("format", "") != kModelFormat) {
+    throw_field_error(source, "format", fmt::format("expected \"{}\"", kModelFormat), meta.value("format", nlohmann::json()));
+  }
+  int64_t schema = read_int64(require_member(meta, "feature_schema", source, ""), source, "feature_schema", 0, 1000);
+  if (schema != kFeatureSchemaVersion) {
+    throw InputError(fmt::format("{}: feature_schema {} is not this build's {}; re-train the model", source, schema,
+                                 kFeatureSchemaVersion));
+  }
+  read_object(require_member(meta, "compute", source, ""), source, "compute");
+  read_object(require_member(meta, "comm", source, ""), source, "comm");
+
+  ComputeModelSpec compute;
+  compute.features = read_normaliser(meta["compute"], "compute", kComputeFeatures, source);
+  compute.target_mean = static_cast<float>(read_double(require_member(meta["compute"], "target_mean", source, "compute"), source, "compute.target_mean", -1e6, 1e6));
+  compute.target_std = static_cast<float>(read_double(require_member(meta["compute"], "target_std", source, "compute"), source, "compute.target_std", 1e-12, 1e6));
+  ComputeNet compute_net(kComputeFeatures, read_widths(meta, "compute", "shard_layers", source),
+                         read_widths(meta, "compute", "head_layers", source));
+  load_weights(compute_net, root / kComputeWeightsFile);
+  compute.shard_net = compute_net->shard_net->to_plain();
+  compute.head = compute_net->head->to_plain();
+
+  CommModelSpec comm;
+  comm.features = read_normaliser(meta["comm"], "comm", kCommFeatures, source);
+  for (int k = 0; k < 2; ++k) {
+    for (const char* key : {"target_mean", "target_std"}) {
+      const auto& list = require_member(meta["comm"], key, source, "comm");
+      if (!list.is_array() || list.size() != 2) throw_field_error(source, std::string("comm.") + key, "must be [fw, bw]", list);
+      double value = read_double(list[static_cast<std::size_t>(k)], source, fmt::format("comm.{}[{}]", key, k), -1e6, 1e6);
+      (std::string(key) == "target_mean" ? comm.target_mean : comm.target_std)[static_cast<std::size_t>(k)] = static_cast<float>(value);
+    }
+  }
+  std::vector<int> comm_widths = read_widths(meta, "comm", "layers", source);
+  comm_widths.push_back(2);
+  MlpNet comm_net(kCommFeatures, comm_widths, false);
+  load_weights(comm_net, root / kCommWeightsFile);
+  comm.net = comm_net->to_plain();
+
+  std::string name = meta.value("name", root.filename().string());
+  return std::make_unique<NeuralCostModel>("neural:" + name, std::move(compute), std::move(comm));
+}
+
+}  // namespace shardplan

@@ -1,0 +1,294 @@
+// `shard-plan collect-costs comm` end to end on loopback: W = 2 ranks (spawned, or started one by one as
+// a launcher would), small batches, a handful of samples.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "process.hpp"
+#include "shardplan/costs/comm_spawn.hpp"
+#include "shardplan/costs/comm_workload.hpp"
+#include "shardplan/costs/cost_data.hpp"
+
+namespace shardplan {
+namespace {
+
+using commtest::Process;
+using commtest::read_lines;
+using commtest::read_text;
+using commtest::TempDir;
+using namespace std::chrono_literals;
+
+// Generous bounds: this runs on small, busy CI machines.
+constexpr auto kRunLimit = 120s;
+
+std::vector<std::string> spawn_args(const std::string& out, int samples, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args{
+      "collect-costs", "comm", "--world-size", "2",  "--spawn",     "--samples", std::to_string(samples),
+      "--out",         out,    "--batch-size", "16", "--max-delay", "1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+int run(const std::vector<std::string>& args, std::string* err = nullptr,
+        const std::map<std::string, std::string>& env = {}) {
+  Process process(args, env);
+  auto code = process.wait_for(kRunLimit);
+  if (err) *err = process.err();
+  EXPECT_TRUE(code.has_value()) << "still running after the limit";
+  return code.value_or(-1);
+}
+
+std::vector<CommSample> samples_in(const std::string& dir) {
+  std::vector<CommSample> samples;
+  int line_number = 0;
+  for (const auto& line : read_lines(dir + "/samples.jsonl")) {
+    samples.push_back(comm_sample_from_json(nlohmann::json::parse(line), dir + ":" + std::to_string(++line_number)));
+  }
+  return samples;
+}
+
+// Waits until `dir` holds at least `count` samples (or the process ends).
+bool wait_for_samples(const std::string& dir, std::size_t count, Process& process) {
+  auto deadline = std::chrono::steady_clock::now() + kRunLimit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (read_lines(dir + "/samples.jsonl").size() >= count) return true;
+    if (process.wait_for(0s)) return false;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
+CommWorkloadConfig default_workload(int world_size) {
+  CommWorkloadConfig config;
+  config.world_size = world_size;
+  config.max_delay_ms = 1.0;
+  return config;
+}
+
+TEST(CommCollect, SpawnTwoRanksOnLoopback) {
+  TempDir dir;
+  std::string out = dir.path("w2");
+  std::string err;
+  ASSERT_EQ(run(spawn_args(out, 4), &err), 0) << err;
+  EXPECT_NE(err.find("4 samples (4 new"), std::string::npos) << err;
+
+  nlohmann::json meta = nlohmann::json::parse(read_text(out + "/meta.json"));
+  EXPECT_EQ(meta["format"], kCostDataFormat);
+  EXPECT_EQ(meta["kind"], "comm");
+  EXPECT_EQ(meta["config"]["world_size"], 2);
+  EXPECT_EQ(meta["config"]["batch_size"], 16);
+  EXPECT_EQ(meta["config"]["backend"], "gloo");
+  EXPECT_EQ(meta["config"]["seed"], 1);
+  EXPECT_EQ(meta["device"], "cpu");
+  EXPECT_EQ(meta["hosts"].size(), 2u);
+  for (const char* key : {"cpu_model", "torch_version", "threads", "date", "command"}) {
+    EXPECT_TRUE(meta.contains(key)) << key;
+  }
+  EXPECT_NE(meta["command"].get<std::string>().find("--spawn"), std::string::npos);
+
+  std::vector<CommSample> samples = samples_in(out);
+  ASSERT_EQ(samples.size(), 4u);
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const CommSample& s = samples[i];
+    CommWorkload expected = draw_comm_workload(default_workload(2), 1, static_cast<int64_t>(i));
+    EXPECT_EQ(s.world_size, 2);
+    EXPECT_EQ(s.dim_sums, expected.dim_sums) << "sample " << i;
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_GT(s.fw_ms[static_cast<std::size_t>(r)], 0.0);
+      EXPECT_GT(s.bw_ms[static_cast<std::size_t>(r)], 0.0);
+      // The measured delay is at least the drawn one (sleep never returns early).
+      EXPECT_GE(s.delays_ms[static_cast<std::size_t>(r)] + 1e-3, expected.delays_ms[static_cast<std::size_t>(r)]);
+    }
+  }
+  // The trainer's loader reads the directory back.
+  EXPECT_EQ(load_cost_data(out, CostKind::kComm).comm.size(), 4u);
+}
+
+TEST(CommCollect, ResumeContinuesTheSameSequence) {
+  TempDir dir;
+  std::string out = dir.path("w2");
+  std::string err;
+  ASSERT_EQ(run(spawn_args(out, 2), &err), 0) << err;
+  std::vector<std::string> first = read_lines(out + "/samples.jsonl");
+  ASSERT_EQ(first.size(), 2u);
+  {
+    // A torn line, as a crash in the middle of a write leaves it: resume cuts it off.
+    std::FILE* file = std::fopen((out + "/samples.jsonl").c_str(), "a");
+    std::fputs("{\"world_size\":2,\"dim_s", file);
+    std::fclose(file);
+  }
+  ASSERT_EQ(run(spawn_args(out, 4), &err), 0) << err;
+  EXPECT_NE(err.find("resuming after 2 samples"), std::string::npos) << err;
+  std::vector<std::string> lines = read_lines(out + "/samples.jsonl");
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], first[0]);
+  EXPECT_EQ(lines[1], first[1]);
+  std::vector<CommSample> samples = samples_in(out);
+  for (int64_t i = 2; i < 4; ++i) {
+    EXPECT_EQ(samples[static_cast<std::size_t>(i)].dim_sums, draw_comm_workload(default_workload(2), 1, i).dim_sums);
+  }
+
+  // Nothing left to do.
+  ASSERT_EQ(run(spawn_args(out, 3), &err), 0) << err;
+  EXPECT_NE(err.find("nothing to do"), std::string::npos) << err;
+  EXPECT_EQ(read_lines(out + "/samples.jsonl").size(), 4u);
+
+  // Different settings never mix into one directory.
+  EXPECT_EQ(run(spawn_args(out, 6, {"--seed", "2"}), &err), 2);
+  EXPECT_NE(err.find("different collection"), std::string::npos) << err;
+  EXPECT_EQ(read_lines(out + "/samples.jsonl").size(), 4u);
+}
+
+TEST(CommCollect, InterruptKeepsOnlyCompleteSamples) {
+  TempDir dir;
+  std::string out = dir.path("w2");
+  Process process(spawn_args(out, 1000000));
+  ASSERT_TRUE(wait_for_samples(out, 3, process)) << process.err();
+  process.signal(SIGINT);
+  auto code = process.wait_for(kRunLimit);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0) << process.err();
+  EXPECT_NE(process.err().find("interrupted, re-run to resume"), std::string::npos) << process.err();
+  std::string content = read_text(out + "/samples.jsonl");
+  ASSERT_FALSE(content.empty());
+  EXPECT_EQ(content.back(), '\n');
+  std::vector<CommSample> samples = samples_in(out);  // every line parses
+  EXPECT_GE(samples.size(), 3u);
+  EXPECT_LT(samples.size(), 1000000u);
+}
+
+TEST(CommCollect, SigtermStopsAsCtrlCDoes) {
+  TempDir dir;
+  std::string out = dir.path("w2");
+  Process process(spawn_args(out, 1000000));
+  ASSERT_TRUE(wait_for_samples(out, 1, process)) << process.err();
+  process.signal(SIGTERM);
+  auto code = process.wait_for(kRunLimit);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0) << process.err();
+  EXPECT_NO_THROW(samples_in(out));
+}
+
+TEST(CommCollect, MissingPeerFailsWithinTheTimeout) {
+  TempDir dir;
+  const int port = find_free_port("127.0.0.1");
+  auto start = std::chrono::steady_clock::now();
+  Process rank0(
+      {"collect-costs", "comm", "--samples", "3", "--out", dir.path("w2"), "--timeout", "2"},
+      {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}});
+  auto code = rank0.wait_for(60s);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(code.has_value()) << "rank 0 waited for a missing peer for over a minute";
+  EXPECT_EQ(*code, 1) << rank0.err();
+  EXPECT_LE(seconds, 2 + 10 + 5) << "documented bound: --timeout + 10 s (plus start-up)";
+  EXPECT_NE(rank0.err().find("rendezvous"), std::string::npos) << rank0.err();
+  EXPECT_NE(rank0.err().find("--timeout 2"), std::string::npos) << rank0.err();
+}
+
+TEST(CommCollect, PeerDeathFailsTheOtherRankQuickly) {
+  TempDir dir;
+  std::string out = dir.path("w2");
+  const std::string port = std::to_string(find_free_port("127.0.0.1"));
+  std::vector<std::string> args{"collect-costs", "comm", "--samples", "1000000", "--out", out,
+                                "--batch-size",  "16",   "--timeout", "5"};
+  Process rank0(args, {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}});
+  Process rank1(args, {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}});
+  ASSERT_TRUE(wait_for_samples(out, 2, rank0)) << rank0.err() << rank1.err();
+  rank1.signal(SIGKILL);
+  auto code = rank0.wait_for(5s + 10s + 5s);
+  ASSERT_TRUE(code.has_value()) << "rank 0 outlived its peer by more than --timeout + 10 s";
+  EXPECT_EQ(*code, 1) << rank0.err();
+  EXPECT_NE(rank0.err().find("rank 0:"), std::string::npos) << rank0.err();
+  EXPECT_NE(rank0.err().find("peer died"), std::string::npos) << rank0.err();
+  EXPECT_NO_THROW(samples_in(out));
+}
+
+TEST(CommCollect, SpawnFailsWhenARankDies) {
+  TempDir dir;
+  std::string out = dir.path("w2");
+  Process process(spawn_args(out, 1000000, {"--timeout", "5"}));
+  ASSERT_TRUE(wait_for_samples(out, 1, process)) << process.err();
+  // Rank 1 is the parent's second child; children of the parent are the ranks.
+  std::string children =
+      read_text("/proc/" + std::to_string(process.pid()) + "/task/" + std::to_string(process.pid()) + "/children");
+  std::istringstream pids(children);
+  std::vector<pid_t> ranks;
+  for (pid_t pid = 0; pids >> pid;) ranks.push_back(pid);
+  ASSERT_EQ(ranks.size(), 2u) << children;
+  ::kill(ranks[1], SIGKILL);
+  auto code = process.wait_for(30s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 1) << process.err();
+  EXPECT_NE(process.err().find("was killed by signal 9"), std::string::npos) << process.err();
+}
+
+TEST(CommCollect, WithoutSpawnTheLauncherVariablesAreRequired) {
+  TempDir dir;
+  std::vector<std::string> args{"collect-costs", "comm", "--samples", "3", "--out", dir.path("w2")};
+  std::string err;
+  EXPECT_EQ(run(args, &err), 2);
+  EXPECT_NE(err.find("WORLD_SIZE"), std::string::npos) << err;
+  EXPECT_NE(err.find("--spawn"), std::string::npos) << err;
+  EXPECT_EQ(run(args, &err, {{"WORLD_SIZE", "2"}}), 2);
+  EXPECT_NE(err.find("RANK is not set"), std::string::npos) << err;
+  EXPECT_EQ(run(args, &err, {{"WORLD_SIZE", "2"}, {"RANK", "0"}, {"MASTER_PORT", "29500"}}), 2);
+  EXPECT_NE(err.find("MASTER_ADDR"), std::string::npos) << err;
+  EXPECT_EQ(run(args, &err, {{"WORLD_SIZE", "2"}, {"RANK", "2"}, {"MASTER_ADDR", "x"}, {"MASTER_PORT", "1"}}), 2);
+  EXPECT_NE(err.find("RANK: must be an integer in [0, 1], got '2'"), std::string::npos) << err;
+  EXPECT_EQ(run(args, &err, {{"WORLD_SIZE", "two"}}), 2);
+  EXPECT_NE(err.find("WORLD_SIZE: must be an integer"), std::string::npos) << err;
+  std::vector<std::string> with_flag = args;
+  with_flag.insert(with_flag.end(), {"--world-size", "4"});
+  EXPECT_EQ(run(with_flag, &err, {{"WORLD_SIZE", "2"}, {"RANK", "0"}}), 2);
+  EXPECT_NE(err.find("--world-size 4 disagrees"), std::string::npos) << err;
+}
+
+TEST(CommCollect, BadOptionsAreRejectedBeforeAnyRankStarts) {
+  TempDir dir;
+  const std::string out = dir.path("w2");
+  struct Case {
+    std::vector<std::string> extra;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"--world-size", "1"}, "--world-size"},
+      {{"--batch-size", "15"}, "--batch-size: must be a multiple of --world-size 2, got 15"},
+      {{"--batch-size", "0"}, "--batch-size"},
+      {{"--backend", "mpi"}, "--backend: must be gloo, nccl or auto, got 'mpi'"},
+      {{"--timeout", "0"}, "--timeout"},
+      {{"--max-delay", "-2"}, "--max-delay"},
+      {{"--samples", "0"}, "--samples: must be at least 1, got 0"},
+      {{"--world-size", "abc"}, "--world-size"},
+      {{"--no-such-flag"}, "--no-such-flag"},
+  };
+  for (const auto& c : cases) {
+    std::string err;
+    EXPECT_EQ(run(spawn_args(out, 3, c.extra), &err), 2) << c.expected;
+    EXPECT_NE(err.find(c.expected), std::string::npos) << err;
+  }
+  std::string err;
+  EXPECT_EQ(run({"collect-costs", "comm", "--spawn", "--samples", "3", "--out", out}, &err), 2);
+  EXPECT_NE(err.find("--world-size: required with --spawn"), std::string::npos) << err;
+  EXPECT_EQ(run({"collect-costs", "comm", "--world-size", "2", "--spawn", "--samples", "3"}, &err), 2);
+  EXPECT_NE(err.find("--out"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(out)) << "a rejected command created its output";
+}
+
+TEST(CommCollect, NcclIsRefusedClearlyWithoutCuda) {
+  TempDir dir;
+  std::string err;
+  int code = run(spawn_args(dir.path("w2"), 3, {"--backend", "nccl"}), &err);
+  // This LibTorch may have CUDA; where it has none, the refusal names the flag.
+  if (code != 0) {
+    EXPECT_EQ(code, 2);
+    EXPECT_NE(err.find("--backend"), std::string::npos) << err;
+  }
+}
+
+}  // namespace
+}  // namespace shardplan

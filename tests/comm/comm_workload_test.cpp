@@ -1,0 +1,112 @@
+// The all-to-all workload generator: deterministic, within its documented ranges, and varied enough
+// (imbalance, zero-delay samples) to train a communication model on.
+#include "shardplan/costs/comm_workload.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "shardplan/errors.hpp"
+
+namespace shardplan {
+namespace {
+
+CommWorkloadConfig config_for(int world_size) {
+  CommWorkloadConfig config;
+  config.world_size = world_size;
+  return config;
+}
+
+TEST(CommWorkload, SameSeedAndIndexGiveTheSameSample) {
+  auto config = config_for(8);
+  for (int64_t index : {0, 1, 999}) {
+    CommWorkload a = draw_comm_workload(config, 42, index);
+    CommWorkload b = draw_comm_workload(config, 42, index);
+    EXPECT_EQ(a.dim_sums, b.dim_sums);
+    EXPECT_EQ(a.delays_ms, b.delays_ms);
+    EXPECT_EQ(a.imbalance, b.imbalance);
+  }
+  EXPECT_NE(draw_comm_workload(config, 42, 0).dim_sums, draw_comm_workload(config, 42, 1).dim_sums);
+  EXPECT_NE(draw_comm_workload(config, 42, 0).dim_sums, draw_comm_workload(config, 43, 0).dim_sums);
+}
+
+// Pinned values: the generator uses only std::mt19937_64 and exact arithmetic, so these hold on every
+// platform; a change here changes what "comm-workload/1" means and needs a new scheme name.
+TEST(CommWorkload, PinnedSampleIsStableAcrossPlatforms) {
+  CommWorkload w = draw_comm_workload(config_for(4), 1, 1);
+  EXPECT_EQ(w.dim_sums, (std::vector<int64_t>{1332, 280, 152, 1804}));
+  EXPECT_EQ(w.shard_counts, (std::vector<int>{18, 4, 4, 25}));
+  EXPECT_DOUBLE_EQ(w.delays_ms[0], 2.2028296479274365);
+  EXPECT_DOUBLE_EQ(w.delays_ms[3], 1.4167155768578168);
+  EXPECT_EQ(draw_comm_workload(config_for(4), 1, 2).delays_ms, (std::vector<double>{0, 0, 0, 0}));
+}
+
+TEST(CommWorkload, WidthsAndDelaysStayInTheirRanges) {
+  auto config = config_for(4);
+  const int cap = config.max_mean_shards * config.max_skew;
+  EXPECT_EQ(max_comm_dim_sum(config), cap * 128);
+  for (int64_t index = 0; index < 2000; ++index) {
+    CommWorkload w = draw_comm_workload(config, 7, index);
+    ASSERT_EQ(w.dim_sums.size(), 4u);
+    ASSERT_EQ(w.delays_ms.size(), 4u);
+    EXPECT_GE(w.imbalance, 0.0);
+    EXPECT_LT(w.imbalance, 1.0);
+    for (std::size_t r = 0; r < 4; ++r) {
+      EXPECT_GE(w.shard_counts[r], 1);
+      EXPECT_LE(w.shard_counts[r], cap);
+      EXPECT_EQ(w.dim_sums[r] % 4, 0);
+      EXPECT_GE(w.dim_sums[r], 4 * w.shard_counts[r]);
+      EXPECT_LE(w.dim_sums[r], 128 * w.shard_counts[r]);
+      EXPECT_GE(w.delays_ms[r], 0.0);
+      EXPECT_LE(w.delays_ms[r], config.max_delay_ms);
+    }
+  }
+}
+
+TEST(CommWorkload, CoversBalancedSkewedAndUndelayedSamples) {
+  auto config = config_for(8);
+  int undelayed = 0;
+  int skewed = 0;  // largest width sum at least 4x the smallest
+  const int n = 4000;
+  for (int64_t index = 0; index < n; ++index) {
+    CommWorkload w = draw_comm_workload(config, 3, index);
+    bool all_zero = std::all_of(w.delays_ms.begin(), w.delays_ms.end(), [](double d) { return d == 0.0; });
+    undelayed += all_zero ? 1 : 0;
+    auto [low, high] = std::minmax_element(w.dim_sums.begin(), w.dim_sums.end());
+    skewed += *high >= 4 * *low ? 1 : 0;
+  }
+  // About zero_delay_fraction (0.2) of the samples have no delays.
+  EXPECT_NEAR(static_cast<double>(undelayed) / n, config.zero_delay_fraction, 0.03);
+  EXPECT_GT(skewed, n / 10);
+  EXPECT_LT(skewed, n * 9 / 10);
+}
+
+TEST(CommWorkload, ZeroMaxDelayMeansNoDelays) {
+  auto config = config_for(2);
+  config.max_delay_ms = 0.0;
+  for (int64_t index = 0; index < 200; ++index) {
+    CommWorkload w = draw_comm_workload(config, 5, index);
+    EXPECT_EQ(w.delays_ms, (std::vector<double>{0.0, 0.0}));
+  }
+}
+
+TEST(CommWorkload, InvalidSettingsNameTheirFlag) {
+  auto expect_error = [](CommWorkloadConfig config, const std::string& flag) {
+    try {
+      validate_comm_workload(config);
+      ADD_FAILURE() << "accepted a bad " << flag;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(flag), std::string::npos) << e.what();
+    }
+  };
+  expect_error(config_for(1), "--world-size");
+  expect_error(config_for(0), "--world-size");
+  auto negative_delay = config_for(2);
+  negative_delay.max_delay_ms = -1.0;
+  expect_error(negative_delay, "--max-delay");
+  EXPECT_NO_THROW(validate_comm_workload(config_for(2)));
+}
+
+}  // namespace
+}  // namespace shardplan

@@ -1,0 +1,118 @@
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "shardplan/cluster.hpp"
+#include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/costs/compute_collector.hpp"
+#include "shardplan/costs/cost_data.hpp"
+#include "shardplan/errors.hpp"
+
+namespace shardplan {
+namespace {
+
+namespace fs = std::filesystem;
+
+Table table(const std::string& name, int64_t rows, int dim, double pf) {
+  Table t;
+  t.name = name;
+  t.rows = rows;
+  t.dim = dim;
+  t.pooling_factor = pf;
+  return t;
+}
+
+ComputeBenchConfig small_bench() {
+  ComputeBenchConfig bench;
+  bench.batch_size = 512;
+  bench.warmup_iterations = 1;
+  bench.timed_iterations = 3;
+  return bench;
+}
+
+TEST(ComputeBenchmark, TimesArePositive) {
+  ComputeTiming timing = measure_compute_step({table("a", 1000, 16, 4), table("b", 500, 32, 2)}, small_bench(), 1);
+  ASSERT_EQ(timing.iterations_ms.size(), 3u);
+  for (double ms : timing.iterations_ms) EXPECT_GT(ms, 0.0);
+  EXPECT_GT(timing.median_ms, 0.0);
+}
+
+TEST(ComputeBenchmark, MorePoolingCostsMore) {
+  // Four times the lookups of a large table: far above timing noise.
+  ComputeBenchConfig bench;
+  bench.batch_size = 2048;
+  bench.warmup_iterations = 1;
+  bench.timed_iterations = 5;
+  double light = measure_compute_step({table("big", 400'000, 64, 8)}, bench, 3).median_ms;
+  double heavy = measure_compute_step({table("big", 400'000, 64, 32)}, bench, 3).median_ms;
+  EXPECT_GT(heavy, light * 1.3) << "pf 8: " << light << " ms, pf 32: " << heavy << " ms";
+}
+
+TEST(ComputeCollector, DrawsAugmentedWidthsWithinTheMemoryCap) {
+  std::vector<Table> pool = {table("a", 1000, 64, 2), table("b", 2'000'000, 64, 20), table("c", 50, 64, 1)};
+  const int64_t cap = 64ll << 20;
+  for (int64_t i = 0; i < 50; ++i) {
+    auto shards = draw_compute_sample(pool, 8, cap, 9, i);
+    ASSERT_FALSE(shards.empty());
+    ASSERT_LE(shards.size(), 8u);
+    int64_t bytes = 0;
+    for (const auto& s : shards) {
+      EXPECT_EQ(s.dim % 4, 0);
+      EXPECT_GE(s.dim, 4);
+      EXPECT_LE(s.dim, 128);
+      bytes += shard_memory_bytes(s.rows, s.dim, DType::kFp32, Optimizer::kSgd);
+    }
+    EXPECT_LE(bytes, cap);
+    auto again = draw_compute_sample(pool, 8, cap, 9, i);
+    ASSERT_EQ(again.size(), shards.size());
+    for (std::size_t k = 0; k < shards.size(); ++k) {
+      EXPECT_EQ(again[k].name, shards[k].name);
+      EXPECT_EQ(again[k].dim, shards[k].dim);
+    }
+  }
+}
+
+TEST(ComputeCollector, CollectsResumesAndRecordsProvenance) {
+  fs::path dir = fs::temp_directory_path() / ("shardplan-collect-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  std::vector<Table> pool = {table("a", 1000, 64, 2), table("b", 20'000, 64, 5), table("c", 300, 64, 1)};
+  ComputeCollectConfig config;
+  config.pool_path = "pool.json";
+  config.out_dir = dir.string();
+  config.samples = 3;
+  config.max_tables = 4;
+  config.seed = 5;
+  config.bench = small_bench();
+  config.quiet = true;
+  CollectSummary first = collect_compute_costs(pool, config);
+  EXPECT_EQ(first.existing, 0);
+  EXPECT_EQ(first.written, 3);
+  CostData after_first = load_cost_data(dir.string(), CostKind::kCompute);
+  ASSERT_EQ(after_first.compute.size(), 3u);
+
+  config.samples = 5;
+  CollectSummary second = collect_compute_costs(pool, config);
+  EXPECT_EQ(second.existing, 3);
+  EXPECT_EQ(second.written, 2);
+  CostData data = load_cost_data(dir.string(), CostKind::kCompute);
+  ASSERT_EQ(data.compute.size(), 5u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(data.compute[i].latency_ms, after_first.compute[i].latency_ms);
+  for (const auto& sample : data.compute) {
+    EXPECT_GT(sample.latency_ms, 0.0);
+    EXPECT_EQ(sample.iterations_ms.size(), 3u);
+    EXPECT_EQ(sample.shards.size(), draw_compute_sample(pool, 4, config.memory_cap_bytes, 5, &sample - &data.compute[0]).size());
+  }
+  for (const char* key : {"device", "cpu_model", "threads", "torch_version", "batch_size", "seed", "date", "host"}) {
+    EXPECT_TRUE(data.meta.contains(key)) << key;
+  }
+  EXPECT_EQ(data.meta["torch_version"], torch_version());
+
+  config.bench.batch_size = 1024;  // a different collection cannot be appended
+  EXPECT_THROW(collect_compute_costs(pool, config), InputError);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace shardplan

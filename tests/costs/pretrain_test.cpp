@@ -1,0 +1,143 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "shardplan/cost_model_io.hpp"
+#include "shardplan/costs/cost_data.hpp"
+#include "shardplan/dataset/random.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/pretrain.hpp"
+
+namespace shardplan {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Synthetic cost data with a known, learnable law: non-additive compute (a launch cost per width
+// group plus gathered bytes) and comm growing with the widths and the wait.
+fs::path write_synthetic_data(const std::string& name, int compute_samples, int comm_samples) {
+  fs::path root = fs::temp_directory_path() / ("shardplan-pretrain-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  Rng rng(42);
+  {
+    CostDataWriter writer((root / "compute").string(), {{"kind", "compute"}, {"config", {{"synthetic", true}}}, {"device", "test"}});
+    for (int i = 0; i < compute_samples; ++i) {
+      ComputeSample s;
+      int n = 1 + static_cast<int>(rng.below(6));
+      double latency = 0.05;
+      for (int k = 0; k < n; ++k) {
+        ShardFeatures f{static_cast<int64_t>(100 + rng.below(1'000'000)), 4 * static_cast<int>(1 + rng.below(32)),
+                        1.0 + 30.0 * rng.uniform(), kDlrmAggregateReuseHist};
+        latency += 1e-4 * f.pooling_factor * f.dim + 0.02 * std::log(static_cast<double>(f.rows));
+        s.shards.push_back(f);
+      }
+      s.latency_ms = latency;
+      writer.append(compute_sample_to_json(s));
+    }
+  }
+  for (int w : {2, 4, 8}) {
+    CostDataWriter writer((root / "comm" / ("w" + std::to_string(w))).string(),
+                          {{"kind", "comm"}, {"config", {{"world_size", w}}}, {"world_size", w}});
+    for (int i = 0; i < comm_samples; ++i) {
+      CommSample s;
+      s.world_size = w;
+      double max_delay = 0.0;
+      for (int r = 0; r < w; ++r) {
+        s.dim_sums.push_back(static_cast<int64_t>(4 * (1 + rng.below(200))));
+        s.delays_ms.push_back(2.0 * rng.uniform());
+        max_delay = std::max(max_delay, s.delays_ms.back());
+      }
+      double total = 0;
+      for (auto d : s.dim_sums) total += static_cast<double>(d);
+      for (int r = 0; r < w; ++r) {
+        s.fw_ms.push_back(0.1 + 0.001 * total / w + (max_delay - s.delays_ms[static_cast<std::size_t>(r)]));
+        s.bw_ms.push_back(0.1 + 0.001 * total / w);
+      }
+      writer.append(comm_sample_to_json(s));
+    }
+  }
+  return root;
+}
+
+PretrainConfig quick_config(const fs::path& data, const fs::path& out, int epochs) {
+  PretrainConfig c;
+  c.data_dir = data.string();
+  c.out_dir = out.string();
+  c.epochs = epochs;
+  c.patience = 50;
+  c.learning_rate = 3e-3;
+  c.quiet = true;
+  c.seed = 3;
+  return c;
+}
+
+TEST(Pretrain, TrainingReducesErrorAndRoundTripsThroughTheModelDirectory) {
+  fs::path data = write_synthetic_data("train", 400, 60);
+  fs::path one_epoch = data / "model-1";
+  fs::path trained = data / "model-40";
+  nlohmann::json short_meta = pretrain_cost_models(quick_config(data, one_epoch, 1));
+  nlohmann::json meta = pretrain_cost_models(quick_config(data, trained, 40));
+  double mape_short = short_meta["metrics"]["compute"]["mape_percent"];
+  double mape = meta["metrics"]["compute"]["mape_percent"];
+  EXPECT_LT(mape, mape_short) << "1 epoch: " << mape_short << "%, 40 epochs: " << mape << "%";
+  EXPECT_LT(mape, 15.0);
+  EXPECT_GT(meta["metrics"]["compute"]["spearman"].get<double>(), 0.9);
+  EXPECT_EQ(meta["metrics"]["comm_holdout"]["world_size"], 4);
+  for (const char* key : {"format", "feature_schema", "compute", "comm", "training", "data", "metrics"}) {
+    EXPECT_TRUE(meta.contains(key)) << key;
+  }
+
+  // Loading twice gives identical predictions; evaluating on the data reproduces sensible metrics.
+  auto a = load_cost_model(trained.string());
+  auto b = load_cost_model(trained.string());
+  std::vector<std::vector<ShardFeatures>> sets = {{{1000, 64, 3.0, kDlrmAggregateReuseHist}},
+                                                  {{50000, 16, 10.0, kDlrmAggregateReuseHist}, {700, 128, 1.0, kDlrmAggregateReuseHist}}};
+  EXPECT_EQ(a->predict_compute(sets), b->predict_compute(sets));
+  nlohmann::json eval = evaluate_cost_model(trained.string(), data.string());
+  EXPECT_LT(eval["compute"]["mape_percent"].get<double>(), 20.0);
+  EXPECT_TRUE(eval["comm"].contains("fw"));
+  fs::remove_all(data);
+}
+
+TEST(Pretrain, SameSeedGivesTheSameModel) {
+  fs::path data = write_synthetic_data("determinism", 150, 20);
+  auto first = pretrain_cost_models(quick_config(data, data / "a", 3));
+  auto second = pretrain_cost_models(quick_config(data, data / "b", 3));
+  EXPECT_EQ(first["compute"]["feature_mean"], second["compute"]["feature_mean"]);
+  EXPECT_EQ(first["metrics"], second["metrics"]);
+  fs::remove_all(data);
+}
+
+TEST(ModelFiles, MissingOrCorruptFilesAreBadInput) {
+  fs::path data = write_synthetic_data("corrupt", 150, 20);
+  fs::path model = data / "model";
+  pretrain_cost_models(quick_config(data, model, 1));
+  auto expect_error = [&](const std::string& fragment) {
+    try {
+      load_cost_model(model.string());
+      ADD_FAILURE() << "expected an error containing " << fragment;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  {
+    std::ofstream(model / "comm.pt", std::ios::trunc) << "not a torch file";
+  }
+  expect_error("comm.pt: not readable as this model's weights");
+  fs::remove(model / "comm.pt");
+  expect_error("comm.pt: missing");
+  {
+    std::ofstream(model / "meta.json", std::ios::trunc) << "{\"format\": \"shard-plan-model/1\", \"feature_schema\": 99}";
+  }
+  expect_error("feature_schema 99");
+  fs::remove(model / "meta.json");
+  expect_error("meta.json: no such file");
+  EXPECT_THROW(load_cost_model((data / "nowhere").string()), InputError);
+  fs::remove_all(data);
+}
+
+}  // namespace
+}  // namespace shardplan

@@ -1,0 +1,130 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "shardplan/cost_features.hpp"
+#include "shardplan/cost_model.hpp"
+#include "shardplan/neural_cost_model.hpp"
+#include "shardplan/planner.hpp"
+#include "shardplan/pretrain.hpp"
+#include "test_tables.hpp"
+
+namespace shardplan {
+namespace {
+
+ShardFeatures shard(int64_t rows, int dim, double pf) {
+  return ShardFeatures{rows, dim, pf, kDlrmAggregateReuseHist};
+}
+
+// A small network with fixed, varied weights: enough structure to test invariances.
+Mlp fixed_mlp(int inputs, std::vector<int> widths, bool relu_last) {
+  Mlp mlp;
+  mlp.relu_last = relu_last;
+  int in = inputs;
+  int k = 1;
+  for (int out : widths) {
+    DenseLayer layer;
+    layer.inputs = in;
+    layer.outputs = out;
+    for (int i = 0; i < in * out; ++i) layer.weight.push_back(static_cast<float>(((i * 37 + k * 11) % 19) - 9) / 40.0f);
+    for (int o = 0; o < out; ++o) layer.bias.push_back(static_cast<float>(o % 5) / 10.0f);
+    mlp.layers.push_back(layer);
+    in = out;
+    ++k;
+  }
+  return mlp;
+}
+
+NeuralCostModel fixed_model() {
+  ComputeModelSpec compute;
+  compute.features.mean.assign(kComputeFeatures, 0.5f);
+  compute.features.std.assign(kComputeFeatures, 2.0f);
+  compute.shard_net = fixed_mlp(kComputeFeatures, {16, 8}, true);
+  compute.head = fixed_mlp(8, {8, 1}, false);
+  CommModelSpec comm;
+  comm.features.mean.assign(kCommFeatures, 0.0f);
+  comm.features.std.assign(kCommFeatures, 100.0f);
+  comm.net = fixed_mlp(kCommFeatures, {8, 2}, false);
+  return NeuralCostModel("fixed", compute, comm);
+}
+
+TEST(Metrics, MapeMseAndSpearman) {
+  Metrics m = compute_metrics({1.1, 2.0, 2.7}, {1.0, 2.0, 3.0});
+  EXPECT_NEAR(m.mape, 100.0 * (0.1 + 0.0 + 0.1) / 3.0, 1e-9);
+  EXPECT_NEAR(m.mse, (0.01 + 0.0 + 0.09) / 3.0, 1e-12);
+  EXPECT_DOUBLE_EQ(m.spearman, 1.0);
+  EXPECT_DOUBLE_EQ(spearman_correlation({1, 2, 3, 4}, {40, 30, 20, 10}), -1.0);
+  EXPECT_NEAR(spearman_correlation({1, 2, 2, 3}, {1, 2, 3, 4}), 0.9487, 1e-3);  // ties get average ranks
+}
+
+TEST(NeuralCostModel, ComputeIsPermutationInvariantOverShards) {
+  NeuralCostModel model = fixed_model();
+  std::vector<ShardFeatures> set = {shard(1000, 16, 2), shard(5'000'000, 128, 30), shard(70, 4, 0.5)};
+  std::vector<ShardFeatures> reversed(set.rbegin(), set.rend());
+  auto out = model.predict_compute({set, reversed, {}});
+  EXPECT_NEAR(out[0], out[1], 1e-9 * out[0]);
+  EXPECT_GT(out[0], 0.0);
+  EXPECT_EQ(out[2], 0.0);  // an empty device costs nothing
+}
+
+TEST(NeuralCostModel, SplitPathMatchesBatchedPrediction) {
+  NeuralCostModel model = fixed_model();
+  std::vector<ShardFeatures> set = {shard(1000, 16, 2), shard(20000, 64, 8)};
+  std::vector<float> sum(static_cast<std::size_t>(model.embedding_size()), 0.0f);
+  std::vector<float> e(sum.size());
+  for (const auto& s : set) {
+    model.shard_embedding(s, e.data());
+    for (std::size_t i = 0; i < e.size(); ++i) sum[i] += e[i];
+  }
+  EXPECT_DOUBLE_EQ(model.latency_from_embedding_sum(sum.data()), model.predict_compute({set})[0]);
+}
+
+TEST(NeuralCostModel, OneDeviceHasNoCommunication) {
+  std::vector<double> fw, bw;
+  fixed_model().predict_comm({128}, {1.0}, fw, bw);
+  EXPECT_EQ(fw, std::vector<double>{0.0});
+  EXPECT_EQ(bw, std::vector<double>{0.0});
+}
+
+TEST(AnalyticCostModel, IsMonotoneInLookupsWidthAndShards) {
+  auto model = make_analytic_cost_model(AnalyticCostConfig{});
+  auto c = model->predict_compute({{shard(1000, 64, 2)}, {shard(1000, 64, 4)}, {shard(1000, 128, 2)},
+                                   {shard(1000, 64, 2), shard(10, 4, 1)}});
+  EXPECT_LT(c[0], c[1]);
+  EXPECT_LT(c[0], c[2]);
+  EXPECT_LT(c[0], c[3]);
+  std::vector<double> fw, bw;
+  model->predict_comm({64, 128}, {1.0, 1.0}, fw, bw);
+  EXPECT_LT(fw[0], fw[1]);
+  EXPECT_EQ(fw, bw);
+}
+
+TEST(ScorePlan, ScoresEveryDeviceOfAPlan) {
+  auto tables = testing::varied_tables(20);
+  Cluster cluster;
+  cluster.num_devices = 4;
+  Plan plan = make_planner("dim_greedy", PlannerConfig{})->plan(tables, cluster);
+  auto model = make_analytic_cost_model(AnalyticCostConfig{});
+  auto costs = score_plan(plan, tables, *model);
+  ASSERT_EQ(costs.size(), 4u);
+  auto usage = device_usage(plan);
+  for (std::size_t r = 0; r < 4; ++r) {
+    EXPECT_GT(costs[r].compute_ms, 0.0);
+    std::vector<double> fw, bw;
+    model->predict_comm({usage[0].dim_sum, usage[1].dim_sum, usage[2].dim_sum, usage[3].dim_sum}, {0, 0, 0, 0}, fw, bw);
+    EXPECT_DOUBLE_EQ(costs[r].fw_comm_ms, fw[r]);
+  }
+}
+
+TEST(CostFeatures, CommFeaturesDescribeOwnWidthAndWait) {
+  auto f = comm_features({100, 300}, {2.0, 0.0});
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_FLOAT_EQ(f[1][0], 300.0f);   // own width
+  EXPECT_FLOAT_EQ(f[1][2], 2.0f);     // world size
+  EXPECT_FLOAT_EQ(f[1][3], 200.0f);   // mean width
+  EXPECT_FLOAT_EQ(f[1][9], 2.0f);     // waits 2 ms for the latest device
+  EXPECT_FLOAT_EQ(f[0][9], 0.0f);
+}
+
+}  // namespace
+}  // namespace shardplan
