@@ -12,8 +12,8 @@ namespace shardplan::e2e {
 
 CliResult run_cli(const std::vector<std::string>& args) {
   TempDir capture;
-  const std::string out_path = capture.path("stdout").string();
-  const std::string err_path = capture.path("stderr").string();
+  const std::string out_path = capture.path("stdout");
+  const std::string err_path = capture.path("stderr");
   pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {

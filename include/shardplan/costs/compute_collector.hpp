@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/costs/cost_data.hpp"
 #include "shardplan/table.hpp"
 
 namespace shardplan {
