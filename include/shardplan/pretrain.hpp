@@ -18,6 +18,9 @@ struct PretrainConfig {
   int threads = 1;
   double validation_fraction = 0.1;
   double test_fraction = 0.1;
+  // Compute samples whose timed iterations spread (max - min) by more than this share of their median
+  // were disturbed by other work on the machine; they are left out (<= 0 keeps every sample).
+  double max_iteration_spread = 0.3;
   int holdout_world_size = 0;  // 0: the middle collected world size, when at least three were collected
   bool quiet = false;
   std::string command_line;

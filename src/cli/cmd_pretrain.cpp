@@ -51,6 +51,10 @@ The same seed and thread count give the same model.)");
   app.add_option("--threads", config.threads, "CPU threads")->capture_default_str();
   app.add_option("--val-fraction", config.validation_fraction, "Share of samples for validation")->capture_default_str();
   app.add_option("--test-fraction", config.test_fraction, "Share of samples for the test metrics")->capture_default_str();
+  app.add_option("--max-iteration-spread", config.max_iteration_spread,
+                 "Leave out compute samples whose timed iterations spread more than this share of their median "
+                 "(disturbed measurements); 0 keeps all")
+      ->capture_default_str();
   app.add_option("--holdout-world-size", config.holdout_world_size,
                  "World size left out to test the comm model on an unseen device count (0: the middle one)")
       ->capture_default_str();

@@ -323,6 +323,18 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
   torch::manual_seed(config.seed);
 
   CostData compute_data = load_cost_data(config.data_dir, CostKind::kCompute);
+  std::size_t collected = compute_data.compute.size();
+  if (config.max_iteration_spread > 0) {
+    auto disturbed = [&](const ComputeSample& s) {
+      if (s.iterations_ms.size() < 2) return false;
+      auto [lo, hi] = std::minmax_element(s.iterations_ms.begin(), s.iterations_ms.end());
+      return (*hi - *lo) > config.max_iteration_spread * s.latency_ms;
+    };
+    auto& samples = compute_data.compute;
+    samples.erase(std::remove_if(samples.begin(), samples.end(), disturbed), samples.end());
+    spdlog::info("left out {} of {} compute samples whose timed iterations spread over {:.0f}% of their median",
+                 collected - samples.size(), collected, 100 * config.max_iteration_spread);
+  }
   CostData comm_data = load_cost_data(config.data_dir, CostKind::kComm);
   spdlog::info("training on {} compute samples and {} comm samples from {}", compute_data.compute.size(),
                comm_data.comm.size(), config.data_dir);
@@ -407,7 +419,8 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
                     {"comm_epochs", comm.outcome.epochs_run}, {"comm_best_epoch", comm.outcome.best_epoch},
                     {"command", config.command_line}}},
       {"data", {{"dir", config.data_dir},
-                {"compute", {{"provenance", provenance(compute_data.meta)}, {"samples", set.latency_ms.size()},
+                {"compute", {{"provenance", provenance(compute_data.meta)}, {"collected", collected},
+                             {"max_iteration_spread", config.max_iteration_spread}, {"samples", set.latency_ms.size()},
                              {"train", split.train.size()}, {"validation", split.validation.size()}, {"test", split.test.size()}}},
                 {"comm", {{"samples", comm_data.comm.size()}, {"train", comm_split.train.size()},
                           {"validation", comm_split.validation.size()}, {"test", comm_split.test.size()}}}}}};

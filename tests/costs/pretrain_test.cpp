@@ -111,6 +111,26 @@ TEST(Pretrain, SameSeedGivesTheSameModel) {
   fs::remove_all(data);
 }
 
+TEST(Pretrain, LeavesOutDisturbedMeasurements) {
+  fs::path data = write_synthetic_data("disturbed", 150, 20);
+  {
+    CostDataWriter writer((data / "compute").string(), {{"kind", "compute"}, {"config", {{"synthetic", true}}}, {"device", "test"}});
+    for (int i = 0; i < 10; ++i) {
+      ComputeSample s;
+      s.shards.push_back({1000, 16, 2.0, kDlrmAggregateReuseHist});
+      s.latency_ms = 1.0;
+      s.iterations_ms = {0.9, 1.0, 3.0};  // one step disturbed by other work
+      writer.append(compute_sample_to_json(s));
+    }
+  }
+  PretrainConfig config = quick_config(data, data / "model", 1);
+  EXPECT_EQ(pretrain_cost_models(config)["data"]["compute"]["samples"], 150);
+  config.max_iteration_spread = 0;
+  config.out_dir = (data / "model-all").string();
+  EXPECT_EQ(pretrain_cost_models(config)["data"]["compute"]["samples"], 160);
+  fs::remove_all(data);
+}
+
 TEST(ModelFiles, MissingOrCorruptFilesAreBadInput) {
   fs::path data = write_synthetic_data("corrupt", 150, 20);
   fs::path model = data / "model";
