@@ -10,6 +10,7 @@
 
 #include "shardplan/cluster.hpp"
 #include "shardplan/costs/cost_data.hpp"
+#include "shardplan/costs/provenance.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/interrupt.hpp"
@@ -23,18 +24,6 @@ constexpr int kWidthStep = 4;
 constexpr int kMaxAugmentedWidth = 128;
 // Draws rejected by the memory cap before a sample settles for fewer shards.
 constexpr int kMaxRejections = 64;
-
-std::string utc_now() {
-  std::time_t now = std::time(nullptr);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return buffer;
-}
-
-std::string host_name() {
-  char buffer[256] = {};
-  return ::gethostname(buffer, sizeof(buffer) - 1) == 0 ? buffer : "unknown";
-}
 
 nlohmann::json collection_meta(const std::vector<Table>& pool, const ComputeCollectConfig& config) {
   const ComputeBenchConfig& bench = config.bench;
@@ -60,6 +49,7 @@ nlohmann::json collection_meta(const std::vector<Table>& pool, const ComputeColl
           {"batch_size", bench.batch_size},
           {"seed", config.seed},
           {"host", host_name()},
+          {"load_average_at_start", load_average()},
           {"date", utc_now()},
           {"command", config.command_line},
           {"kernel", "torch embedding_bag (sum, sparse grad) per width group, sparse SGD update"}};

@@ -2,6 +2,7 @@
 // c10d process group (Gloo on CPU tensors; NCCL on CUDA tensors when this LibTorch has them). The only
 // translation unit of the collector that includes LibTorch headers.
 #include "shardplan/costs/comm_benchmark.hpp"
+#include "shardplan/costs/provenance.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -57,28 +58,6 @@ double ms_since(Clock::time_point start) {
 std::string message_of(const std::exception& e) {
   if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) return c10_error->what_without_backtrace();
   return e.what();
-}
-
-std::string utc_now() {
-  std::time_t now = std::time(nullptr);
-  char buffer[32];
-  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return buffer;
-}
-
-// The 1-minute load average when the collection starts: on a shared machine, other work inflates timings.
-nlohmann::json load_average() {
-  double one_minute = 0.0;
-  std::FILE* file = std::fopen("/proc/loadavg", "r");
-  if (file == nullptr) return nullptr;
-  int read = std::fscanf(file, "%lf", &one_minute);
-  std::fclose(file);
-  return read == 1 ? nlohmann::json(one_minute) : nlohmann::json(nullptr);
-}
-
-std::string host_name() {
-  char buffer[256] = {};
-  return ::gethostname(buffer, sizeof(buffer) - 1) == 0 ? buffer : "unknown";
 }
 
 bool nccl_compiled() {
