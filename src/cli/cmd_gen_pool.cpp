@@ -5,7 +5,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "shardplan/atomic_file.hpp"
-#include "shardplan/dataset/compact_json.hpp"
+#include "shardplan/dataset/data_files.hpp"
 #include "shardplan/dataset/pool_generator.hpp"
 #include "shardplan/dataset/pool_stats.hpp"
 

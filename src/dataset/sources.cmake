@@ -6,7 +6,7 @@ set(SHARDPLAN_DATASET_SOURCES
   src/dataset/reuse_calibration.cpp
   src/dataset/pool_generator.cpp
   src/dataset/pool_stats.cpp
-  src/dataset/compact_json.cpp
+  src/dataset/data_files.cpp
   src/dataset/task_set.cpp
   src/dataset/task_generator.cpp
 )

@@ -8,10 +8,11 @@
 #include <set>
 #include <unordered_map>
 
-#include "shardplan/dataset/compact_json.hpp"
+#include "shardplan/dataset/data_files.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/json_fields.hpp"
 #include "shardplan/json_file.hpp"
+#include "shardplan/json_format.hpp"
 #include "shardplan/tables_io.hpp"
 
 namespace shardplan {
@@ -98,32 +99,17 @@ TaskSet parse_task_set(const nlohmann::json& doc, std::string_view source) {
 
 TaskSet load_task_set(const std::string& path) { return parse_task_set(read_json_file(path), path); }
 
-nlohmann::json task_set_to_json(const TaskSet& set) {
-  nlohmann::json tasks = nlohmann::json::array();
-  for (const auto& task : set.tasks) {
-    nlohmann::json tables = nlohmann::json::array();
-    for (const auto& table : task.tables) tables.push_back(table_to_json(table));
-    tasks.push_back({{"tables", std::move(tables)}});
-  }
-  nlohmann::json doc = {{"name", set.name},
-                        {"num_devices", set.num_devices},
-                        {"memory_per_device_bytes", set.memory_per_device_bytes},
-                        {"tasks", std::move(tasks)}};
+nlohmann::ordered_json task_set_to_json(const TaskSet& set) {
+  nlohmann::ordered_json doc = {{"name", set.name}};
   if (!set.description.empty()) doc["description"] = set.description;
+  doc["num_devices"] = set.num_devices;
+  doc["memory_per_device_bytes"] = set.memory_per_device_bytes;
+  nlohmann::ordered_json tasks = nlohmann::ordered_json::array();
+  for (const auto& task : set.tasks) tasks.push_back({{"tables", rounded_tables_json(task.tables)}});
+  doc["tasks"] = std::move(tasks);
   return doc;
 }
 
-std::string format_task_set(const TaskSet& set) {
-  std::string out = "{\"name\": " + nlohmann::json(set.name).dump();
-  if (!set.description.empty()) out += ", \"description\": " + nlohmann::json(set.description).dump();
-  out += fmt::format(", \"num_devices\": {}, \"memory_per_device_bytes\": {}, \"tasks\": [\n", set.num_devices,
-                     set.memory_per_device_bytes);
-  for (std::size_t i = 0; i < set.tasks.size(); ++i) {
-    out += "{\"tables\": " + format_tables_array(set.tasks[i].tables) + "}";
-    out += i + 1 < set.tasks.size() ? ",\n" : "\n";
-  }
-  out += "]}\n";
-  return out;
-}
+std::string format_task_set(const TaskSet& set) { return dump_readable(task_set_to_json(set)) + "\n"; }
 
 }  // namespace shardplan

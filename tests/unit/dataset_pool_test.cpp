@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "shardplan/dataset/compact_json.hpp"
+#include "shardplan/dataset/data_files.hpp"
 #include "shardplan/dataset/pool_generator.hpp"
 #include "shardplan/dataset/pool_stats.hpp"
 #include "shardplan/dataset/reuse_calibration.hpp"
@@ -94,7 +94,8 @@ TEST(DatasetPool, SameSeedSameFileOtherSeedOtherFile) {
 TEST(DatasetPool, FileRoundTripsThroughTheTablesLoader) {
   const auto& pool = default_pool();
   std::string text = format_pool_file(pool, "shard-plan gen-pool --seed 1");
-  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), static_cast<std::ptrdiff_t>(pool.size()) + 2);
+  // One line per table, plus five framing lines: "{", "generated_by", "tables": [, "]" and "}".
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), static_cast<std::ptrdiff_t>(pool.size()) + 5);
   std::vector<Table> loaded = parse_tables(nlohmann::json::parse(text), "pool.json");
   ASSERT_EQ(loaded.size(), pool.size());
   for (std::size_t i = 0; i < pool.size(); ++i) {

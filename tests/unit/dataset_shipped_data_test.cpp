@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "shardplan/dataset/compact_json.hpp"
+#include "shardplan/dataset/data_files.hpp"
 #include "shardplan/dataset/pool_generator.hpp"
 #include "shardplan/dataset/task_generator.hpp"
 #include "shardplan/tables_io.hpp"

@@ -36,9 +36,10 @@ TaskSet parse_task_set(const nlohmann::json& doc, std::string_view source);
 // Reads and parses a task set file. Throws InputError (missing file, malformed JSON, bad fields).
 TaskSet load_task_set(const std::string& path);
 
-nlohmann::json task_set_to_json(const TaskSet& set);
+// The file's content (tables rounded as in data_files.hpp), keys in the documented order.
+nlohmann::ordered_json task_set_to_json(const TaskSet& set);
 
-// The file text: top-level fields on the first line, then one table per line; ends with a newline.
+// The file text: task_set_to_json in the shared readable layout (one table per line); ends with a newline.
 std::string format_task_set(const TaskSet& set);
 
 }  // namespace shardplan
