@@ -29,6 +29,7 @@ struct DlrmImportOptions {
   int dim = kDlrmDefaultDim;  // width given to every table: a positive multiple of 4
   // Directory for the unpacked copy of a gzipped file; empty: $TMPDIR, else /tmp.
   std::string temp_dir;
+  bool quiet = false;  // no progress on stderr
 };
 
 struct DlrmImportSummary {

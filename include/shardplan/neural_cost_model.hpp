@@ -10,6 +10,9 @@
 
 namespace shardplan {
 
+// Widest layer the evaluator handles (it works in fixed buffers); model files with wider layers are refused.
+inline constexpr int kMaxLayerWidth = 512;
+
 // A fully connected layer: y = W x + b, W stored row-major [out][in].
 struct DenseLayer {
   int inputs = 0;

@@ -45,6 +45,18 @@ std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv) {
   return std::nullopt;
 }
 
+std::string command_line(std::string_view prefix, int argc, char** argv) {
+  std::string line(prefix);
+  for (int i = 0; i < argc; ++i) line += " " + std::string(argv[i]);
+  return line;
+}
+
+void print_metrics_line(std::string_view what, const nlohmann::json& metrics) {
+  fmt::print("  {:<28} MAPE {:>7.2f}%  Spearman {:.4f}  MSE {:.6g}  (n={})\n", what,
+             metrics["mape_percent"].get<double>(), metrics["spearman"].get<double>(), metrics["mse"].get<double>(),
+             metrics["count"].get<int64_t>());
+}
+
 void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required) {
   auto* gpus = app.add_option("--gpus", flags.gpus, "Number of GPUs (devices) to shard over");
   if (gpus_required) gpus->required();

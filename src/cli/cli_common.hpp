@@ -1,7 +1,9 @@
 #pragma once
 // What every subcommand shares: logging flags, CLI11 parse-error mapping, the cluster flags.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "shardplan/cluster.hpp"
 
@@ -33,6 +35,13 @@ struct ClusterFlags {
   double reserve = 0.0;
   std::string optimizer = "sgd";
 };
+
+// "shard-plan collect-costs compute --samples 10": how a command was run, for data and model provenance.
+// `prefix` names what precedes argv[0] ("shard-plan" or "shard-plan collect-costs").
+std::string command_line(std::string_view prefix, int argc, char** argv);
+
+// One aligned line of accuracy metrics ({"mape_percent", "spearman", "mse", "count"}), to stdout.
+void print_metrics_line(std::string_view what, const nlohmann::json& metrics);
 
 void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required);
 // Throws InputError naming the flag and value.

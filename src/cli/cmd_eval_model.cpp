@@ -32,14 +32,10 @@ int run_eval_model(int argc, char** argv) {
     fmt::print("{}\n", metrics.dump(2));
     return 0;
   }
-  auto line = [](const std::string& what, const nlohmann::json& m) {
-    fmt::print("{:<16} MAPE {:>7.2f}%  Spearman {:.4f}  MSE {:.6g}  (n={})\n", what, m["mape_percent"].get<double>(),
-               m["spearman"].get<double>(), m["mse"].get<double>(), m["count"].get<int64_t>());
-  };
-  if (metrics.contains("compute")) line("compute", metrics["compute"]);
+  if (metrics.contains("compute")) print_metrics_line("compute", metrics["compute"]);
   if (metrics.contains("comm")) {
-    line("comm forward", metrics["comm"]["fw"]);
-    line("comm backward", metrics["comm"]["bw"]);
+    print_metrics_line("comm forward", metrics["comm"]["fw"]);
+    print_metrics_line("comm backward", metrics["comm"]["bw"]);
   }
   return 0;
 }

@@ -42,6 +42,7 @@ Exit codes: 0 success, 1 runtime failure (e.g. disk full), 2 bad usage or a bad,
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
+  options.quiet = log_options.quiet;
 
   DlrmImport imported = import_dlrm_dataset(input, options);
   std::string text = dump_readable(nlohmann::ordered_json(tables_to_json(imported.tables))) + "\n";

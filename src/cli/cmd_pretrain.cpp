@@ -12,18 +12,14 @@ namespace {
 
 void print_metrics(const nlohmann::json& meta) {
   const auto& m = meta["metrics"];
-  auto line = [](const char* what, const nlohmann::json& x) {
-    fmt::print("  {:<28} MAPE {:>7.2f}%  Spearman {:.4f}  MSE {:.6g}  (n={})\n", what, x["mape_percent"].get<double>(),
-               x["spearman"].get<double>(), x["mse"].get<double>(), x["count"].get<int64_t>());
-  };
   fmt::print("test metrics:\n");
-  line("compute", m["compute"]);
-  line("comm forward", m["comm"]["fw"]);
-  line("comm backward", m["comm"]["bw"]);
+  print_metrics_line("compute", m["compute"]);
+  print_metrics_line("comm forward", m["comm"]["fw"]);
+  print_metrics_line("comm backward", m["comm"]["bw"]);
   if (!m["comm_holdout"].is_null()) {
     int w = m["comm_holdout"]["world_size"];
-    line(fmt::format("comm forward, unseen W={}", w).c_str(), m["comm_holdout"]["fw"]);
-    line(fmt::format("comm backward, unseen W={}", w).c_str(), m["comm_holdout"]["bw"]);
+    print_metrics_line(fmt::format("comm forward, unseen W={}", w), m["comm_holdout"]["fw"]);
+    print_metrics_line(fmt::format("comm backward, unseen W={}", w), m["comm_holdout"]["bw"]);
   }
 }
 
@@ -62,7 +58,7 @@ The same seed and thread count give the same model.)");
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
   config.quiet = log_options.quiet;
-  for (int i = 0; i < argc; ++i) config.command_line += (i ? " " : "shard-plan ") + std::string(i ? argv[i] : "pretrain-cost-model");
+  config.command_line = command_line("shard-plan", argc, argv);
 
   nlohmann::json meta = pretrain_cost_models(config);
   spdlog::info("wrote {} in {} s", config.out_dir, meta["training"]["seconds"].get<double>());

@@ -152,8 +152,7 @@ after the current sample; only complete samples are kept. Exit codes: 0 done or 
   if (const char* launch = std::getenv(kLaunchCommandVariable); launch != nullptr && *launch != '\0') {
     config.command_line = launch;
   } else {
-    config.command_line = "shard-plan collect-costs";
-    for (int i = 0; i < argc; ++i) config.command_line += " " + std::string(argv[i]);
+    config.command_line = command_line("shard-plan collect-costs", argc, argv);
   }
   CollectSummary summary = run_comm_collection(config);
   if (config.rendezvous.rank == 0) {

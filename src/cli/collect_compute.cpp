@@ -53,7 +53,7 @@ Ctrl-C or SIGTERM stops after the current sample; only complete samples are kept
     throw InputError(fmt::format("--threads: must be in [1, 1024], got {}", config.bench.threads));
   }
   config.memory_cap_bytes = parse_byte_size(mem_cap, "--mem-cap");
-  for (int i = 0; i < argc; ++i) config.command_line += (i ? " " : "shard-plan collect-costs ") + std::string(argv[i]);
+  config.command_line = command_line("shard-plan collect-costs", argc, argv);
 
   std::vector<Table> pool = load_tables(config.pool_path);
   CollectSummary summary = collect_compute_costs(pool, config);

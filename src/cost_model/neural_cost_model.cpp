@@ -7,16 +7,9 @@
 
 namespace shardplan {
 
-namespace {
-
-// Largest layer width we evaluate on the stack.
-constexpr int kMaxWidth = 512;
-
-}  // namespace
-
 void Mlp::forward(const float* x, float* y) const {
-  float a[kMaxWidth];
-  float b[kMaxWidth];
+  float a[kMaxLayerWidth];
+  float b[kMaxLayerWidth];
   const float* in = x;
   for (std::size_t l = 0; l < layers.size(); ++l) {
     const DenseLayer& layer = layers[l];

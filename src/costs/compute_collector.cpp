@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shardplan/cluster.hpp"
+#include "shardplan/cost_model.hpp"
 #include "shardplan/costs/cost_data.hpp"
 #include "shardplan/costs/provenance.hpp"
 #include "shardplan/dataset/random.hpp"
@@ -53,10 +54,6 @@ nlohmann::json collection_meta(const std::vector<Table>& pool, const ComputeColl
           {"date", utc_now()},
           {"command", config.command_line},
           {"kernel", "torch embedding_bag (sum, sparse grad) per width group, sparse SGD update"}};
-}
-
-ShardFeatures features_of(const Table& shard) {
-  return ShardFeatures{shard.rows, shard.dim, shard.pooling_factor, shard.reuse_hist_or_default()};
 }
 
 }  // namespace
@@ -112,7 +109,7 @@ CollectSummary collect_compute_costs(const std::vector<Table>& pool, const Compu
     }
     ComputeTiming timing = measure_compute_step(shards, config.bench, derive_seed(config.seed ^ 0x7472616365ull, static_cast<uint64_t>(i)));
     ComputeSample sample;
-    for (const auto& shard : shards) sample.shards.push_back(features_of(shard));
+    for (const auto& shard : shards) sample.shards.push_back(shard_features(shard, shard.dim));
     sample.latency_ms = timing.median_ms;
     sample.iterations_ms = timing.iterations_ms;
     writer.append(compute_sample_to_json(sample));

@@ -171,13 +171,12 @@ CostDataWriter::CostDataWriter(const std::string& dir, const nlohmann::json& met
           "{}: describes a different collection (kind or settings differ); use a new --out directory. Existing config: {}",
           meta_path.string(), old.value("config", nlohmann::json()).dump()));
     }
-    existing_ = repair_and_count(path_);
   } else {
     nlohmann::json full = meta;
     full["format"] = kCostDataFormat;
     write_file_atomically(meta_path.string(), full.dump(2) + "\n");
-    existing_ = repair_and_count(path_);
   }
+  existing_ = repair_and_count(path_);
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw RuntimeFailure(fmt::format("{}: cannot open for appending: {}", path_, std::strerror(errno)));
 }
@@ -202,7 +201,7 @@ void CostDataWriter::append(const nlohmann::json& sample) {
   }
 }
 
-CostData load_cost_data(const std::string& dir, CostKind kind) {
+std::optional<CostData> find_cost_data(const std::string& dir, CostKind kind) {
   CostData data;
   std::vector<fs::path> dirs;
   std::error_code ec;
@@ -228,12 +227,18 @@ CostData load_cost_data(const std::string& dir, CostKind kind) {
     metas.push_back(meta);
     load_samples_file(d, kind, data);
   }
-  if (metas.empty()) {
+  if (metas.empty()) return std::nullopt;
+  data.meta = metas.size() == 1 ? metas[0] : nlohmann::json{{"sources", metas}};
+  return data;
+}
+
+CostData load_cost_data(const std::string& dir, CostKind kind) {
+  std::optional<CostData> data = find_cost_data(dir, kind);
+  if (!data) {
     throw InputError(fmt::format("{}: no {} cost data (no meta.json with \"kind\": \"{}\" here or below)", dir,
                                  cost_kind_name(kind), cost_kind_name(kind)));
   }
-  data.meta = metas.size() == 1 ? metas[0] : nlohmann::json{{"sources", metas}};
-  return data;
+  return std::move(*data);
 }
 
 }  // namespace shardplan

@@ -8,7 +8,7 @@ namespace shardplan {
 
 void check_table_wise_capacity(const std::vector<Table>& tables, const Cluster& cluster) {
   const int64_t usable = cluster.usable_bytes_per_device();
-  // Cannot overflow: each table is below 2^60 bytes (kMaxRows x kMaxDim x 12), and there are far fewer than 8.
+  // Summed in long double: each table is below 2^60 bytes, but thousands of them can overflow int64.
   long double total = 0;
   for (const auto& table : tables) {
     int64_t bytes = table_memory_bytes(table, cluster.optimizer);

@@ -6,13 +6,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <limits>
 
 #include "input_file.hpp"
 #include "saved_tensors.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/progress.hpp"
 #include "shardplan/reuse_hist.hpp"
 #include "zip_reader.hpp"
 
@@ -336,7 +336,7 @@ DlrmImport import_dlrm_dataset(const std::string& path, const DlrmImportOptions&
 
   result.tables.reserve(static_cast<std::size_t>(layout.tables));
   std::vector<int64_t> ids;
-  auto last_log = std::chrono::steady_clock::now();
+  Progress progress("tables", layout.tables, 0, options.quiet);
   for (int64_t t = 0; t < layout.tables; ++t) {
     const int64_t first = layout.table_start[static_cast<std::size_t>(t)];
     const int64_t count = layout.table_start[static_cast<std::size_t>(t) + 1] - first;
@@ -346,14 +346,11 @@ DlrmImport import_dlrm_dataset(const std::string& path, const DlrmImportOptions&
     ids.resize(static_cast<std::size_t>(count));
     indices.read(indices.element(first), indices.stride(0), count, ids.data());
     result.tables.push_back(table_statistics(ids, t, first, layout.batch, options.dim, path));
-    auto now = std::chrono::steady_clock::now();
-    if (now - last_log > std::chrono::seconds(5)) {
-      spdlog::info("{}: {} of {} tables, {:.1f}M of {:.1f}M ids", path, t + 1, layout.tables,
-                   static_cast<double>(layout.table_start[static_cast<std::size_t>(t) + 1]) / 1e6,
-                   static_cast<double>(summary.total_ids) / 1e6);
-      last_log = now;
-    }
+    progress.update(t + 1, fmt::format("{:.1f}M of {:.1f}M ids",
+                                       static_cast<double>(layout.table_start[static_cast<std::size_t>(t) + 1]) / 1e6,
+                                       static_cast<double>(summary.total_ids) / 1e6));
   }
+  progress.finish();
   return result;
 }
 

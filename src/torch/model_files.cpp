@@ -41,7 +41,7 @@ std::vector<int> read_widths(const nlohmann::json& meta, const std::string& sect
   const auto& list = read_array(require_member(meta[section], key, source, section), source, section + "." + key);
   std::vector<int> widths;
   for (std::size_t i = 0; i < list.size(); ++i) {
-    widths.push_back(static_cast<int>(read_int64(list[i], source, fmt::format("{}.{}[{}]", section, key, i), 1, 4096)));
+    widths.push_back(static_cast<int>(read_int64(list[i], source, fmt::format("{}.{}[{}]", section, key, i), 1, kMaxLayerWidth)));
   }
   if (widths.empty()) throw_field_error(source, section + "." + key, "must list at least one layer", list);
   return widths;

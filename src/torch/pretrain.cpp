@@ -33,6 +33,13 @@ const std::vector<int> kShardWidths = {128, 32};
 const std::vector<int> kHeadWidths = {64};
 const std::vector<int> kCommWidths = {64, 64};
 
+// Independent random streams of the seed: data splits, then each model's shuffling.
+constexpr uint64_t kComputeSplitStream = 1;
+constexpr uint64_t kCommSplitStream = 2;
+constexpr uint64_t kComputeShuffleStream = 3;
+constexpr uint64_t kCommShuffleStream = 4;
+constexpr uint64_t kHoldoutShuffleStream = 5;
+
 struct Split {
   std::vector<std::size_t> train, validation, test;
 };
@@ -96,11 +103,12 @@ struct TrainOutcome {
 
 template <typename Module, typename LossFn>
 TrainOutcome train(Module& module, std::size_t train_size, const LossFn& loss_of_batch,
-                   const std::function<double()>& validation_loss, const PretrainConfig& config, const std::string& what) {
+                   const std::function<double()>& validation_loss, const PretrainConfig& config, const std::string& what,
+                   uint64_t shuffle_stream) {
   torch::optim::Adam optimizer(module->parameters(), torch::optim::AdamOptions(config.learning_rate));
   std::vector<std::size_t> order(train_size);
   for (std::size_t i = 0; i < train_size; ++i) order[i] = i;
-  Rng rng(derive_seed(config.seed, std::hash<std::string>{}(what) & 0xffff));
+  Rng rng(derive_seed(config.seed, shuffle_stream));
   TrainOutcome outcome;
   outcome.best_validation_loss = std::numeric_limits<double>::infinity();
   std::vector<torch::Tensor> best;
@@ -225,7 +233,8 @@ struct CommTrained {
 };
 
 CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& train_rows,
-                       const std::vector<std::size_t>& val_rows, const PretrainConfig& config, const std::string& what) {
+                       const std::vector<std::size_t>& val_rows, const PretrainConfig& config, const std::string& what,
+                       uint64_t shuffle_stream) {
   CommTrained t;
   std::vector<CommFeatureVector> train_features;
   std::array<double, 2> sum{}, sq{};
@@ -269,7 +278,7 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
         torch::NoGradGuard no_grad;
         return torch::mse_loss(t.net->forward(validation.first), validation.second).template item<double>();
       },
-      comm_config, what);
+      comm_config, what, shuffle_stream);
   t.spec.net = t.net->to_plain();
   return t;
 }
@@ -341,7 +350,7 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
 
   // Compute model.
   ComputeSet set = compute_set(compute_data);
-  Split split = split_indices(set.latency_ms.size(), config, 1);
+  Split split = split_indices(set.latency_ms.size(), config, kComputeSplitStream);
   std::vector<ComputeFeatureVector> train_rows;
   double log_sum = 0.0, log_sq = 0.0;
   for (std::size_t i : split.train) {
@@ -370,15 +379,15 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
         return torch::mse_loss(compute_net->forward(validation.x, validation.device, validation.devices), validation.target)
             .item<double>();
       },
-      config, "compute model");
+      config, "compute model", kComputeShuffleStream);
   compute_spec.shard_net = compute_net->shard_net->to_plain();
   compute_spec.head = compute_net->head->to_plain();
 
   // Communication model on every collected world size; split by sample so no collective leaks across.
   CommRows rows = comm_rows(comm_data.comm);
-  Split comm_split = split_indices(comm_data.comm.size(), config, 2);
+  Split comm_split = split_indices(comm_data.comm.size(), config, kCommSplitStream);
   CommTrained comm = train_comm(rows, rows_of_samples(rows, comm_split.train), rows_of_samples(rows, comm_split.validation),
-                                config, "comm model");
+                                config, "comm model", kCommShuffleStream);
 
   // Generalisation across device counts: retrain without one world size, test on it.
   std::set<int> world_sizes;
@@ -393,7 +402,7 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
     for (std::size_t s : comm_split.validation) if (comm_data.comm[s].world_size != holdout) seen_val.push_back(s);
     for (const auto& s : comm_data.comm) if (s.world_size == holdout) held.push_back(s);
     CommTrained without = train_comm(rows, rows_of_samples(rows, seen_train), rows_of_samples(rows, seen_val), config,
-                                     fmt::format("comm model without W={}", holdout));
+                                     fmt::format("comm model without W={}", holdout), kHoldoutShuffleStream);
     NeuralCostModel probe("holdout", compute_spec, without.spec);
     holdout_metrics = comm_metrics(probe, held);
     holdout_metrics["world_size"] = holdout;
@@ -444,28 +453,19 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
 nlohmann::json evaluate_cost_model(const std::string& model_dir, const std::string& data_dir) {
   std::unique_ptr<NeuralCostModel> model = load_cost_model(model_dir);
   nlohmann::json out = nlohmann::json::object();
-  bool any = false;
-  try {
-    CostData data = load_cost_data(data_dir, CostKind::kCompute);
+  if (std::optional<CostData> data = find_cost_data(data_dir, CostKind::kCompute)) {
     std::vector<std::vector<ShardFeatures>> sets;
     std::vector<double> measured;
-    for (const auto& s : data.compute) {
+    for (const auto& s : data->compute) {
       sets.push_back(s.shards);
       measured.push_back(s.latency_ms);
     }
     out["compute"] = compute_metrics(model->predict_compute(sets), measured).to_json();
-    any = true;
-  } catch (const InputError& e) {
-    if (std::string(e.what()).find("no compute cost data") == std::string::npos) throw;
   }
-  try {
-    CostData data = load_cost_data(data_dir, CostKind::kComm);
-    out["comm"] = comm_metrics(*model, data.comm);
-    any = true;
-  } catch (const InputError& e) {
-    if (std::string(e.what()).find("no comm cost data") == std::string::npos) throw;
+  if (std::optional<CostData> data = find_cost_data(data_dir, CostKind::kComm)) {
+    out["comm"] = comm_metrics(*model, data->comm);
   }
-  if (!any) throw InputError(fmt::format("{}: holds no compute or comm cost data", data_dir));
+  if (out.empty()) throw InputError(fmt::format("{}: holds no compute or comm cost data", data_dir));
   return out;
 }
 

@@ -84,7 +84,10 @@ struct CostData {
 };
 
 // Reads a cost-data directory, or every such directory below `dir` of the wanted kind (so a trainer can
-// be pointed at data/costs/<device>/). Throws InputError on malformed files, naming file and line.
+// be pointed at data/costs/<device>/); nullopt when there is none of that kind. Throws InputError on
+// malformed files, naming file and line.
+std::optional<CostData> find_cost_data(const std::string& dir, CostKind kind);
+// The same, but no data of the kind is an InputError too.
 CostData load_cost_data(const std::string& dir, CostKind kind);
 
 std::string cost_kind_name(CostKind kind);
