@@ -9,7 +9,7 @@
 
 namespace shardplan {
 
-inline constexpr int kFeatureSchemaVersion = 1;
+inline constexpr int kFeatureSchemaVersion = 2;
 
 // Per shard: log rows, dim, log1p pooling factor, log lookups x dim (the gathered bytes), log rows x dim
 // (the table bytes), the 17 reuse bins, and the hot-row mass (bins above 64 accesses).
@@ -17,10 +17,15 @@ inline constexpr int kComputeFeatures = 5 + kReuseBins + 1;
 using ComputeFeatureVector = std::array<float, kComputeFeatures>;
 ComputeFeatureVector compute_features(const ShardFeatures& shard);
 
-// Per device of a collective: own width, own start delay; world size; mean, max and sum of the widths;
-// mean and max delay; own width over the mean; own delay below the maximum (its wait).
-inline constexpr int kCommFeatures = 10;
+// Per device of a collective, all free of absolute scale so that the model carries over to device counts
+// it was not trained on: log1p of the own, mean and max width; own width over the mean and over the max;
+// log of the world size; log1p of the own wait (the latest start minus its own), of the max and of the
+// mean delay.
+inline constexpr int kCommFeatures = 9;
 using CommFeatureVector = std::array<float, kCommFeatures>;
 std::vector<CommFeatureVector> comm_features(const std::vector<int64_t>& dim_sums, const std::vector<double>& delays_ms);
+
+// A device's wait inside the forward all-to-all: it cannot finish before the latest device has started.
+std::vector<double> comm_waits(const std::vector<double>& delays_ms);
 
 }  // namespace shardplan

@@ -18,9 +18,15 @@ class CostModel {
   virtual ~CostModel() = default;
   virtual std::string name() const = 0;
 
-  // Compute latency in ms of each shard set (one device's shards each); batched so a search can hand
-  // over all its candidates at once. An empty set costs 0.
-  virtual std::vector<double> predict_compute(const std::vector<std::vector<ShardFeatures>>& sets) const = 0;
+  // Compute latency is g(sum over the set's shards of a per-shard summary vector): the sum-over-shards
+  // form of the method's compute model (the analytic model is the one-wide case with g the identity).
+  // A search keeps each device's summary sum, so adding a shard costs one g, not a re-scored set.
+  virtual int summary_size() const = 0;
+  virtual void shard_summary(const ShardFeatures& shard, float* summary) const = 0;
+  virtual double compute_from_summary(const float* summary_sum) const = 0;
+
+  // Compute latency in ms of each shard set (one device's shards each), batched. An empty set costs 0.
+  virtual std::vector<double> predict_compute(const std::vector<std::vector<ShardFeatures>>& sets) const;
 
   // Per-device forward and backward all-to-all latency in ms, given each device's output width (sum of
   // its shards' columns) and predicted compute (a device that finishes early waits in the forward
@@ -44,5 +50,14 @@ struct AnalyticCostConfig {
   double inter_host_bytes_per_ms = 12.5 * (1ll << 30) / 1000.0;
 };
 std::unique_ptr<CostModel> make_analytic_cost_model(const AnalyticCostConfig& config);
+
+// TorchRec's per-shard estimate for a table-wise or column-wise shard on `world_size` ranks: forward and
+// backward compute plus forward and backward output transfers. Its planner adds these up per rank.
+struct AnalyticShardCost {
+  double compute_ms = 0.0;
+  double comm_ms = 0.0;  // forward and backward together
+  double total_ms() const { return compute_ms + comm_ms; }
+};
+AnalyticShardCost analytic_shard_cost(const ShardFeatures& shard, int world_size, const AnalyticCostConfig& config);
 
 }  // namespace shardplan

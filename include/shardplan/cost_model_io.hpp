@@ -1,5 +1,5 @@
 #pragma once
-// Model directories ("shard-plan-model/1"): meta.json (feature schema, normalisation, architecture,
+// Model directories ("shard-plan-model/2"): meta.json (feature schema, normalisation, architecture,
 // training provenance, test metrics) and the weights compute.pt and comm.pt, written by LibTorch.
 #include <memory>
 #include <string>
@@ -8,7 +8,7 @@
 
 namespace shardplan {
 
-inline constexpr const char* kModelFormat = "shard-plan-model/1";
+inline constexpr const char* kModelFormat = "shard-plan-model/2";
 
 // Loads a model directory. Missing or corrupt files throw InputError naming the file.
 std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir);

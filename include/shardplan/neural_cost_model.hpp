@@ -19,6 +19,9 @@ struct DenseLayer {
   int outputs = 0;
   std::vector<float> weight;
   std::vector<float> bias;
+  // The weight transposed to [in][out], filled by Mlp::prepare: the forward pass then runs over
+  // contiguous outputs (vectorised) with each output summed in the same order as before.
+  std::vector<float> weight_by_input;
 };
 
 // Dense layers with ReLU between them (and after the last one when relu_last).
@@ -27,6 +30,8 @@ struct Mlp {
   bool relu_last = false;
   int inputs() const { return layers.empty() ? 0 : layers.front().inputs; }
   int outputs() const { return layers.empty() ? 0 : layers.back().outputs; }
+  // Builds each layer's weight_by_input; forward works without it, only slower.
+  void prepare();
   // `x` has inputs() values, `y` receives outputs() values.
   void forward(const float* x, float* y) const;
 };
@@ -37,17 +42,24 @@ struct Normaliser {
   std::vector<float> std;
 };
 
+// Compute: each shard's features go through a shared network to an embedding h; a linear layer turns h
+// into the log latency of the shard alone; a device's latency is the sum of its shards' alone latencies
+// times an interaction factor exp(range x tanh(head(mean h, log shard count))) for what fused kernels
+// share or contend for. Additive at its core, the model extrapolates to devices holding more shards
+// than any measured sample instead of exploding, and the factor stays within [1/e^range, e^range].
 struct ComputeModelSpec {
   Normaliser features;   // kComputeFeatures
-  Mlp shard_net;         // features -> embedding (ReLU last), summed over the device's shards
-  Mlp head;              // summed embedding -> standardised log latency
-  float target_mean = 0.0f;  // of log(ms)
-  float target_std = 1.0f;
+  Mlp shard_net;         // features -> embedding h (ReLU last)
+  Mlp alone;             // h -> log ms of the shard alone (one linear layer)
+  Mlp head;              // [mean h, log count] -> interaction logit
+  float interaction_range = 1.0f;
 };
 
+// Communication, per device: forward = its wait for the latest device to start + a transfer time,
+// backward = a transfer time; the network predicts both transfers' standardised log ms.
 struct CommModelSpec {
   Normaliser features;   // kCommFeatures
-  Mlp net;               // per device: features -> standardised log1p(fw ms), log1p(bw ms)
+  Mlp net;
   std::array<float, 2> target_mean{};
   std::array<float, 2> target_std{1.0f, 1.0f};
 };
@@ -56,19 +68,23 @@ class NeuralCostModel final : public CostModel {
  public:
   NeuralCostModel(std::string name, ComputeModelSpec compute, CommModelSpec comm);
   std::string name() const override { return name_; }
-  std::vector<double> predict_compute(const std::vector<std::vector<ShardFeatures>>& sets) const override;
+  // Summary: [alone latency, 1, A h] with A the head's first layer over the mean embedding. A is linear,
+  // so the mean of A h is A applied to the mean of h: a device's cost then needs no matrix product, only
+  // the head's remaining layers, which makes the search's incremental updates cheap.
+  int summary_size() const override { return 2 + projected_width(); }
+  void shard_summary(const ShardFeatures& shard, float* summary) const override;
+  double compute_from_summary(const float* summary_sum) const override;
   void predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
                     std::vector<double>& fw_ms, std::vector<double>& bw_ms) const override;
 
-  // The two halves of predict_compute, for callers that cache per-shard work (the search):
-  // a shard's embedding, and the latency of a device whose embeddings sum to `embedding_sum`.
-  int embedding_size() const { return compute_.shard_net.outputs(); }
-  void shard_embedding(const ShardFeatures& shard, float* embedding) const;
-  double latency_from_embedding_sum(const float* embedding_sum) const;
-
  private:
+  int projected_width() const { return compute_.head.layers.front().outputs; }
+
   std::string name_;
   ComputeModelSpec compute_;
+  Mlp head_rest_;                        // the head after its first layer
+  std::vector<float> count_weight_;      // the first layer's column for log count
+  std::vector<float> projection_;        // the first layer's columns for the mean embedding, [out][in]
   CommModelSpec comm_;
 };
 

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "shardplan/cluster.hpp"
+#include "shardplan/cost_model.hpp"
+#include "shardplan/neuroshard_config.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/table.hpp"
 
@@ -14,6 +16,8 @@ namespace shardplan {
 
 struct PlannerConfig {
   uint64_t seed = 0;
+  std::shared_ptr<const CostModel> cost_model;  // what neuroshard searches against
+  NeuroShardConfig neuroshard;
 };
 
 class Planner {
@@ -24,10 +28,13 @@ class Planner {
   virtual Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const = 0;
 };
 
-// Throws InputError for an unknown name (listing the known ones).
+// Throws InputError for an unknown name (listing the known ones) or a planner's missing cost model.
 std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig& config);
 
 const std::vector<std::string>& planner_names();
+
+// Refuses tables larger than the whole cluster, which no sharding can hold.
+void check_total_capacity(const std::vector<Table>& tables, const Cluster& cluster);
 
 // Refuses up front what no table-wise placement can hold: a table larger than a device, or tables larger
 // than the cluster. Throws InfeasibleError naming the table or the totals.

@@ -8,6 +8,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "planning_flags.hpp"
 #include "shardplan/plan_io.hpp"
 #include "shardplan/planner.hpp"
 #include "shardplan/report.hpp"
@@ -18,7 +19,7 @@ namespace shardplan::cli {
 
 namespace {
 
-constexpr const char* kDefaultAlgorithm = "size_lookup_greedy";
+constexpr const char* kDefaultAlgorithm = "neuroshard";
 
 std::string footer() {
   std::string text =
@@ -45,6 +46,8 @@ int run_plan(int argc, char** argv) {
   std::string algorithm = kDefaultAlgorithm;
   uint64_t seed = 0;
   bool full_report = false;
+  std::string model;
+  NeuroShardConfig search;
   ClusterFlags cluster_flags;
   LogOptions log_options;
   app.add_option("--tables", tables_path, "Tables file: a JSON array of tables or {\"tables\": [...]}")->required();
@@ -55,6 +58,8 @@ int run_plan(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-o,--output", output, "Plan file to write ('-': JSON to stdout, report to stderr)")
       ->capture_default_str();
+  add_model_option(app, model);
+  add_search_options(app, search);
   app.add_flag("--full-report", full_report, "List every device in the report, however many");
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
@@ -63,12 +68,19 @@ int run_plan(int argc, char** argv) {
   Cluster cluster = cluster_from_flags(cluster_flags);
   std::vector<Table> tables = load_tables(tables_path);
   spdlog::info("read {} tables from {}", tables.size(), tables_path);
-  auto planner = make_planner(algorithm, PlannerConfig{seed});
+  PlannerConfig config;
+  config.seed = seed;
+  config.cost_model = load_model_flag(model, cluster.devices_per_host);
+  config.neuroshard = search;
+  auto planner = make_planner(algorithm, config);
 
   auto start = std::chrono::steady_clock::now();
   Plan plan = planner->plan(tables, cluster);
   plan.seed = seed;
   plan.planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Every planner's plan is scored by the same model, so reports compare like with like.
+  plan.device_costs = score_plan(plan, tables, *config.cost_model);
+  plan.cost_model = config.cost_model->name();
 
   write_plan(plan, output);
   if (output != "-") spdlog::info("wrote {}", output);

@@ -24,27 +24,35 @@ ComputeFeatureVector compute_features(const ShardFeatures& shard) {
   return f;
 }
 
+std::vector<double> comm_waits(const std::vector<double>& delays_ms) {
+  std::vector<double> waits(delays_ms.size(), 0.0);
+  if (delays_ms.empty()) return waits;
+  const double latest = *std::max_element(delays_ms.begin(), delays_ms.end());
+  for (std::size_t r = 0; r < delays_ms.size(); ++r) waits[r] = latest - delays_ms[r];
+  return waits;
+}
+
 std::vector<CommFeatureVector> comm_features(const std::vector<int64_t>& dim_sums, const std::vector<double>& delays_ms) {
   const std::size_t n = dim_sums.size();
   std::vector<CommFeatureVector> out(n);
   if (n == 0) return out;
-  double sum_width = std::accumulate(dim_sums.begin(), dim_sums.end(), 0.0);
-  double max_width = static_cast<double>(*std::max_element(dim_sums.begin(), dim_sums.end()));
-  double mean_width = sum_width / static_cast<double>(n);
-  double max_delay = *std::max_element(delays_ms.begin(), delays_ms.end());
-  double mean_delay = std::accumulate(delays_ms.begin(), delays_ms.end(), 0.0) / static_cast<double>(n);
+  const double mean_width = std::accumulate(dim_sums.begin(), dim_sums.end(), 0.0) / static_cast<double>(n);
+  const double max_width = static_cast<double>(*std::max_element(dim_sums.begin(), dim_sums.end()));
+  const double earliest = *std::min_element(delays_ms.begin(), delays_ms.end());
+  const double max_delay = *std::max_element(delays_ms.begin(), delays_ms.end()) - earliest;
+  const double mean_delay = std::accumulate(delays_ms.begin(), delays_ms.end(), 0.0) / static_cast<double>(n) - earliest;
   for (std::size_t r = 0; r < n; ++r) {
-    double width = static_cast<double>(dim_sums[r]);
-    out[r] = {static_cast<float>(width),
-              static_cast<float>(delays_ms[r]),
-              static_cast<float>(n),
-              static_cast<float>(mean_width),
-              static_cast<float>(max_width),
-              static_cast<float>(sum_width),
-              static_cast<float>(mean_delay),
-              static_cast<float>(max_delay),
+    const double width = static_cast<double>(dim_sums[r]);
+    const double wait = max_delay - (delays_ms[r] - earliest);
+    out[r] = {static_cast<float>(std::log1p(width)),
+              static_cast<float>(std::log1p(mean_width)),
+              static_cast<float>(std::log1p(max_width)),
               static_cast<float>(mean_width > 0 ? width / mean_width : 1.0),
-              static_cast<float>(max_delay - delays_ms[r])};
+              static_cast<float>(max_width > 0 ? width / max_width : 1.0),
+              static_cast<float>(std::log(static_cast<double>(n))),
+              static_cast<float>(std::log1p(wait)),
+              static_cast<float>(std::log1p(max_delay)),
+              static_cast<float>(std::log1p(mean_delay))};
   }
   return out;
 }

@@ -7,6 +7,17 @@
 
 namespace shardplan {
 
+void Mlp::prepare() {
+  for (DenseLayer& layer : layers) {
+    const auto ins = static_cast<std::size_t>(layer.inputs);
+    const auto outs = static_cast<std::size_t>(layer.outputs);
+    layer.weight_by_input.resize(ins * outs);
+    for (std::size_t o = 0; o < outs; ++o) {
+      for (std::size_t i = 0; i < ins; ++i) layer.weight_by_input[i * outs + o] = layer.weight[o * ins + i];
+    }
+  }
+}
+
 void Mlp::forward(const float* x, float* y) const {
   float a[kMaxLayerWidth];
   float b[kMaxLayerWidth];
@@ -15,49 +26,86 @@ void Mlp::forward(const float* x, float* y) const {
     const DenseLayer& layer = layers[l];
     bool last = l + 1 == layers.size();
     float* out = last ? y : (l % 2 == 0 ? a : b);
-    for (int o = 0; o < layer.outputs; ++o) {
-      const float* w = layer.weight.data() + static_cast<std::size_t>(o) * static_cast<std::size_t>(layer.inputs);
-      float sum = layer.bias[static_cast<std::size_t>(o)];
-      for (int i = 0; i < layer.inputs; ++i) sum += w[i] * in[i];
-      out[o] = (!last || relu_last) ? std::max(sum, 0.0f) : sum;
+    const auto outs = static_cast<std::size_t>(layer.outputs);
+    const auto ins = static_cast<std::size_t>(layer.inputs);
+    if (outs >= 8 && layer.weight_by_input.size() == ins * outs) {
+      // Every output starts at its bias and adds inputs in ascending order, as below; zero inputs (ReLU
+      // outputs, mostly) add nothing and are skipped. Narrow layers are plain dot products (below).
+      std::copy(layer.bias.begin(), layer.bias.end(), out);
+      for (std::size_t i = 0; i < ins; ++i) {
+        const float v = in[i];
+        if (v == 0.0f) continue;
+        const float* w = layer.weight_by_input.data() + i * outs;
+        for (std::size_t o = 0; o < outs; ++o) out[o] += w[o] * v;
+      }
+    } else {
+      for (std::size_t o = 0; o < outs; ++o) {
+        const float* w = layer.weight.data() + o * ins;
+        float sum = layer.bias[o];
+        for (std::size_t i = 0; i < ins; ++i) sum += w[i] * in[i];
+        out[o] = sum;
+      }
+    }
+    if (!last || relu_last) {
+      for (std::size_t o = 0; o < outs; ++o) out[o] = std::max(out[o], 0.0f);
     }
     in = out;
   }
 }
 
 NeuralCostModel::NeuralCostModel(std::string name, ComputeModelSpec compute, CommModelSpec comm)
-    : name_(std::move(name)), compute_(std::move(compute)), comm_(std::move(comm)) {}
+    : name_(std::move(name)), compute_(std::move(compute)), comm_(std::move(comm)) {
+  compute_.shard_net.prepare();
+  compute_.alone.prepare();
+  compute_.head.prepare();
+  comm_.net.prepare();
+  const DenseLayer& first = compute_.head.layers.front();
+  const auto width = static_cast<std::size_t>(compute_.shard_net.outputs());
+  for (std::size_t o = 0; o < static_cast<std::size_t>(first.outputs); ++o) {
+    const float* row = first.weight.data() + o * (width + 1);
+    projection_.insert(projection_.end(), row, row + width);
+    count_weight_.push_back(row[width]);
+  }
+  head_rest_.layers.assign(compute_.head.layers.begin() + 1, compute_.head.layers.end());
+  head_rest_.relu_last = compute_.head.relu_last;
+  head_rest_.prepare();
+}
 
-void NeuralCostModel::shard_embedding(const ShardFeatures& shard, float* embedding) const {
+void NeuralCostModel::shard_summary(const ShardFeatures& shard, float* summary) const {
   ComputeFeatureVector f = compute_features(shard);
   for (int i = 0; i < kComputeFeatures; ++i) {
     auto k = static_cast<std::size_t>(i);
     f[k] = (f[k] - compute_.features.mean[k]) / compute_.features.std[k];
   }
+  float embedding[kMaxLayerWidth];
   compute_.shard_net.forward(f.data(), embedding);
-}
-
-double NeuralCostModel::latency_from_embedding_sum(const float* embedding_sum) const {
-  float out = 0.0f;
-  compute_.head.forward(embedding_sum, &out);
-  return std::exp(static_cast<double>(out * compute_.target_std + compute_.target_mean));
-}
-
-std::vector<double> NeuralCostModel::predict_compute(const std::vector<std::vector<ShardFeatures>>& sets) const {
-  std::vector<double> out(sets.size(), 0.0);
-  const auto width = static_cast<std::size_t>(embedding_size());
-  std::vector<float> sum(width);
-  std::vector<float> embedding(width);
-  for (std::size_t s = 0; s < sets.size(); ++s) {
-    if (sets[s].empty()) continue;
-    std::fill(sum.begin(), sum.end(), 0.0f);
-    for (const auto& shard : sets[s]) {
-      shard_embedding(shard, embedding.data());
-      for (std::size_t i = 0; i < width; ++i) sum[i] += embedding[i];
-    }
-    out[s] = latency_from_embedding_sum(sum.data());
+  float log_alone = 0.0f;
+  compute_.alone.forward(embedding, &log_alone);
+  summary[0] = std::exp(log_alone);
+  summary[1] = 1.0f;
+  const auto width = static_cast<std::size_t>(compute_.shard_net.outputs());
+  for (std::size_t o = 0; o < static_cast<std::size_t>(projected_width()); ++o) {
+    const float* row = projection_.data() + o * width;
+    float sum = 0.0f;
+    for (std::size_t i = 0; i < width; ++i) sum += row[i] * embedding[i];
+    summary[2 + o] = sum;
   }
-  return out;
+}
+
+double NeuralCostModel::compute_from_summary(const float* summary_sum) const {
+  const float count = summary_sum[1];
+  if (count <= 0.0f) return 0.0;
+  const DenseLayer& first = compute_.head.layers.front();
+  const float log_count = std::log(count);
+  float hidden[kMaxLayerWidth] = {};
+  for (std::size_t o = 0; o < static_cast<std::size_t>(first.outputs); ++o) {
+    float pre = summary_sum[2 + o] / count + count_weight_[o] * log_count + first.bias[o];
+    hidden[o] = head_rest_.layers.empty() && !compute_.head.relu_last ? pre : std::max(pre, 0.0f);
+  }
+  float logit = hidden[0];
+  if (!head_rest_.layers.empty()) head_rest_.forward(hidden, &logit);
+  return static_cast<double>(summary_sum[0]) *
+         std::exp(static_cast<double>(compute_.interaction_range) * std::tanh(static_cast<double>(logit)));
 }
 
 void NeuralCostModel::predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
@@ -66,11 +114,9 @@ void NeuralCostModel::predict_comm(const std::vector<int64_t>& dim_sums, const s
   fw_ms.assign(n, 0.0);
   bw_ms.assign(n, 0.0);
   if (n < 2) return;  // one device exchanges nothing
-  // A device starts the collective when its compute ends: its delay relative to the earliest device.
-  double earliest = *std::min_element(compute_ms.begin(), compute_ms.end());
-  std::vector<double> delays(n);
-  for (std::size_t r = 0; r < n; ++r) delays[r] = compute_ms[r] - earliest;
-  std::vector<CommFeatureVector> features = comm_features(dim_sums, delays);
+  // A device starts the collective when its compute ends.
+  std::vector<CommFeatureVector> features = comm_features(dim_sums, compute_ms);
+  std::vector<double> waits = comm_waits(compute_ms);
   for (std::size_t r = 0; r < n; ++r) {
     CommFeatureVector& f = features[r];
     for (int i = 0; i < kCommFeatures; ++i) {
@@ -79,8 +125,8 @@ void NeuralCostModel::predict_comm(const std::vector<int64_t>& dim_sums, const s
     }
     float out[2];
     comm_.net.forward(f.data(), out);
-    fw_ms[r] = std::max(0.0, std::expm1(static_cast<double>(out[0] * comm_.target_std[0] + comm_.target_mean[0])));
-    bw_ms[r] = std::max(0.0, std::expm1(static_cast<double>(out[1] * comm_.target_std[1] + comm_.target_mean[1])));
+    fw_ms[r] = waits[r] + std::exp(static_cast<double>(out[0] * comm_.target_std[0] + comm_.target_mean[0]));
+    bw_ms[r] = std::exp(static_cast<double>(out[1] * comm_.target_std[1] + comm_.target_mean[1]));
   }
 }
 

@@ -4,7 +4,7 @@ set(SHARDPLAN_COST_MODEL_CORE_SOURCES
   ${PROJECT_SOURCE_DIR}/src/cost_model/cost_features.cpp
   ${PROJECT_SOURCE_DIR}/src/cost_model/neural_cost_model.cpp
   ${PROJECT_SOURCE_DIR}/src/cost_model/analytic_cost_model.cpp
-  ${PROJECT_SOURCE_DIR}/src/cost_model/score_plan.cpp
+  ${PROJECT_SOURCE_DIR}/src/cost_model/cost_model.cpp
   ${PROJECT_SOURCE_DIR}/src/cost_model/metrics.cpp
   ${PROJECT_SOURCE_DIR}/src/cost_model/model_location.cpp
 )

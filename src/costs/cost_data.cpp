@@ -18,6 +18,11 @@
 
 namespace shardplan {
 
+double undisturbed_latency_ms(const ComputeSample& sample) {
+  if (sample.iterations_ms.empty()) return sample.latency_ms;
+  return *std::min_element(sample.iterations_ms.begin(), sample.iterations_ms.end());
+}
+
 namespace fs = std::filesystem;
 
 namespace {

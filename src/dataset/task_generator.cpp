@@ -202,7 +202,7 @@ TaskSetSummary summarize_task_set(const TaskSet& set) {
   if (set.tasks.empty()) return s;
   const Cluster cluster = set.cluster();
   const long double capacity = static_cast<long double>(cluster.usable_bytes_per_device()) * cluster.num_devices;
-  auto planner = make_planner("size_greedy", PlannerConfig{});
+  auto planner = make_planner("size_greedy", PlannerConfig());
   s.min_tables = std::numeric_limits<int>::max();
   s.min_memory_fraction = std::numeric_limits<double>::infinity();
   double tables_sum = 0.0;

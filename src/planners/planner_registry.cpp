@@ -5,17 +5,21 @@
 
 #include "greedy_baselines.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/neuroshard.hpp"
+#include "torchrec_planner.hpp"
 #include "shardplan/planner.hpp"
 
 namespace shardplan {
 
 const std::vector<std::string>& planner_names() {
-  static const std::vector<std::string> names = {"size_lookup_greedy", "lookup_greedy", "dim_greedy",
+  static const std::vector<std::string> names = {"neuroshard", "torchrec", "size_lookup_greedy", "lookup_greedy", "dim_greedy",
                                                  "size_greedy", "random"};
   return names;
 }
 
 std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig& config) {
+  if (name == "neuroshard") return make_neuroshard_planner(config.cost_model, config.neuroshard);
+  if (name == "torchrec") return make_torchrec_planner();
   if (name == "random") return make_random_baseline(config.seed);
   if (name == "size_greedy") {
     return make_greedy_baseline("size_greedy", [](const Table& t, const Cluster& c) {

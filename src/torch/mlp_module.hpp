@@ -49,21 +49,31 @@ class MlpNetImpl : public torch::nn::Module {
 };
 TORCH_MODULE(MlpNet);
 
-// The compute model: a shared per-shard network, a sum over each device's shards, a head.
+// The compute model (ComputeModelSpec in neural_cost_model.hpp): a shared per-shard network, each
+// shard's alone latency, their sum per device, times a bounded interaction factor from a head.
 class ComputeNetImpl : public torch::nn::Module {
  public:
-  ComputeNetImpl(int features, const std::vector<int>& shard_widths, const std::vector<int>& head_widths)
+  ComputeNetImpl(int features, const std::vector<int>& shard_widths, const std::vector<int>& head_widths,
+                 double interaction_range)
       : shard_net(register_module("shard_net", MlpNet(features, shard_widths, /*relu_last=*/true))),
-        head(register_module("head", MlpNet(shard_widths.back(), with_output(head_widths), /*relu_last=*/false))) {}
+        alone(register_module("alone", MlpNet(shard_widths.back(), std::vector<int>{1}, /*relu_last=*/false))),
+        head(register_module("head", MlpNet(shard_widths.back() + 1, with_output(head_widths), /*relu_last=*/false))),
+        interaction_range_(interaction_range) {}
 
-  // x: [shards, features]; device: [shards] device index in [0, devices). Returns [devices].
+  // x: [shards, features]; device: [shards] device index in [0, devices). Returns [devices] log ms.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& device, int64_t devices) {
-    torch::Tensor per_shard = shard_net->forward(x);
-    torch::Tensor summed = torch::zeros({devices, per_shard.size(1)}, per_shard.options()).index_add(0, device, per_shard);
-    return head->forward(summed).squeeze(1);
+    torch::Tensor h = shard_net->forward(x);
+    torch::Tensor alone_ms = torch::exp(alone->forward(h).squeeze(1));
+    auto options = h.options();
+    torch::Tensor sum_ms = torch::zeros({devices}, options).index_add(0, device, alone_ms);
+    torch::Tensor count = torch::zeros({devices}, options).index_add(0, device, torch::ones_like(alone_ms));
+    torch::Tensor mean_h = torch::zeros({devices, h.size(1)}, options).index_add(0, device, h) / count.unsqueeze(1);
+    torch::Tensor logit = head->forward(torch::cat({mean_h, torch::log(count).unsqueeze(1)}, 1)).squeeze(1);
+    return torch::log(sum_ms) + interaction_range_ * torch::tanh(logit);
   }
 
   MlpNet shard_net;
+  MlpNet alone;
   MlpNet head;
 
  private:
@@ -71,6 +81,7 @@ class ComputeNetImpl : public torch::nn::Module {
     widths.push_back(1);
     return widths;
   }
+  double interaction_range_;
 };
 TORCH_MODULE(ComputeNet);
 

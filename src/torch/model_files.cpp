@@ -97,12 +97,13 @@ std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir) {
 
   ComputeModelSpec compute;
   compute.features = read_normaliser(meta["compute"], "compute", kComputeFeatures, source);
-  compute.target_mean = static_cast<float>(read_double(require_member(meta["compute"], "target_mean", source, "compute"), source, "compute.target_mean", -1e6, 1e6));
-  compute.target_std = static_cast<float>(read_double(require_member(meta["compute"], "target_std", source, "compute"), source, "compute.target_std", 1e-12, 1e6));
+  compute.interaction_range = static_cast<float>(read_double(
+      require_member(meta["compute"], "interaction_range", source, "compute"), source, "compute.interaction_range", 0.0, 10.0));
   ComputeNet compute_net(kComputeFeatures, read_widths(meta, "compute", "shard_layers", source),
-                         read_widths(meta, "compute", "head_layers", source));
+                         read_widths(meta, "compute", "head_layers", source), compute.interaction_range);
   load_weights(compute_net, root / kComputeWeightsFile);
   compute.shard_net = compute_net->shard_net->to_plain();
+  compute.alone = compute_net->alone->to_plain();
   compute.head = compute_net->head->to_plain();
 
   CommModelSpec comm;

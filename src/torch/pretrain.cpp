@@ -31,7 +31,11 @@ namespace fs = std::filesystem;
 
 const std::vector<int> kShardWidths = {128, 32};
 const std::vector<int> kHeadWidths = {64};
-const std::vector<int> kCommWidths = {64, 64};
+const std::vector<int> kCommWidths = {32};
+// The compute model's interaction factor stays within [1/e, e] of the summed alone latencies.
+constexpr double kInteractionRange = 1.0;
+// A forward all-to-all measured shorter than its wait (timer granularity) still took some transfer time.
+constexpr double kMinTransferMs = 0.01;
 
 // Independent random streams of the seed: data splits, then each model's shuffling.
 constexpr uint64_t kComputeSplitStream = 1;
@@ -165,7 +169,7 @@ ComputeSet compute_set(const CostData& data) {
     std::vector<ComputeFeatureVector> features;
     for (const auto& shard : sample.shards) features.push_back(compute_features(shard));
     set.shards.push_back(std::move(features));
-    set.latency_ms.push_back(sample.latency_ms);
+    set.latency_ms.push_back(undisturbed_latency_ms(sample));
   }
   return set;
 }
@@ -175,8 +179,7 @@ struct ComputeBatch {
   int64_t devices;
 };
 
-ComputeBatch compute_batch(const ComputeSet& set, const std::vector<std::size_t>& samples, const Normaliser& norm,
-                           float target_mean, float target_std) {
+ComputeBatch compute_batch(const ComputeSet& set, const std::vector<std::size_t>& samples, const Normaliser& norm) {
   std::vector<const ComputeFeatureVector*> rows;
   std::vector<int64_t> device;
   std::vector<float> target;
@@ -185,7 +188,7 @@ ComputeBatch compute_batch(const ComputeSet& set, const std::vector<std::size_t>
       rows.push_back(&f);
       device.push_back(static_cast<int64_t>(b));
     }
-    target.push_back((static_cast<float>(std::log(set.latency_ms[samples[b]])) - target_mean) / target_std);
+    target.push_back(static_cast<float>(std::log(set.latency_ms[samples[b]])));
   }
   return {normalised_tensor(rows, norm), torch::tensor(device, torch::kInt64), torch::tensor(target),
           static_cast<int64_t>(samples.size())};
@@ -195,7 +198,7 @@ ComputeBatch compute_batch(const ComputeSet& set, const std::vector<std::size_t>
 
 struct CommRows {
   std::vector<CommFeatureVector> features;  // one row per device of every sample
-  std::vector<std::array<float, 2>> targets;  // log1p(fw ms), log1p(bw ms)
+  std::vector<std::array<float, 2>> targets;  // log ms of the forward transfer (after the wait) and backward
   std::vector<std::size_t> sample_of_row;
 };
 
@@ -203,14 +206,13 @@ CommRows comm_rows(const std::vector<CommSample>& samples) {
   CommRows rows;
   for (std::size_t s = 0; s < samples.size(); ++s) {
     const CommSample& sample = samples[s];
-    // Delays relative to the earliest rank: what a plan knows (compute time beyond the fastest device).
-    double earliest = *std::min_element(sample.delays_ms.begin(), sample.delays_ms.end());
-    std::vector<double> delays;
-    for (double d : sample.delays_ms) delays.push_back(d - earliest);
-    auto features = comm_features(sample.dim_sums, delays);
+    auto features = comm_features(sample.dim_sums, sample.delays_ms);
+    std::vector<double> waits = comm_waits(sample.delays_ms);
     for (std::size_t r = 0; r < features.size(); ++r) {
       rows.features.push_back(features[r]);
-      rows.targets.push_back({static_cast<float>(std::log1p(sample.fw_ms[r])), static_cast<float>(std::log1p(sample.bw_ms[r]))});
+      double fw_transfer = std::max(kMinTransferMs, sample.fw_ms[r] - waits[r]);
+      double bw_transfer = std::max(kMinTransferMs, sample.bw_ms[r]);
+      rows.targets.push_back({static_cast<float>(std::log(fw_transfer)), static_cast<float>(std::log(bw_transfer))});
       rows.sample_of_row.push_back(s);
     }
   }
@@ -352,26 +354,16 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
   ComputeSet set = compute_set(compute_data);
   Split split = split_indices(set.latency_ms.size(), config, kComputeSplitStream);
   std::vector<ComputeFeatureVector> train_rows;
-  double log_sum = 0.0, log_sq = 0.0;
-  for (std::size_t i : split.train) {
-    train_rows.insert(train_rows.end(), set.shards[i].begin(), set.shards[i].end());
-    double l = std::log(set.latency_ms[i]);
-    log_sum += l;
-    log_sq += l * l;
-  }
+  for (std::size_t i : split.train) train_rows.insert(train_rows.end(), set.shards[i].begin(), set.shards[i].end());
   ComputeModelSpec compute_spec;
   compute_spec.features = fit_normaliser(train_rows);
-  double n_train = static_cast<double>(split.train.size());
-  compute_spec.target_mean = static_cast<float>(log_sum / n_train);
-  compute_spec.target_std = static_cast<float>(std::max(1e-6, std::sqrt(std::max(0.0, log_sq / n_train - std::pow(log_sum / n_train, 2)))));
-  ComputeNet compute_net(kComputeFeatures, kShardWidths, kHeadWidths);
-  ComputeBatch validation = compute_batch(set, split.validation, compute_spec.features, compute_spec.target_mean,
-                                          compute_spec.target_std);
+  compute_spec.interaction_range = static_cast<float>(kInteractionRange);
+  ComputeNet compute_net(kComputeFeatures, kShardWidths, kHeadWidths, kInteractionRange);
+  ComputeBatch validation = compute_batch(set, split.validation, compute_spec.features);
   TrainOutcome compute_outcome = train(
       compute_net, split.train.size(),
       [&](const std::vector<std::size_t>& batch) {
-        ComputeBatch b = compute_batch(set, pick(split.train, batch), compute_spec.features, compute_spec.target_mean,
-                                       compute_spec.target_std);
+        ComputeBatch b = compute_batch(set, pick(split.train, batch), compute_spec.features);
         return torch::mse_loss(compute_net->forward(b.x, b.device, b.devices), b.target);
       },
       [&] {
@@ -381,6 +373,7 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
       },
       config, "compute model", kComputeShuffleStream);
   compute_spec.shard_net = compute_net->shard_net->to_plain();
+  compute_spec.alone = compute_net->alone->to_plain();
   compute_spec.head = compute_net->head->to_plain();
 
   // Communication model on every collected world size; split by sample so no collective leaks across.
@@ -414,16 +407,19 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
       {"name", fs::path(config.out_dir).filename().string()},
       {"feature_schema", kFeatureSchemaVersion},
       {"compute", {{"features", kComputeFeatures}, {"shard_layers", kShardWidths}, {"head_layers", kHeadWidths},
+                   {"interaction_range", kInteractionRange},
                    {"feature_mean", compute_spec.features.mean}, {"feature_std", compute_spec.features.std},
-                   {"target", "log_ms"}, {"target_mean", compute_spec.target_mean}, {"target_std", compute_spec.target_std},
+                   {"target", "log ms of the fastest timed iteration: log(sum of shards' alone ms) + "
+                              "interaction_range x tanh(head)"},
                    {"weights", kComputeWeightsFile}}},
       {"comm", {{"features", kCommFeatures}, {"layers", kCommWidths}, {"feature_mean", comm.spec.features.mean},
-                {"feature_std", comm.spec.features.std}, {"target", "log1p_ms (fw, bw)"},
+                {"feature_std", comm.spec.features.std},
+                {"target", "standardised log ms of the transfers: forward minus the wait, backward"},
                 {"target_mean", comm.spec.target_mean}, {"target_std", comm.spec.target_std},
                 {"world_sizes", world_sizes}, {"weights", kCommWeightsFile}}},
       {"training", {{"seed", config.seed}, {"threads", config.threads}, {"learning_rate", config.learning_rate},
                     {"batch_size", config.batch_size}, {"max_epochs", config.epochs}, {"patience", config.patience},
-                    {"loss", "MSE on standardised log latency"},
+                    {"loss", "MSE on log latency (compute) and on standardised log transfer time (comm)"},
                     {"compute_epochs", compute_outcome.epochs_run}, {"compute_best_epoch", compute_outcome.best_epoch},
                     {"comm_epochs", comm.outcome.epochs_run}, {"comm_best_epoch", comm.outcome.best_epoch},
                     {"command", config.command_line}}},
@@ -440,7 +436,7 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
   std::vector<double> test_latency;
   for (std::size_t i : split.test) {
     test_sets.push_back(compute_data.compute[i].shards);
-    test_latency.push_back(compute_data.compute[i].latency_ms);
+    test_latency.push_back(undisturbed_latency_ms(compute_data.compute[i]));
   }
   meta["metrics"] = {{"compute", compute_metrics(loaded->predict_compute(test_sets), test_latency).to_json()},
                      {"comm", comm_metrics(*loaded, pick(comm_data.comm, comm_split.test))},
@@ -458,7 +454,7 @@ nlohmann::json evaluate_cost_model(const std::string& model_dir, const std::stri
     std::vector<double> measured;
     for (const auto& s : data->compute) {
       sets.push_back(s.shards);
-      measured.push_back(s.latency_ms);
+      measured.push_back(undisturbed_latency_ms(s));
     }
     out["compute"] = compute_metrics(model->predict_compute(sets), measured).to_json();
   }

@@ -150,7 +150,7 @@ TEST(ModelFiles, MissingOrCorruptFilesAreBadInput) {
   fs::remove(model / "comm.pt");
   expect_error("comm.pt: missing");
   {
-    std::ofstream(model / "meta.json", std::ios::trunc) << "{\"format\": \"shard-plan-model/1\", \"feature_schema\": 99}";
+    std::ofstream(model / "meta.json", std::ios::trunc) << "{\"format\": \"shard-plan-model/2\", \"feature_schema\": 99}";
   }
   expect_error("feature_schema 99");
   fs::remove(model / "meta.json");

@@ -75,7 +75,7 @@ TEST(PlanCli, DashWritesJsonToStdoutAndTheReportToStderr) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto plan = nlohmann::json::parse(r.out);  // nothing but JSON on stdout
   EXPECT_EQ(plan["format"], "shard-plan/1");
-  EXPECT_NE(r.err.find("plan: size_lookup_greedy on 4 GPUs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("plan: neuroshard on 4 GPUs"), std::string::npos) << r.err;
 }
 
 TEST(PlanCli, QuietPrintsNothingAndOverwritesAtomically) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "shardplan/cost_features.hpp"
 #include "shardplan/cost_model.hpp"
@@ -40,7 +41,9 @@ NeuralCostModel fixed_model() {
   compute.features.mean.assign(kComputeFeatures, 0.5f);
   compute.features.std.assign(kComputeFeatures, 2.0f);
   compute.shard_net = fixed_mlp(kComputeFeatures, {16, 8}, true);
-  compute.head = fixed_mlp(8, {8, 1}, false);
+  compute.alone = fixed_mlp(8, {1}, false);
+  compute.head = fixed_mlp(9, {8, 1}, false);
+  compute.interaction_range = 1.0f;
   CommModelSpec comm;
   comm.features.mean.assign(kCommFeatures, 0.0f);
   comm.features.std.assign(kCommFeatures, 100.0f);
@@ -70,13 +73,44 @@ TEST(NeuralCostModel, ComputeIsPermutationInvariantOverShards) {
 TEST(NeuralCostModel, SplitPathMatchesBatchedPrediction) {
   NeuralCostModel model = fixed_model();
   std::vector<ShardFeatures> set = {shard(1000, 16, 2), shard(20000, 64, 8)};
-  std::vector<float> sum(static_cast<std::size_t>(model.embedding_size()), 0.0f);
+  std::vector<float> sum(static_cast<std::size_t>(model.summary_size()), 0.0f);
   std::vector<float> e(sum.size());
   for (const auto& s : set) {
-    model.shard_embedding(s, e.data());
+    model.shard_summary(s, e.data());
     for (std::size_t i = 0; i < e.size(); ++i) sum[i] += e[i];
   }
-  EXPECT_DOUBLE_EQ(model.latency_from_embedding_sum(sum.data()), model.predict_compute({set})[0]);
+  EXPECT_DOUBLE_EQ(model.compute_from_summary(sum.data()), model.predict_compute({set})[0]);
+}
+
+TEST(NeuralCostModel, AddingShardsNeverExplodes) {
+  // Far more shards than any sample holds: the additive core grows linearly, the factor stays bounded.
+  NeuralCostModel model = fixed_model();
+  std::vector<ShardFeatures> one = {shard(20000, 64, 8)};
+  std::vector<ShardFeatures> many(200, one.front());
+  auto out = model.predict_compute({one, many});
+  EXPECT_LE(out[1], 200 * out[0] * std::exp(2.0) + 1e-9);
+  EXPECT_GE(out[1], 200 * out[0] * std::exp(-2.0) - 1e-9);
+}
+
+TEST(NeuralCostModel, ForwardCommIncludesTheWaitForTheLatestDevice) {
+  NeuralCostModel model = fixed_model();
+  std::vector<double> fw_even, bw_even, fw_skew, bw_skew;
+  model.predict_comm({64, 64}, {5.0, 5.0}, fw_even, bw_even);
+  model.predict_comm({64, 64}, {1.0, 5.0}, fw_skew, bw_skew);
+  EXPECT_GT(fw_skew[0], 4.0);  // device 0 waits 4 ms for device 1 to start
+  EXPECT_LT(fw_skew[1], fw_skew[0]);
+}
+
+TEST(Mlp, PreparedLayoutGivesTheSameOutputs) {
+  Mlp plain = fixed_mlp(kComputeFeatures, {16, 8, 3}, false);
+  Mlp prepared = plain;
+  prepared.prepare();
+  std::vector<float> x(kComputeFeatures);
+  for (int i = 0; i < kComputeFeatures; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i % 7) - 2.5f;
+  float a[3], b[3];
+  plain.forward(x.data(), a);
+  prepared.forward(x.data(), b);
+  for (int o = 0; o < 3; ++o) EXPECT_FLOAT_EQ(a[o], b[o]);
 }
 
 TEST(NeuralCostModel, OneDeviceHasNoCommunication) {
@@ -103,7 +137,7 @@ TEST(ScorePlan, ScoresEveryDeviceOfAPlan) {
   auto tables = testing::varied_tables(20);
   Cluster cluster;
   cluster.num_devices = 4;
-  Plan plan = make_planner("dim_greedy", PlannerConfig{})->plan(tables, cluster);
+  Plan plan = make_planner("dim_greedy", testing::planner_config())->plan(tables, cluster);
   auto model = make_analytic_cost_model(AnalyticCostConfig{});
   auto costs = score_plan(plan, tables, *model);
   ASSERT_EQ(costs.size(), 4u);
@@ -119,11 +153,13 @@ TEST(ScorePlan, ScoresEveryDeviceOfAPlan) {
 TEST(CostFeatures, CommFeaturesDescribeOwnWidthAndWait) {
   auto f = comm_features({100, 300}, {2.0, 0.0});
   ASSERT_EQ(f.size(), 2u);
-  EXPECT_FLOAT_EQ(f[1][0], 300.0f);   // own width
-  EXPECT_FLOAT_EQ(f[1][2], 2.0f);     // world size
-  EXPECT_FLOAT_EQ(f[1][3], 200.0f);   // mean width
-  EXPECT_FLOAT_EQ(f[1][9], 2.0f);     // waits 2 ms for the latest device
-  EXPECT_FLOAT_EQ(f[0][9], 0.0f);
+  EXPECT_FLOAT_EQ(f[1][0], std::log1p(300.0f));  // own width
+  EXPECT_FLOAT_EQ(f[1][1], std::log1p(200.0f));  // mean width
+  EXPECT_FLOAT_EQ(f[1][4], 1.0f);                // the widest device
+  EXPECT_FLOAT_EQ(f[1][5], std::log(2.0f));      // world size
+  EXPECT_FLOAT_EQ(f[1][6], std::log1p(2.0f));    // waits 2 ms for the latest device
+  EXPECT_FLOAT_EQ(f[0][6], 0.0f);
+  EXPECT_EQ(comm_waits({2.0, 0.0}), (std::vector<double>{0.0, 2.0}));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "shardplan/dataset/task_set.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/planner.hpp"
+#include "test_tables.hpp"
 
 namespace shardplan {
 namespace {
@@ -81,7 +82,7 @@ TEST(DatasetTaskSet, WholePoolOn128GpusFitsTableWise) {
     EXPECT_EQ(set.tasks[0].tables[i].name, pool()[i].name);
     EXPECT_EQ(set.tasks[0].tables[i].dim, pool()[i].dim);
   }
-  Plan plan = make_planner("size_greedy", PlannerConfig{})->plan(set.tasks[0].tables, set.cluster());
+  Plan plan = make_planner("size_greedy", testing::planner_config())->plan(set.tasks[0].tables, set.cluster());
   EXPECT_EQ(plan.tables.size(), pool().size());
   EXPECT_EQ(summarize_task_set(set).greedy_placeable, 1);
 }

@@ -18,7 +18,7 @@ Plan small_plan() {
   cluster.devices_per_host = 2;
   cluster.memory_per_device_bytes = 1ll << 30;
   cluster.optimizer = Optimizer::kRowwiseAdagrad;
-  Plan plan = make_planner("size_lookup_greedy", PlannerConfig{})->plan(testing::varied_tables(7), cluster);
+  Plan plan = make_planner("size_lookup_greedy", testing::planner_config())->plan(testing::varied_tables(7), cluster);
   plan.seed = 5;
   return plan;
 }

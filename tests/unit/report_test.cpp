@@ -10,7 +10,7 @@ namespace {
 Plan plan_on(int devices) {
   Cluster cluster;
   cluster.num_devices = devices;
-  return make_planner("size_greedy", PlannerConfig{})->plan(testing::varied_tables(300), cluster);
+  return make_planner("size_greedy", testing::planner_config())->plan(testing::varied_tables(300), cluster);
 }
 
 int count_lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/cost_model.hpp"
+#include "shardplan/planner.hpp"
 #include "shardplan/table.hpp"
 
 namespace shardplan::testing {
@@ -31,6 +33,15 @@ inline std::vector<Table> varied_tables(int count) {
     tables.push_back(make_table("t" + std::to_string(i), rows, dim, pf));
   }
   return tables;
+}
+
+// A planner configuration with every planner's needs met: the analytic model stands in for the
+// pre-trained one, which unit tests do not load.
+inline PlannerConfig planner_config(uint64_t seed = 0) {
+  PlannerConfig config;
+  config.seed = seed;
+  config.cost_model = make_analytic_cost_model(AnalyticCostConfig{});
+  return config;
 }
 
 }  // namespace shardplan::testing

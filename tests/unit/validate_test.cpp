@@ -21,7 +21,7 @@ class ValidateTest : public ::testing::Test {
     Cluster cluster;
     cluster.num_devices = 4;
     cluster.memory_per_device_bytes = 1 << 20;
-    plan_ = json::parse(plan_to_string(make_planner("size_greedy", PlannerConfig{})->plan(tables_, cluster)));
+    plan_ = json::parse(plan_to_string(make_planner("size_greedy", testing::planner_config())->plan(tables_, cluster)));
   }
 
   std::vector<std::string> problems() { return validate_plan_json(plan_, tables_, "plan.json").problems; }

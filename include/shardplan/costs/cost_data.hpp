@@ -32,6 +32,10 @@ struct ComputeSample {
   std::vector<double> iterations_ms;    // every timed iteration, for noise analysis
 };
 
+// The fastest timed iteration (the median when none were recorded): other work on the machine only
+// ever adds time, so the minimum is the measurement least disturbed by it. Models train on this.
+double undisturbed_latency_ms(const ComputeSample& sample);
+
 // One all-to-all measurement across `world_size` ranks.
 struct CommSample {
   int world_size = 0;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <unordered_map>
 
 #include "shardplan/cost_model.hpp"
@@ -6,6 +7,23 @@ namespace shardplan {
 
 ShardFeatures shard_features(const Table& table, int64_t cols) {
   return ShardFeatures{table.rows, static_cast<int>(cols), table.pooling_factor, table.reuse_hist_or_default()};
+}
+
+std::vector<double> CostModel::predict_compute(const std::vector<std::vector<ShardFeatures>>& sets) const {
+  std::vector<double> out(sets.size(), 0.0);
+  const auto width = static_cast<std::size_t>(summary_size());
+  std::vector<float> sum(width);
+  std::vector<float> summary(width);
+  for (std::size_t s = 0; s < sets.size(); ++s) {
+    if (sets[s].empty()) continue;
+    std::fill(sum.begin(), sum.end(), 0.0f);
+    for (const auto& shard : sets[s]) {
+      shard_summary(shard, summary.data());
+      for (std::size_t i = 0; i < width; ++i) sum[i] += summary[i];
+    }
+    out[s] = compute_from_summary(sum.data());
+  }
+  return out;
 }
 
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {

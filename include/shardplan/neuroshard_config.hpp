@@ -1,0 +1,23 @@
+#pragma once
+// The NeuroShard search's parameters (every one a flag of `shard-plan plan`).
+namespace shardplan {
+
+struct NeuroShardConfig {
+  int beam_width = 3;            // plans kept per step (k)
+  int candidates = 10;           // n largest by memory plus n most expensive, per plan
+  int steps = 0;                 // split steps (L); 0: auto_split_steps
+  int patience = 10;             // stop after this many steps without a better plan; 0: never
+  int grid_points = 11;          // width-cap multipliers s tried by the placement
+  double grid_min = 1.0;
+  double grid_max = 1.5;
+  int threads = 0;               // 0: every core; plans are identical for any count
+};
+
+// The step budget when --steps is 0: 10 (the paper's) on small clusters, growing with the devices and
+// tables, because at 128 GPUs single-table halvings each fix one device at most.
+int auto_split_steps(int num_tables, int num_devices);
+
+// Throws InputError naming the field when a parameter is out of range.
+void validate_neuroshard_config(const NeuroShardConfig& config);
+
+}  // namespace shardplan

@@ -1,0 +1,131 @@
+#include "shardplan/bench.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "shardplan/errors.hpp"
+#include "shardplan/plan_io.hpp"
+#include "shardplan/progress.hpp"
+#include "shardplan/validate.hpp"
+
+namespace shardplan {
+
+namespace {
+
+TaskOutcome plan_task(const Planner& planner, const ShardingTask& task, const Cluster& cluster, const CostModel& model) {
+  TaskOutcome outcome;
+  auto start = std::chrono::steady_clock::now();
+  try {
+    Plan plan = planner.plan(task.tables, cluster);
+    outcome.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ValidationResult check = validate_plan_json(nlohmann::json::parse(plan_to_string(plan)), task.tables, "plan");
+    if (!check.valid()) {
+      outcome.error = "invalid plan: " + check.problems.front();
+      return outcome;
+    }
+    for (const auto& device : score_plan(plan, task.tables, model)) {
+      outcome.cost_ms = std::max(outcome.cost_ms, device.total_ms());
+    }
+    outcome.valid = true;
+  } catch (const InfeasibleError& e) {
+    outcome.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    outcome.error = e.what();
+  }
+  return outcome;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  std::size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+}  // namespace
+
+BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algorithms, const PlannerConfig& config,
+                      bool quiet) {
+  if (!config.cost_model) throw InputError("bench: needs a cost model to score plans");
+  BenchResult result;
+  result.task_set = set.name;
+  result.cost_model = config.cost_model->name();
+  result.tasks = static_cast<int>(set.tasks.size());
+  const Cluster cluster = set.cluster();
+  std::vector<std::unique_ptr<Planner>> planners;
+  for (const auto& name : algorithms) {
+    planners.push_back(make_planner(name, config));
+    result.algorithms.push_back(AlgorithmSummary{name, {}, 0.0, 0, 0.0, 0.0, 0});
+  }
+  Progress progress("plans", static_cast<int64_t>(set.tasks.size() * algorithms.size()), 0, quiet);
+  int64_t done = 0;
+  for (const auto& task : set.tasks) {
+    for (std::size_t a = 0; a < planners.size(); ++a) {
+      result.algorithms[a].tasks.push_back(plan_task(*planners[a], task, cluster, *config.cost_model));
+      progress.update(++done, algorithms[a]);
+    }
+  }
+  progress.finish();
+
+  for (auto& summary : result.algorithms) {
+    std::vector<double> seconds;
+    double sum = 0.0;
+    for (const auto& t : summary.tasks) {
+      seconds.push_back(t.plan_seconds);
+      if (t.valid) {
+        sum += t.cost_ms;
+        ++summary.valid;
+      }
+    }
+    summary.mean_cost_ms = summary.valid ? sum / summary.valid : std::numeric_limits<double>::quiet_NaN();
+    summary.median_plan_seconds = median(seconds);
+    summary.max_plan_seconds = seconds.empty() ? 0.0 : *std::max_element(seconds.begin(), seconds.end());
+  }
+  for (std::size_t t = 0; t < set.tasks.size(); ++t) {
+    double best = std::numeric_limits<double>::infinity();
+    for (const auto& s : result.algorithms) {
+      if (s.tasks[t].valid) best = std::min(best, s.tasks[t].cost_ms);
+    }
+    for (auto& s : result.algorithms) {
+      if (s.tasks[t].valid && s.tasks[t].cost_ms <= best * (1 + 1e-9)) ++s.wins;
+    }
+  }
+  return result;
+}
+
+nlohmann::ordered_json bench_to_json(const BenchResult& result, bool per_task) {
+  using ojson = nlohmann::ordered_json;
+  ojson algorithms = ojson::object();
+  for (const auto& s : result.algorithms) {
+    ojson entry = {{"mean_cost_ms", std::isnan(s.mean_cost_ms) ? ojson(nullptr) : ojson(s.mean_cost_ms)},
+                   {"valid", s.valid},
+                   {"tasks", result.tasks},
+                   {"median_plan_seconds", s.median_plan_seconds},
+                   {"max_plan_seconds", s.max_plan_seconds},
+                   {"wins", s.wins}};
+    if (per_task) {
+      ojson costs = ojson::array();
+      for (const auto& t : s.tasks) costs.push_back(t.valid ? ojson(t.cost_ms) : ojson(nullptr));
+      entry["task_costs_ms"] = costs;
+    }
+    algorithms[s.name] = entry;
+  }
+  return {{"task_set", result.task_set}, {"cost_model", result.cost_model}, {"tasks", result.tasks},
+          {"algorithms", algorithms}};
+}
+
+std::string format_bench(const BenchResult& result) {
+  std::string out = fmt::format("task set {}: {} tasks, plans scored by {}\n", result.task_set, result.tasks, result.cost_model);
+  out += fmt::format("{:<20} {:>14} {:>9} {:>10} {:>10} {:>6}\n", "algorithm", "mean cost ms", "valid", "median s",
+                     "max s", "wins");
+  for (const auto& s : result.algorithms) {
+    out += fmt::format("{:<20} {:>14.3f} {:>4}/{:<4} {:>10.4f} {:>10.4f} {:>6}\n", s.name, s.mean_cost_ms, s.valid,
+                       result.tasks, s.median_plan_seconds, s.max_plan_seconds, s.wins);
+  }
+  return out;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,78 @@
+// shard-plan bench --tasks FILE: every task planned by every algorithm, scored by one model.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "planning_flags.hpp"
+#include "shardplan/bench.hpp"
+#include "shardplan/errors.hpp"
+
+namespace shardplan::cli {
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+int run_bench_command(int argc, char** argv) {
+  CLI::App app{"Plans every task of a task set with every algorithm and compares them: mean predicted plan cost "
+               "(every plan scored by the same model), valid plans, median and max planning seconds, wins.",
+               "shard-plan bench"};
+  configure_app(app);
+  app.footer(R"(Examples:
+  shard-plan bench --tasks data/tasks/paper-4gpu.json
+  shard-plan bench --tasks data/tasks/all-128gpu.json --algos neuroshard,torchrec,dim_greedy --json)");
+  std::string tasks_path;
+  std::string algos = fmt::format("{}", fmt::join(planner_names(), ","));
+  std::string model;
+  bool json = false;
+  bool per_task = false;
+  uint64_t seed = 0;
+  NeuroShardConfig search;
+  LogOptions log_options;
+  app.add_option("--tasks", tasks_path, "Task set file (gen-tasks writes them; data/tasks/ has the benchmark's)")->required();
+  app.add_option("--algos", algos, "Comma-separated planners")->capture_default_str();
+  app.add_option("--seed", seed, "Seed for randomised planners")->capture_default_str();
+  app.add_flag("--json", json, "Print the results as JSON on stdout");
+  app.add_flag("--per-task", per_task, "With --json, list every task's cost per algorithm");
+  add_model_option(app, model);
+  add_search_options(app, search);
+  add_log_options(app, log_options);
+  if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  apply_log_options(log_options);
+
+  std::vector<std::string> algorithms = split_list(algos);
+  if (algorithms.empty()) throw InputError("--algos: names no planner");
+  TaskSet set = load_task_set(tasks_path);
+  PlannerConfig config;
+  config.seed = seed;
+  config.cost_model = load_model_flag(model, set.cluster().devices_per_host);
+  config.neuroshard = search;
+  spdlog::info("{}: {} tasks on {} GPUs, {} algorithms", tasks_path, set.tasks.size(), set.num_devices, algorithms.size());
+  BenchResult result = run_bench(set, algorithms, config, log_options.quiet);
+  if (json) {
+    std::cout << bench_to_json(result, per_task).dump(2) << "\n";
+  } else {
+    std::cout << format_bench(result);
+  }
+  return 0;
+}
+
+}  // namespace
+
+SHARDPLAN_REGISTER_COMMAND(bench, "bench", "compare planners on a task set", run_bench_command);
+
+}  // namespace shardplan::cli

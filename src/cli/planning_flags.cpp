@@ -1,0 +1,62 @@
+#include "planning_flags.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "shardplan/cost_model_io.hpp"
+#include "shardplan/errors.hpp"
+
+namespace shardplan::cli {
+
+void add_model_option(CLI::App& app, std::string& model) {
+  app.add_option("--model", model,
+                 "Cost model directory (pretrain-cost-model writes one); 'analytic' for TorchRec's analytic "
+                 "estimate. Default: the bundled model (models/default)");
+}
+
+std::shared_ptr<const CostModel> load_model_flag(const std::string& model, int devices_per_host) {
+  if (model == kAnalyticModelName) {
+    AnalyticCostConfig config;
+    config.devices_per_host = devices_per_host;
+    return make_analytic_cost_model(config);
+  }
+  std::string dir = model.empty() ? find_default_model_dir() : model;
+  if (dir.empty()) {
+    throw InputError("--model: no bundled model found beside the executable (models/default or "
+                     "share/shard-plan/models/default); pass --model DIR or --model analytic");
+  }
+#ifdef SHARDPLAN_WITH_TORCH
+  std::shared_ptr<const CostModel> loaded = load_cost_model(dir);
+  spdlog::info("cost model: {} ({})", loaded->name(), dir);
+  return loaded;
+#else
+  throw InputError(fmt::format("--model {}: this build has no LibTorch to read model files; use --model analytic", dir));
+#endif
+}
+
+void add_search_options(CLI::App& app, NeuroShardConfig& config) {
+  const char* group = "NeuroShard search";
+  app.add_option("--beam-width", config.beam_width, "Plans kept per beam-search step")->capture_default_str()->group(group);
+  app.add_option("--candidates", config.candidates,
+                 "Split candidates per plan: this many largest by memory plus this many most expensive (and every "
+                 "piece on the slowest device)")
+      ->capture_default_str()
+      ->group(group);
+  app.add_option("--steps", config.steps,
+                 "Beam-search steps, one column-wise halving each; 0: max(10, min(tables, GPUs))")
+      ->capture_default_str()
+      ->group(group);
+  app.add_option("--patience", config.patience, "Stop after this many steps without a better plan; 0: run every step")
+      ->capture_default_str()
+      ->group(group);
+  app.add_option("--grid-points", config.grid_points, "Width-cap multipliers tried by the greedy grid placement")
+      ->capture_default_str()
+      ->group(group);
+  app.add_option("--grid-min", config.grid_min, "Smallest width-cap multiplier")->capture_default_str()->group(group);
+  app.add_option("--grid-max", config.grid_max, "Largest width-cap multiplier")->capture_default_str()->group(group);
+  app.add_option("--threads", config.threads, "Search threads; 0: every core (plans do not depend on it)")
+      ->capture_default_str()
+      ->group(group);
+}
+
+}  // namespace shardplan::cli

@@ -1,0 +1,22 @@
+#pragma once
+// Flags shared by the commands that plan or score plans (plan, bench, evaluate): the cost model and the
+// NeuroShard search parameters.
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "shardplan/cost_model.hpp"
+#include "shardplan/neuroshard_config.hpp"
+
+namespace shardplan::cli {
+
+inline constexpr const char* kAnalyticModelName = "analytic";
+
+// --model DIR|analytic (default: the bundled model).
+void add_model_option(CLI::App& app, std::string& model);
+// The model named by --model; logs which one. Throws InputError when it is missing or unreadable.
+std::shared_ptr<const CostModel> load_model_flag(const std::string& model, int devices_per_host);
+
+void add_search_options(CLI::App& app, NeuroShardConfig& config);
+
+}  // namespace shardplan::cli

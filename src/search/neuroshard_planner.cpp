@@ -1,0 +1,293 @@
+// Beam search over column-wise splits (method.md, step 2) around the greedy grid placement (step 1).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <unordered_map>
+
+#include "grid_placement.hpp"
+#include "parallel_for.hpp"
+#include "shard_catalog.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/neuroshard.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan {
+
+int auto_split_steps(int num_tables, int num_devices) {
+  // Small clusters: the paper's 10. Large ones: about one split per device, since a split can at best
+  // move half a table off the slowest device, and never more than there are tables to split.
+  return std::max(10, std::min(num_tables, num_devices));
+}
+
+void validate_neuroshard_config(const NeuroShardConfig& c) {
+  auto bad = [](const char* flag, auto value, const char* rule) {
+    throw InputError(fmt::format("{}: {}, got {}", flag, rule, value));
+  };
+  if (c.beam_width < 1 || c.beam_width > 1000) bad("--beam-width", c.beam_width, "must be in [1, 1000]");
+  if (c.candidates < 1 || c.candidates > 10000) bad("--candidates", c.candidates, "must be in [1, 10000]");
+  if (c.steps < 0 || c.steps > 1'000'000) bad("--steps", c.steps, "must be in [0, 1000000] (0: automatic)");
+  if (c.patience < 0 || c.patience > 1'000'000) bad("--patience", c.patience, "must be in [0, 1000000] (0: never stop early)");
+  if (c.grid_points < 1 || c.grid_points > 1000) bad("--grid-points", c.grid_points, "must be in [1, 1000]");
+  if (!(c.grid_min > 0.0) || !std::isfinite(c.grid_min)) bad("--grid-min", c.grid_min, "must be a positive number");
+  if (!(c.grid_max >= c.grid_min) || !std::isfinite(c.grid_max)) bad("--grid-max", c.grid_max, "must be at least --grid-min");
+  if (c.threads < 0 || c.threads > 4096) bad("--threads", c.threads, "must be in [0, 4096] (0: every core)");
+}
+
+namespace {
+
+// A set of pieces (sorted by table, then column) and its best placement.
+struct SplitState {
+  std::vector<Piece> pieces;
+  uint64_t hash = 0;  // order-free hash of the pieces, to spot one state reached by two paths
+  int splits = 0;
+  int parent = 0;  // index in the previous beam
+  Placement placement;
+};
+
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t piece_hash(const Piece& p) {
+  return mix((static_cast<uint64_t>(p.variant) << 32) ^ static_cast<uint64_t>(p.col_offset));
+}
+
+// The pieces after halving piece i.
+std::vector<Piece> split_at(const std::vector<Piece>& pieces, std::size_t i, const ShardCatalog& catalog) {
+  std::vector<Piece> out;
+  out.reserve(pieces.size() + 1);
+  out.insert(out.end(), pieces.begin(), pieces.begin() + static_cast<std::ptrdiff_t>(i));
+  const Piece& p = pieces[i];
+  int half = catalog.half(p.variant);
+  out.push_back(Piece{half, p.col_offset});
+  out.push_back(Piece{half, p.col_offset + catalog.cols(half)});
+  out.insert(out.end(), pieces.begin() + static_cast<std::ptrdiff_t>(i) + 1, pieces.end());
+  return out;
+}
+
+uint64_t split_hash(uint64_t hash, const Piece& p, const ShardCatalog& catalog) {
+  int half = catalog.half(p.variant);
+  return hash - piece_hash(p) + piece_hash(Piece{half, p.col_offset}) +
+         piece_hash(Piece{half, p.col_offset + catalog.cols(half)});
+}
+
+// Pieces worth halving in a state: the n largest by memory and the n most expensive alone (the method's
+// candidates), plus the n most expensive on the slowest device, since halving one of those is what can
+// lower the maximum. Ascending indices.
+std::vector<std::size_t> split_candidates(const SplitState& state, const ShardCatalog& catalog, int n) {
+  std::vector<std::size_t> splittable;
+  for (std::size_t i = 0; i < state.pieces.size(); ++i) {
+    if (catalog.splittable(state.pieces[i].variant)) splittable.push_back(i);
+  }
+  std::vector<char> chosen(state.pieces.size(), 0);
+  auto take_top = [&](const std::vector<std::size_t>& among, auto key) {
+    std::vector<std::size_t> order = among;
+    auto count = std::min(order.size(), static_cast<std::size_t>(n));
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count), order.end(),
+                      [&](std::size_t a, std::size_t b) {
+                        auto ka = key(state.pieces[a].variant);
+                        auto kb = key(state.pieces[b].variant);
+                        return ka != kb ? ka > kb : a < b;
+                      });
+    for (std::size_t k = 0; k < count; ++k) chosen[order[k]] = 1;
+  };
+  auto by_memory = [&](int v) { return static_cast<double>(catalog.bytes(v)); };
+  auto by_cost = [&](int v) { return catalog.alone_cost(v); };
+  take_top(splittable, by_memory);
+  take_top(splittable, by_cost);
+  const Placement& placement = state.placement;
+  if (placement.feasible && !placement.devices.empty()) {
+    auto slowest = std::max_element(placement.devices.begin(), placement.devices.end(),
+                                     [](const DeviceCost& a, const DeviceCost& b) { return a.total_ms() < b.total_ms(); });
+    int rank = static_cast<int>(slowest - placement.devices.begin());
+    std::vector<std::size_t> on_slowest;
+    for (std::size_t i : splittable) {
+      if (placement.ranks[i] == rank) on_slowest.push_back(i);
+    }
+    take_top(on_slowest, by_cost);
+  }
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    if (chosen[i]) out.push_back(i);
+  }
+  return out;
+}
+
+class NeuroShardPlanner final : public Planner {
+ public:
+  NeuroShardPlanner(std::shared_ptr<const CostModel> model, const NeuroShardConfig& config)
+      : model_(std::move(model)), config_(config) {
+    validate_neuroshard_config(config_);
+  }
+
+  std::string_view name() const override { return "neuroshard"; }
+
+  Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const override {
+    validate_cluster(cluster);
+    check_total_capacity(tables, cluster);
+    const int threads = resolve_threads(config_.threads);
+    ShardCatalog catalog(tables, cluster, *model_, threads);
+    GridPlacer placer(catalog, *model_, cluster, GridOptions{config_.grid_points, config_.grid_min, config_.grid_max});
+
+    SplitState start;
+    start.pieces = fitting_pieces(tables, cluster, catalog);
+    start.splits = static_cast<int>(start.pieces.size() - tables.size());
+    for (const Piece& p : start.pieces) start.hash += piece_hash(p);
+    start.placement = placer.place(start.pieces);
+
+    const int steps = config_.steps > 0 ? config_.steps
+                                        : auto_split_steps(static_cast<int>(tables.size()), cluster.num_devices);
+    SplitState best = start;
+    std::vector<SplitState> beam{std::move(start)};
+    int evaluated = 1;
+    int last_improvement = 0;
+    for (int step = 1; step <= steps; ++step) {
+      if (config_.patience > 0 && step - last_improvement > config_.patience) break;
+      std::vector<SplitState> children = expand(beam, catalog);
+      if (children.empty()) break;
+      evaluated += score_children(children, beam, placer, threads);
+      // Stable: equal scores keep generation order, so the beam does not depend on thread timing.
+      std::stable_sort(children.begin(), children.end(), [](const SplitState& a, const SplitState& b) {
+        return better_placement(a.placement, b.placement);
+      });
+      children.resize(std::min(children.size(), static_cast<std::size_t>(config_.beam_width)));
+      if (better_placement(children.front().placement, best.placement)) {
+        best = children.front();
+        last_improvement = step;
+      }
+      spdlog::debug("neuroshard step {}/{}: beam best {:.4f} ms, best {:.4f} ms ({} splits)", step, steps,
+                    children.front().placement.max_cost, best.placement.max_cost, best.splits);
+      beam = std::move(children);
+    }
+    if (!best.placement.feasible) {
+      throw InfeasibleError(fmt::format(
+          "neuroshard: no placement found: {} of the tables' memory found no device even after {} column-wise "
+          "splits (each device offers {}; try more GPUs or more memory per GPU)",
+          format_bytes(best.placement.unplaced_bytes), best.splits, format_bytes(cluster.usable_bytes_per_device())));
+    }
+    spdlog::debug("neuroshard: {} candidate plans scored, {} column-wise splits, predicted {:.4f} ms", evaluated,
+                  best.splits, best.placement.max_cost);
+    return to_plan(best, tables, cluster, catalog);
+  }
+
+ private:
+  // Every table whole, except those larger than a device: halved until each piece fits.
+  static std::vector<Piece> fitting_pieces(const std::vector<Table>& tables, const Cluster& cluster,
+                                           const ShardCatalog& catalog) {
+    std::vector<Piece> pieces;
+    const int64_t usable = cluster.usable_bytes_per_device();
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      int v = catalog.whole(static_cast<int>(t));
+      while (catalog.bytes(v) > usable) {
+        if (!catalog.splittable(v)) {
+          throw InfeasibleError(fmt::format(
+              "table \"{}\" ({} x {}) does not fit a device even split into column pieces of {} columns ({} each, a "
+              "device offers {})",
+              tables[t].name, tables[t].rows, tables[t].dim, catalog.cols(v), format_bytes(catalog.bytes(v)),
+              format_bytes(usable)));
+        }
+        v = catalog.half(v);
+      }
+      for (int offset = 0; offset < tables[t].dim; offset += catalog.cols(v)) pieces.push_back(Piece{v, offset});
+    }
+    return pieces;
+  }
+
+  // Scores the children by the greedy grid placement. When there are many, each is first placed at its
+  // parent's best grid point only (a split rarely moves the best width cap), and only the most promising
+  // 4k get the full grid: the costliest part of a step shrinks by about the grid's size. Returns how
+  // many full placements ran.
+  int score_children(std::vector<SplitState>& children, const std::vector<SplitState>& beam, const GridPlacer& placer,
+                     int threads) const {
+    const auto shortlist = static_cast<std::size_t>(4 * config_.beam_width);
+    if (children.size() > shortlist && config_.grid_points > 1) {
+      parallel_for(static_cast<int>(children.size()), threads, [&](int i) {
+        auto& child = children[static_cast<std::size_t>(i)];
+        double s = beam[static_cast<std::size_t>(child.parent)].placement.width_cap_multiplier;
+        child.placement = placer.place_at(child.pieces, s > 0.0 ? s : config_.grid_max);
+      });
+      std::stable_sort(children.begin(), children.end(), [](const SplitState& a, const SplitState& b) {
+        return better_placement(a.placement, b.placement);
+      });
+      children.resize(shortlist);
+    }
+    parallel_for(static_cast<int>(children.size()), threads, [&](int i) {
+      auto& child = children[static_cast<std::size_t>(i)];
+      child.placement = placer.place(child.pieces);
+    });
+    return static_cast<int>(children.size());
+  }
+
+  // The beam's children, one split each, without duplicates (one state reached from two parents).
+  std::vector<SplitState> expand(const std::vector<SplitState>& beam, const ShardCatalog& catalog) const {
+    std::vector<SplitState> children;
+    std::unordered_multimap<uint64_t, std::size_t> by_hash;
+    for (std::size_t p = 0; p < beam.size(); ++p) {
+      const SplitState& parent = beam[p];
+      for (std::size_t i : split_candidates(parent, catalog, config_.candidates)) {
+        uint64_t hash = split_hash(parent.hash, parent.pieces[i], catalog);
+        std::vector<Piece> pieces = split_at(parent.pieces, i, catalog);
+        auto [first, last] = by_hash.equal_range(hash);
+        bool seen = std::any_of(first, last, [&](const auto& entry) {
+          const auto& other = children[entry.second].pieces;
+          return std::equal(other.begin(), other.end(), pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
+            return a.variant == b.variant && a.col_offset == b.col_offset;
+          });
+        });
+        if (seen) continue;
+        by_hash.emplace(hash, children.size());
+        children.push_back(SplitState{std::move(pieces), hash, parent.splits + 1, static_cast<int>(p), {}});
+      }
+    }
+    return children;
+  }
+
+  Plan to_plan(const SplitState& state, const std::vector<Table>& tables, const Cluster& cluster,
+               const ShardCatalog& catalog) const {
+    Plan plan;
+    plan.algorithm = "neuroshard";
+    plan.cluster = cluster;
+    plan.tables.resize(tables.size());
+    std::size_t i = 0;
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      std::size_t end = i;
+      while (end < state.pieces.size() && catalog.table(state.pieces[end].variant) == static_cast<int>(t)) ++end;
+      if (end - i == 1 && catalog.cols(state.pieces[i].variant) == tables[t].dim) {
+        plan.tables[t] = table_wise_sharding(tables[t], state.placement.ranks[i]);
+      } else {
+        TableSharding& sharding = plan.tables[t];
+        sharding.name = tables[t].name;
+        sharding.rows = tables[t].rows;
+        sharding.dim = tables[t].dim;
+        sharding.dtype = tables[t].dtype;
+        sharding.type = ShardingType::kColumnWise;
+        for (std::size_t k = i; k < end; ++k) {
+          const Piece& p = state.pieces[k];
+          sharding.shards.push_back(Shard{state.placement.ranks[k], 0, p.col_offset, tables[t].rows, catalog.cols(p.variant)});
+        }
+      }
+      i = end;
+    }
+    plan.device_costs = state.placement.devices;
+    plan.cost_model = model_->name();
+    return plan;
+  }
+
+  std::shared_ptr<const CostModel> model_;
+  NeuroShardConfig config_;
+};
+
+}  // namespace
+
+std::unique_ptr<Planner> make_neuroshard_planner(std::shared_ptr<const CostModel> model, const NeuroShardConfig& config) {
+  if (!model) throw InputError("neuroshard: needs a cost model (--model)");
+  return std::make_unique<NeuroShardPlanner>(std::move(model), config);
+}
+
+}  // namespace shardplan

@@ -1,0 +1,193 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "shardplan/errors.hpp"
+#include "shardplan/neuroshard.hpp"
+#include "shardplan/plan_io.hpp"
+#include "shardplan/validate.hpp"
+#include "grid_placement.hpp"
+#include "shard_catalog.hpp"
+#include "test_tables.hpp"
+
+namespace shardplan {
+namespace {
+
+using testing::make_table;
+using testing::varied_tables;
+
+std::shared_ptr<const CostModel> analytic() { return make_analytic_cost_model(AnalyticCostConfig{}); }
+
+Cluster cluster_of(int devices, int64_t memory) {
+  Cluster c;
+  c.num_devices = devices;
+  c.memory_per_device_bytes = memory;
+  return c;
+}
+
+double plan_cost(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {
+  double worst = 0.0;
+  for (const auto& d : score_plan(plan, tables, model)) worst = std::max(worst, d.total_ms());
+  return worst;
+}
+
+Plan plan_with(const std::vector<Table>& tables, const Cluster& cluster, NeuroShardConfig config) {
+  return make_neuroshard_planner(analytic(), config)->plan(tables, cluster);
+}
+
+TEST(NeuroShard, PlansAreValidAndFitMemory) {
+  auto tables = varied_tables(80);
+  for (int devices : {4, 8, 64}) {
+    Cluster cluster = cluster_of(devices, 8ll << 30);
+    Plan plan = plan_with(tables, cluster, {});
+    auto result = validate_plan_json(nlohmann::json::parse(plan_to_string(plan)), tables, "plan");
+    EXPECT_TRUE(result.valid()) << devices << ": " << result.problems.front();
+    for (const auto& usage : device_usage(plan)) EXPECT_LE(usage.memory_bytes, cluster.usable_bytes_per_device());
+  }
+}
+
+TEST(NeuroShard, SameForAnyThreadCount) {
+  auto tables = varied_tables(120);
+  Cluster cluster = cluster_of(16, 8ll << 30);
+  NeuroShardConfig config;
+  config.threads = 1;
+  std::string one = plan_to_string(plan_with(tables, cluster, config));
+  for (int threads : {2, 3, 8}) {
+    config.threads = threads;
+    EXPECT_EQ(plan_to_string(plan_with(tables, cluster, config)), one) << threads << " threads";
+  }
+}
+
+TEST(NeuroShard, SearchIsNeverWorseThanNoSplits) {
+  auto model = analytic();
+  for (int count : {12, 40, 90}) {
+    auto tables = varied_tables(count);
+    Cluster cluster = cluster_of(8, 8ll << 30);
+    ShardCatalog catalog(tables, cluster, *model, 1);
+    GridPlacer placer(catalog, *model, cluster, GridOptions{});
+    std::vector<Piece> whole;
+    for (int t = 0; t < count; ++t) whole.push_back(Piece{catalog.whole(t), 0});
+    Placement unsplit = placer.place(whole);
+    ASSERT_TRUE(unsplit.feasible);
+    double searched = plan_cost(plan_with(tables, cluster, {}), tables, *model);
+    EXPECT_LE(searched, unsplit.max_cost * (1 + 1e-6)) << count << " tables";
+  }
+}
+
+// Brute force over every column split (halvings) and every placement of a tiny instance.
+double brute_force_best(const std::vector<Table>& tables, int devices, const CostModel& model) {
+  // Each table: whole, or halved once (pieces on different devices), given its dim allows.
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<int> splits(tables.size(), 0);
+  std::function<void(std::size_t)> choose_splits = [&](std::size_t t) {
+    if (t == tables.size()) {
+      std::vector<std::pair<std::size_t, int>> pieces;  // (table, cols)
+      for (std::size_t i = 0; i < tables.size(); ++i) {
+        if (splits[i]) {
+          pieces.push_back({i, tables[i].dim / 2});
+          pieces.push_back({i, tables[i].dim / 2});
+        } else {
+          pieces.push_back({i, tables[i].dim});
+        }
+      }
+      std::vector<int> ranks(pieces.size(), 0);
+      std::function<void(std::size_t)> place = [&](std::size_t p) {
+        if (p == pieces.size()) {
+          std::vector<std::vector<ShardFeatures>> sets(static_cast<std::size_t>(devices));
+          std::vector<int64_t> widths(static_cast<std::size_t>(devices), 0);
+          for (std::size_t k = 0; k < pieces.size(); ++k) {
+            sets[static_cast<std::size_t>(ranks[k])].push_back(shard_features(tables[pieces[k].first], pieces[k].second));
+            widths[static_cast<std::size_t>(ranks[k])] += pieces[k].second;
+          }
+          auto compute = model.predict_compute(sets);
+          std::vector<double> fw, bw;
+          model.predict_comm(widths, compute, fw, bw);
+          double worst = 0.0;
+          for (int r = 0; r < devices; ++r) {
+            auto ru = static_cast<std::size_t>(r);
+            worst = std::max(worst, compute[ru] + fw[ru] + bw[ru]);
+          }
+          best = std::min(best, worst);
+          return;
+        }
+        for (int r = 0; r < devices; ++r) {
+          ranks[p] = r;
+          place(p + 1);
+        }
+      };
+      place(0);
+      return;
+    }
+    choose_splits(t + 1);
+    if (tables[t].dim % 8 == 0) {
+      splits[t] = 1;
+      choose_splits(t + 1);
+      splits[t] = 0;
+    }
+  };
+  choose_splits(0);
+  return best;
+}
+
+TEST(NeuroShard, FindsTheBruteForceOptimumOfATinyInstance) {
+  // One hot wide table and two light ones on two devices: the optimum halves the hot table.
+  std::vector<Table> tables = {make_table("hot", 10'000, 64, 60.0), make_table("a", 1'000, 16, 5.0),
+                               make_table("b", 1'000, 16, 5.0)};
+  auto model = analytic();
+  Cluster cluster = cluster_of(2, 1ll << 30);
+  double optimum = brute_force_best(tables, 2, *model);
+  Plan plan = make_neuroshard_planner(model, {})->plan(tables, cluster);
+  EXPECT_NEAR(plan_cost(plan, tables, *model), optimum, 1e-6 * optimum);
+  EXPECT_EQ(plan.tables[0].type, ShardingType::kColumnWise);
+}
+
+TEST(NeuroShard, SplitsATableLargerThanAnyDevice) {
+  // 512 MB table on 200 MB devices: table-wise planners refuse it, the search splits it into four.
+  std::vector<Table> tables = {make_table("huge", 1'000'000, 128), make_table("small", 1000, 8)};
+  Cluster cluster = cluster_of(4, 200'000'000);
+  Plan plan = plan_with(tables, cluster, {});
+  EXPECT_EQ(plan.tables[0].type, ShardingType::kColumnWise);
+  EXPECT_GE(plan.tables[0].shards.size(), 4u);
+  auto result = validate_plan_json(nlohmann::json::parse(plan_to_string(plan)), tables, "plan");
+  EXPECT_TRUE(result.valid()) << result.problems.front();
+}
+
+TEST(NeuroShard, SolvesAClusterFilledToTheBrim) {
+  // Three 60 MB tables on two 100 MB devices: no table-wise packing exists, halving one does.
+  std::vector<Table> tables = {make_table("a", 1'875'000, 8), make_table("b", 1'875'000, 8),
+                               make_table("c", 1'875'000, 8)};
+  Plan plan = plan_with(tables, cluster_of(2, 100'000'000), {});
+  auto result = validate_plan_json(nlohmann::json::parse(plan_to_string(plan)), tables, "plan");
+  EXPECT_TRUE(result.valid()) << result.problems.front();
+}
+
+TEST(NeuroShard, RefusesWhatNoSplitCanHold) {
+  std::vector<Table> tables = {make_table("narrow", 100'000'000, 4)};  // 1.6 GB, cannot be halved
+  try {
+    plan_with(tables, cluster_of(4, 1ll << 30), {});
+    FAIL() << "expected infeasible";
+  } catch (const InfeasibleError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"narrow\""), std::string::npos) << e.what();
+  }
+}
+
+TEST(NeuroShard, RejectsBadParameters) {
+  NeuroShardConfig config;
+  config.beam_width = 0;
+  EXPECT_THROW(make_neuroshard_planner(analytic(), config), InputError);
+  config = {};
+  config.grid_max = 0.5;
+  EXPECT_THROW(make_neuroshard_planner(analytic(), config), InputError);
+  EXPECT_THROW(make_neuroshard_planner(nullptr, {}), InputError);
+}
+
+TEST(NeuroShard, StepBudgetGrowsWithTheCluster) {
+  EXPECT_EQ(auto_split_steps(30, 4), 10);
+  EXPECT_EQ(auto_split_steps(856, 128), 128);
+  EXPECT_EQ(auto_split_steps(60, 128), 60);
+}
+
+}  // namespace
+}  // namespace shardplan
