@@ -19,3 +19,10 @@ gtest_discover_tests(shardplan_torch_tests PROPERTIES LABELS torch DISCOVERY_TIM
 # (see its header); built on request only.
 add_executable(shardplan_make_dlrm_file EXCLUDE_FROM_ALL torch/make_dlrm_file.cpp)
 target_link_libraries(shardplan_make_dlrm_file PRIVATE ${TORCH_LIBRARIES} shardplan_warnings shardplan_options)
+
+# The plan-quality regression on data/tasks/ with the bundled model (tests/regression/regression_test.cpp).
+add_executable(shardplan_regression_tests regression/regression_test.cpp)
+target_link_libraries(shardplan_regression_tests PRIVATE shardplan_torch shardplan_core GTest::gtest
+                      nlohmann_json::nlohmann_json shardplan_warnings shardplan_options)
+target_compile_definitions(shardplan_regression_tests PRIVATE SHARDPLAN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+gtest_discover_tests(shardplan_regression_tests PROPERTIES LABELS regression DISCOVERY_TIMEOUT 120)

@@ -1,0 +1,55 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+namespace shardplan::e2e {
+namespace {
+
+const std::string kTasks = source_path("data/tasks/paper-4gpu.json");
+
+TEST(BenchCli, JsonHasTheDocumentedShape) {
+  CliResult r = run_cli({"bench", "--tasks", kTasks, "--algos", "neuroshard,torchrec,dim_greedy", "--json", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);  // stdout holds nothing but the JSON
+  EXPECT_EQ(doc["task_set"], "paper-4gpu");
+  ASSERT_EQ(doc["algorithms"].size(), 3u);
+  int wins = 0;
+  for (const auto& [name, a] : doc["algorithms"].items()) {
+    for (const char* key : {"mean_cost_ms", "valid", "tasks", "median_plan_seconds", "max_plan_seconds", "wins"}) {
+      EXPECT_TRUE(a.contains(key)) << name << " lacks " << key;
+    }
+    EXPECT_EQ(a["tasks"], 100);
+    EXPECT_LE(a["median_plan_seconds"].get<double>(), a["max_plan_seconds"].get<double>());
+    wins += a["wins"].get<int>();
+  }
+  EXPECT_GE(wins, 100);  // every task has at least one winner
+  EXPECT_EQ(doc["algorithms"]["neuroshard"]["valid"], 100);
+  EXPECT_LT(doc["algorithms"]["neuroshard"]["mean_cost_ms"].get<double>(),
+            doc["algorithms"]["dim_greedy"]["mean_cost_ms"].get<double>());
+}
+
+TEST(BenchCli, UnknownAlgorithmIsBadUsage) {
+  CliResult r = run_cli({"bench", "--tasks", kTasks, "--algos", "neuroshard,magic"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown planner \"magic\""), std::string::npos) << r.err;
+}
+
+TEST(PlanCliSearch, SameInputSamePlanForAnyThreadCount) {
+  TempDir dir;
+  const std::string tables = source_path("data/examples/tables.json");
+  std::string one = dir.path("one.json");
+  std::string two = dir.path("two.json");
+  ASSERT_EQ(run_cli({"--tables", tables, "--gpus", "16", "--threads", "1", "-q", "-o", one}).exit_code, 0);
+  ASSERT_EQ(run_cli({"--tables", tables, "--gpus", "16", "--threads", "2", "-q", "-o", two}).exit_code, 0);
+  auto a = nlohmann::json::parse(read_file(one));
+  auto b = nlohmann::json::parse(read_file(two));
+  a["summary"].erase("planning_seconds");
+  b["summary"].erase("planning_seconds");
+  EXPECT_EQ(a, b);
+  EXPECT_FALSE(a["summary"]["max_total_ms"].is_null());  // scored by the bundled model
+}
+
+}  // namespace
+}  // namespace shardplan::e2e
