@@ -65,6 +65,10 @@ std::vector<DeviceUsage> device_usage(const Plan& plan);
 // "rank:5/cuda:5" for rank 5 with 8 devices per host; the local device index is rank mod K.
 std::string placement_string(int rank, int devices_per_host);
 
+// A table's sharding from its shards (in column order): table-wise when one shard holds every column,
+// column-wise otherwise.
+TableSharding sharding_of(const Table& table, std::vector<Shard> shards);
+
 // A table placed whole on one rank.
 TableSharding table_wise_sharding(const Table& table, int rank);
 

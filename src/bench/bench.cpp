@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "shardplan/errors.hpp"
+#include "shardplan/median.hpp"
 #include "shardplan/plan_io.hpp"
 #include "shardplan/progress.hpp"
 #include "shardplan/validate.hpp"
@@ -36,13 +37,6 @@ TaskOutcome plan_task(const Planner& planner, const ShardingTask& task, const Cl
     outcome.error = e.what();
   }
   return outcome;
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  std::size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
 }  // namespace

@@ -1,6 +1,4 @@
 // shard-plan bench --tasks FILE: every task planned by every algorithm, scored by one model.
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <iostream>
@@ -15,18 +13,6 @@ namespace shardplan::cli {
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    if (end > start) out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 int run_bench_command(int argc, char** argv) {
   CLI::App app{"Plans every task of a task set with every algorithm and compares them: mean predicted plan cost "
                "(every plan scored by the same model), valid plans, median and max planning seconds, wins.",
@@ -36,7 +22,7 @@ int run_bench_command(int argc, char** argv) {
   shard-plan bench --tasks data/tasks/paper-4gpu.json
   shard-plan bench --tasks data/tasks/all-128gpu.json --algos neuroshard,torchrec,dim_greedy --json)");
   std::string tasks_path;
-  std::string algos = fmt::format("{}", fmt::join(planner_names(), ","));
+  std::vector<std::string> algorithms = planner_names();
   std::string model;
   bool json = false;
   bool per_task = false;
@@ -44,7 +30,10 @@ int run_bench_command(int argc, char** argv) {
   NeuroShardConfig search;
   LogOptions log_options;
   app.add_option("--tasks", tasks_path, "Task set file (gen-tasks writes them; data/tasks/ has the benchmark's)")->required();
-  app.add_option("--algos", algos, "Comma-separated planners")->capture_default_str();
+  app.add_option("--algos", algorithms, "Comma-separated planners")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->capture_default_str();
   app.add_option("--seed", seed, "Seed for randomised planners")->capture_default_str();
   app.add_flag("--json", json, "Print the results as JSON on stdout");
   app.add_flag("--per-task", per_task, "With --json, list every task's cost per algorithm");
@@ -54,7 +43,6 @@ int run_bench_command(int argc, char** argv) {
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
 
-  std::vector<std::string> algorithms = split_list(algos);
   if (algorithms.empty()) throw InputError("--algos: names no planner");
   TaskSet set = load_task_set(tasks_path);
   PlannerConfig config;

@@ -26,15 +26,20 @@ std::string placement_string(int rank, int devices_per_host) {
   return fmt::format("rank:{}/cuda:{}", rank, rank % devices_per_host);
 }
 
-TableSharding table_wise_sharding(const Table& table, int rank) {
+TableSharding sharding_of(const Table& table, std::vector<Shard> shards) {
   TableSharding sharding;
   sharding.name = table.name;
   sharding.rows = table.rows;
   sharding.dim = table.dim;
   sharding.dtype = table.dtype;
-  sharding.type = ShardingType::kTableWise;
-  sharding.shards.push_back(Shard{rank, 0, 0, table.rows, table.dim});
+  bool whole = shards.size() == 1 && shards.front().cols == table.dim;
+  sharding.type = whole ? ShardingType::kTableWise : ShardingType::kColumnWise;
+  sharding.shards = std::move(shards);
   return sharding;
+}
+
+TableSharding table_wise_sharding(const Table& table, int rank) {
+  return sharding_of(table, {Shard{rank, 0, 0, table.rows, table.dim}});
 }
 
 }  // namespace shardplan

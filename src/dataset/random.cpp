@@ -17,6 +17,12 @@ uint64_t derive_seed(uint64_t seed, uint64_t stream) {
   return z ^ (z >> 31);
 }
 
+uint64_t fnv1a_hash(std::string_view text) {
+  uint64_t hash = 0xCBF29CE484222325ull;
+  for (unsigned char c : text) hash = (hash ^ c) * 0x100000001B3ull;
+  return hash;
+}
+
 double Rng::uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
 
 double Rng::uniform_positive() { return (static_cast<double>(engine_() >> 11) + 1.0) * 0x1.0p-53; }

@@ -144,21 +144,15 @@ class TorchRecPlanner final : public Planner {
     Plan plan;
     plan.algorithm = "torchrec";
     plan.cluster = cluster;
-    plan.tables.resize(tables.size());
-    for (std::size_t t = 0; t < tables.size(); ++t) {
-      plan.tables[t].name = tables[t].name;
-      plan.tables[t].rows = tables[t].rows;
-      plan.tables[t].dim = tables[t].dim;
-      plan.tables[t].dtype = tables[t].dtype;
-    }
+    // Proposals list each table's shards together, in column order.
+    std::vector<std::vector<Shard>> shards(tables.size());
     for (std::size_t i = 0; i < proposal.shards.size(); ++i) {
       const auto& shard = proposal.shards[i];
-      TableSharding& sharding = plan.tables[static_cast<std::size_t>(shard.table)];
-      sharding.shards.push_back(Shard{proposal.ranks[i], 0, shard.col_offset, sharding.rows, shard.cols});
+      shards[static_cast<std::size_t>(shard.table)].push_back(
+          Shard{proposal.ranks[i], 0, shard.col_offset, tables[static_cast<std::size_t>(shard.table)].rows, shard.cols});
     }
-    for (auto& sharding : plan.tables) {
-      sharding.type = sharding.shards.size() > 1 ? ShardingType::kColumnWise : ShardingType::kTableWise;
-    }
+    plan.tables.reserve(tables.size());
+    for (std::size_t t = 0; t < tables.size(); ++t) plan.tables.push_back(sharding_of(tables[t], std::move(shards[t])));
     return plan;
   }
 };

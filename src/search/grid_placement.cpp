@@ -21,13 +21,26 @@ struct GridPlacer::Scratch {
   std::vector<int64_t> width;
   std::vector<std::vector<int>> group_devices;  // devices already holding a piece of each split table
 
-  void reset(int devices, int summary_size, std::size_t groups) {
+  std::size_t summary_size = 0;
+
+  void reset(int devices, int size, std::size_t groups) {
     const auto n = static_cast<std::size_t>(devices);
-    sums.assign(n * static_cast<std::size_t>(summary_size), 0.0f);
+    summary_size = static_cast<std::size_t>(size);
+    sums.assign(n * summary_size, 0.0f);
     compute.assign(n, 0.0);
     bytes.assign(n, 0);
     width.assign(n, 0);
     group_devices.assign(groups, {});
+  }
+
+  // Adds a piece to device r; returns the device's summary sum, which predicts its compute.
+  const float* add(std::size_t r, const ShardCatalog& catalog, int variant) {
+    float* sum = sums.data() + r * summary_size;
+    const float* summary = catalog.summary(variant);
+    for (std::size_t k = 0; k < summary_size; ++k) sum[k] += summary[k];
+    bytes[r] += catalog.bytes(variant);
+    width[r] += catalog.cols(variant);
+    return sum;
   }
 };
 
@@ -113,7 +126,6 @@ bool GridPlacer::place_by_cost(const std::vector<Piece>& pieces, const std::vect
                                const std::vector<int>& group, double width_cap, Scratch& scratch,
                                Placement& out) const {
   bool cap_bound = false;
-  const auto e = static_cast<std::size_t>(catalog_.summary_size());
   out.ranks.assign(pieces.size(), -1);
   out.unplaced_bytes = 0;
   // Devices by (predicted compute, memory used, rank): the first acceptable one is the method's choice.
@@ -149,12 +161,7 @@ bool GridPlacer::place_by_cost(const std::vector<Piece>& pieces, const std::vect
     }
     const auto ru = static_cast<std::size_t>(r);
     by_cost.erase({scratch.compute[ru], scratch.bytes[ru], r});
-    float* sum = scratch.sums.data() + ru * e;
-    const float* add = catalog_.summary(piece.variant);
-    for (std::size_t k = 0; k < e; ++k) sum[k] += add[k];
-    scratch.compute[ru] = model_.compute_from_summary(sum);
-    scratch.bytes[ru] += bytes;
-    scratch.width[ru] += cols;
+    scratch.compute[ru] = model_.compute_from_summary(scratch.add(ru, catalog_, piece.variant));
     by_cost.emplace(scratch.compute[ru], scratch.bytes[ru], r);
     if (siblings) scratch.group_devices[static_cast<std::size_t>(g)].push_back(r);
     out.ranks[static_cast<std::size_t>(i)] = r;
@@ -164,7 +171,6 @@ bool GridPlacer::place_by_cost(const std::vector<Piece>& pieces, const std::vect
 }
 
 void GridPlacer::place_by_memory(const std::vector<Piece>& pieces, Scratch& scratch, Placement& out) const {
-  const auto e = static_cast<std::size_t>(catalog_.summary_size());
   std::vector<int> order(pieces.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -182,15 +188,11 @@ void GridPlacer::place_by_memory(const std::vector<Piece>& pieces, Scratch& scra
       continue;
     }
     const auto ru = static_cast<std::size_t>(emptiest - scratch.bytes.begin());
-    float* sum = scratch.sums.data() + ru * e;
-    const float* add = catalog_.summary(piece.variant);
-    for (std::size_t k = 0; k < e; ++k) sum[k] += add[k];
-    scratch.bytes[ru] += bytes;
-    scratch.width[ru] += catalog_.cols(piece.variant);
+    scratch.add(ru, catalog_, piece.variant);
     out.ranks[static_cast<std::size_t>(i)] = static_cast<int>(ru);
   }
   for (std::size_t r = 0; r < scratch.compute.size(); ++r) {
-    scratch.compute[r] = scratch.bytes[r] > 0 ? model_.compute_from_summary(scratch.sums.data() + r * e) : 0.0;
+    scratch.compute[r] = scratch.bytes[r] > 0 ? model_.compute_from_summary(scratch.sums.data() + r * scratch.summary_size) : 0.0;
   }
   finish(scratch, out);
 }

@@ -10,6 +10,7 @@
 #include "grid_placement.hpp"
 #include "parallel_for.hpp"
 #include "shard_catalog.hpp"
+#include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/neuroshard.hpp"
 #include "shardplan/units.hpp"
@@ -47,15 +48,8 @@ struct SplitState {
   Placement placement;
 };
 
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 uint64_t piece_hash(const Piece& p) {
-  return mix((static_cast<uint64_t>(p.variant) << 32) ^ static_cast<uint64_t>(p.col_offset));
+  return derive_seed(static_cast<uint64_t>(p.variant), static_cast<uint64_t>(p.col_offset));
 }
 
 // The pieces after halving piece i.
@@ -258,25 +252,15 @@ class NeuroShardPlanner final : public Planner {
     for (std::size_t t = 0; t < tables.size(); ++t) {
       std::size_t end = i;
       while (end < state.pieces.size() && catalog.table(state.pieces[end].variant) == static_cast<int>(t)) ++end;
-      if (end - i == 1 && catalog.cols(state.pieces[i].variant) == tables[t].dim) {
-        plan.tables[t] = table_wise_sharding(tables[t], state.placement.ranks[i]);
-      } else {
-        TableSharding& sharding = plan.tables[t];
-        sharding.name = tables[t].name;
-        sharding.rows = tables[t].rows;
-        sharding.dim = tables[t].dim;
-        sharding.dtype = tables[t].dtype;
-        sharding.type = ShardingType::kColumnWise;
-        for (std::size_t k = i; k < end; ++k) {
-          const Piece& p = state.pieces[k];
-          sharding.shards.push_back(Shard{state.placement.ranks[k], 0, p.col_offset, tables[t].rows, catalog.cols(p.variant)});
-        }
+      std::vector<Shard> shards;
+      for (std::size_t k = i; k < end; ++k) {
+        const Piece& p = state.pieces[k];
+        shards.push_back(Shard{state.placement.ranks[k], 0, p.col_offset, tables[t].rows, catalog.cols(p.variant)});
       }
+      plan.tables[t] = sharding_of(tables[t], std::move(shards));
       i = end;
     }
-    plan.device_costs = state.placement.devices;
-    plan.cost_model = model_->name();
-    return plan;
+    return plan;  // scored by the caller, with the same model as every other planner's plans
   }
 
   std::shared_ptr<const CostModel> model_;

@@ -1,6 +1,7 @@
 // The all-to-all collector: one process per rank, rendezvous over c10d's TCP store, collectives through a
 // c10d process group (Gloo on CPU tensors; NCCL on CUDA tensors when this LibTorch has them). The only
 // translation unit of the collector that includes LibTorch headers.
+#include "shardplan/median.hpp"
 #include "shardplan/costs/comm_benchmark.hpp"
 #include "shardplan/costs/provenance.hpp"
 
@@ -475,12 +476,6 @@ std::vector<std::string> exchange_host_names(const Job& job) {
     }
   }
   return hosts;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  std::size_t n = values.size();
-  return n == 0 ? 0.0 : (n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]));
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include "shardplan/median.hpp"
 #include "shardplan/costs/compute_benchmark.hpp"
 
 #include <ATen/Parallel.h>
@@ -109,10 +110,7 @@ ComputeTiming measure_compute_step(const std::vector<Table>& shards, const Compu
       timing.iterations_ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
-    std::vector<double> sorted = timing.iterations_ms;
-    std::sort(sorted.begin(), sorted.end());
-    std::size_t n = sorted.size();
-    timing.median_ms = n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+    timing.median_ms = median(timing.iterations_ms);
     return timing;
   } catch (const c10::Error& e) {
     throw RuntimeFailure(fmt::format("LibTorch failed while measuring: {}", e.what_without_backtrace()));

@@ -5,6 +5,7 @@
 // gives the same pool, tasks and traces on every platform.
 #include <cstdint>
 #include <random>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -13,6 +14,9 @@ namespace shardplan {
 // An independent seed for sub-stream `stream` of `seed` (SplitMix64 finaliser), so that adding a draw to
 // one stream (e.g. pooling factors) does not shift another (e.g. row counts).
 uint64_t derive_seed(uint64_t seed, uint64_t stream);
+
+// FNV-1a: a stable 64-bit hash of text (names, file contents), the same on every platform.
+uint64_t fnv1a_hash(std::string_view text);
 
 class Rng {
  public:
