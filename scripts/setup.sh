@@ -9,7 +9,10 @@ packages=(
   libtorch-dev            # LibTorch: neural cost model, training, measurement, dataset importer
   libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libgtest-dev zlib1g-dev
+  python3                 # tests of tools/plan_to_torchrec.py (standard library only)
   libgloo-dev             # Gloo headers that c10d's ProcessGroupGloo.hpp includes (collect-costs comm)
+  librsvg2-bin            # rsvg-convert: the e2e test renders the --report chart to PNG, as a viewer would
+  clang libclang-rt-14-dev  # the sanitizer build and libFuzzer targets (scripts/sanitize-and-fuzz.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# Sets up (installs packages, builds) and runs the whole test suite: unit, end-to-end and, once they
-# exist, regression and LibTorch tests. This is the command CI runs.
+# Sets up (installs packages, builds) and runs the whole test suite: unit, end-to-end, LibTorch and
+# plan-quality regression tests, then the sanitizer build and the fuzzers, then prints plan quality
+# measured on this machine's kernels (not asserted: timings on shared machines are noisy). This is the
+# command CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ctest --test-dir build --output-on-failure -j"$(nproc)"
+./scripts/sanitize-and-fuzz.sh
+
+if grep -q '^SHARDPLAN_WITH_TORCH:BOOL=ON' build/CMakeCache.txt; then
+  echo "measured (printed, not asserted): max compute of the first 2 paper-4gpu tasks' plans on this machine" >&2
+  ./build/shard-plan bench --tasks data/tasks/paper-4gpu.json --algos neuroshard,torchrec,size_lookup_greedy \
+    --measure 2 --quiet
+fi

@@ -2,6 +2,8 @@
 // `shard-plan bench`: every task of a task set planned by every algorithm, each plan validated and scored
 // by one cost model, so algorithms are compared on the same terms.
 #include <nlohmann/json.hpp>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,8 @@ struct TaskOutcome {
   double cost_ms = 0.0;     // predicted plan cost (max over devices), when valid
   double plan_seconds = 0.0;
   std::string error;        // why there is no valid plan
+  double predicted_max_compute_ms = 0.0;
+  std::optional<double> measured_max_compute_ms;  // when the task was measured and every device could be
 };
 
 struct AlgorithmSummary {
@@ -25,6 +29,11 @@ struct AlgorithmSummary {
   double median_plan_seconds = 0.0;
   double max_plan_seconds = 0.0;
   int wins = 0;                    // tasks where its cost is the lowest (ties: every tied algorithm)
+  // Over the tasks measured for every algorithm (so all algorithms average the same tasks):
+  int measured = 0;
+  double mean_predicted_max_compute_ms = 0.0;
+  double mean_measured_max_compute_ms = 0.0;
+  int measured_wins = 0;           // measured tasks where its measured max compute is the lowest
 };
 
 struct BenchResult {
@@ -32,14 +41,25 @@ struct BenchResult {
   std::string cost_model;
   int tasks = 0;
   std::vector<AlgorithmSummary> algorithms;  // in the order asked for
+  int measured_tasks = 0;                    // tasks measured for every algorithm
 };
 
-// Runs the benchmark; `config.cost_model` scores every plan (and drives neuroshard). Shows progress.
+// Measures a plan's per-device compute on real kernels (nullopt: a device that could not be measured).
+using ComputeMeasurer = std::function<std::vector<std::optional<double>>(const Plan&, const std::vector<Table>&)>;
+
+struct BenchMeasure {
+  int tasks = 0;            // the first this many tasks are measured, for every algorithm
+  ComputeMeasurer measure;
+};
+
+// Runs the benchmark; `config.cost_model` scores every plan (and drives neuroshard). With `measure`, the
+// first measure->tasks tasks' plans are also measured. Shows progress.
 BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algorithms, const PlannerConfig& config,
-                      bool quiet);
+                      bool quiet, const BenchMeasure* measure = nullptr);
 
 // {"task_set", "cost_model", "tasks", "algorithms": {name: {mean_cost_ms, valid, tasks, median_plan_seconds,
-// max_plan_seconds, wins}}}; with per_task, each algorithm also lists its per-task costs.
+// max_plan_seconds, wins}}}; with per_task, each algorithm also lists its per-task costs. Measured runs add
+// "measured_tasks" and, per algorithm, a "measured" object.
 nlohmann::ordered_json bench_to_json(const BenchResult& result, bool per_task);
 
 // The aligned table printed by `shard-plan bench`.

@@ -11,7 +11,8 @@
 
 namespace shardplan {
 
-enum class ShardingType { kTableWise, kColumnWise };
+// Row-wise plans come only from other tools (shard-plan's planners split columns); evaluate reads them.
+enum class ShardingType { kTableWise, kColumnWise, kRowWise };
 
 std::string_view sharding_type_name(ShardingType type);
 
@@ -57,6 +58,7 @@ struct DeviceUsage {
   int num_shards = 0;
   int num_table_wise = 0;
   int num_column_wise = 0;
+  int num_row_wise = 0;
   int64_t dim_sum = 0;  // the device's pooled output width
 };
 
@@ -68,6 +70,10 @@ std::string placement_string(int rank, int devices_per_host);
 // A table's sharding from its shards (in column order): table-wise when one shard holds every column,
 // column-wise otherwise.
 TableSharding sharding_of(const Table& table, std::vector<Shard> shards);
+
+// A shard as a table of its own: its rows and columns, with the lookups that fall in its rows (ids are
+// hashed, so a row range receives its share of the table's pooling factor).
+Table shard_as_table(const Table& table, const Shard& shard);
 
 // A table placed whole on one rank.
 TableSharding table_wise_sharding(const Table& table, int rank);

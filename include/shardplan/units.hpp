@@ -12,5 +12,7 @@ int64_t parse_byte_size(std::string_view text, std::string_view what);
 
 // "3.50 GiB", "512.00 MiB", "100 B".
 std::string format_bytes(int64_t bytes);
+// Totals summed past int64 (thousands of huge tables) are formatted without converting back.
+std::string format_byte_total(long double bytes);
 
 }  // namespace shardplan

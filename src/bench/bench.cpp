@@ -17,7 +17,8 @@ namespace shardplan {
 
 namespace {
 
-TaskOutcome plan_task(const Planner& planner, const ShardingTask& task, const Cluster& cluster, const CostModel& model) {
+TaskOutcome plan_task(const Planner& planner, const ShardingTask& task, const Cluster& cluster, const CostModel& model,
+                      const ComputeMeasurer* measure) {
   TaskOutcome outcome;
   auto start = std::chrono::steady_clock::now();
   try {
@@ -30,8 +31,18 @@ TaskOutcome plan_task(const Planner& planner, const ShardingTask& task, const Cl
     }
     for (const auto& device : score_plan(plan, task.tables, model)) {
       outcome.cost_ms = std::max(outcome.cost_ms, device.total_ms());
+      outcome.predicted_max_compute_ms = std::max(outcome.predicted_max_compute_ms, device.compute_ms);
     }
     outcome.valid = true;
+    if (measure != nullptr) {
+      double slowest = 0.0;
+      bool complete = true;
+      for (const auto& device : (*measure)(plan, task.tables)) {
+        complete = complete && device.has_value();
+        if (device) slowest = std::max(slowest, *device);
+      }
+      if (complete) outcome.measured_max_compute_ms = slowest;
+    }
   } catch (const InfeasibleError& e) {
     outcome.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     outcome.error = e.what();
@@ -39,10 +50,35 @@ TaskOutcome plan_task(const Planner& planner, const ShardingTask& task, const Cl
   return outcome;
 }
 
+// Averages over the tasks every algorithm has a measurement for, so the means compare like with like.
+void summarise_measured(BenchResult& result, std::size_t measured_tasks) {
+  for (std::size_t t = 0; t < measured_tasks; ++t) {
+    bool everyone = std::all_of(result.algorithms.begin(), result.algorithms.end(),
+                                [&](const AlgorithmSummary& s) { return s.tasks[t].measured_max_compute_ms.has_value(); });
+    if (!everyone) continue;
+    ++result.measured_tasks;
+    double best = std::numeric_limits<double>::infinity();
+    for (auto& s : result.algorithms) {
+      ++s.measured;
+      s.mean_predicted_max_compute_ms += s.tasks[t].predicted_max_compute_ms;
+      s.mean_measured_max_compute_ms += *s.tasks[t].measured_max_compute_ms;
+      best = std::min(best, *s.tasks[t].measured_max_compute_ms);
+    }
+    for (auto& s : result.algorithms) {
+      if (*s.tasks[t].measured_max_compute_ms <= best * (1 + 1e-9)) ++s.measured_wins;
+    }
+  }
+  for (auto& s : result.algorithms) {
+    if (s.measured == 0) continue;
+    s.mean_predicted_max_compute_ms /= s.measured;
+    s.mean_measured_max_compute_ms /= s.measured;
+  }
+}
+
 }  // namespace
 
 BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algorithms, const PlannerConfig& config,
-                      bool quiet) {
+                      bool quiet, const BenchMeasure* measure) {
   if (!config.cost_model) throw InputError("bench: needs a cost model to score plans");
   BenchResult result;
   result.task_set = set.name;
@@ -52,13 +88,17 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
   std::vector<std::unique_ptr<Planner>> planners;
   for (const auto& name : algorithms) {
     planners.push_back(make_planner(name, config));
-    result.algorithms.push_back(AlgorithmSummary{name, {}, 0.0, 0, 0.0, 0.0, 0});
+    AlgorithmSummary summary;
+    summary.name = name;
+    result.algorithms.push_back(std::move(summary));
   }
   Progress progress("plans", static_cast<int64_t>(set.tasks.size() * algorithms.size()), 0, quiet);
   int64_t done = 0;
-  for (const auto& task : set.tasks) {
+  const std::size_t measured_tasks = measure ? std::min(set.tasks.size(), static_cast<std::size_t>(measure->tasks)) : 0;
+  for (std::size_t t = 0; t < set.tasks.size(); ++t) {
+    const ComputeMeasurer* measurer = t < measured_tasks ? &measure->measure : nullptr;
     for (std::size_t a = 0; a < planners.size(); ++a) {
-      result.algorithms[a].tasks.push_back(plan_task(*planners[a], task, cluster, *config.cost_model));
+      result.algorithms[a].tasks.push_back(plan_task(*planners[a], set.tasks[t], cluster, *config.cost_model, measurer));
       progress.update(++done, algorithms[a]);
     }
   }
@@ -87,6 +127,7 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
       if (s.tasks[t].valid && s.tasks[t].cost_ms <= best * (1 + 1e-9)) ++s.wins;
     }
   }
+  summarise_measured(result, measured_tasks);
   return result;
 }
 
@@ -105,10 +146,18 @@ nlohmann::ordered_json bench_to_json(const BenchResult& result, bool per_task) {
       for (const auto& t : s.tasks) costs.push_back(t.valid ? ojson(t.cost_ms) : ojson(nullptr));
       entry["task_costs_ms"] = costs;
     }
+    if (result.measured_tasks > 0) {
+      entry["measured"] = {{"tasks", s.measured},
+                           {"mean_predicted_max_compute_ms", s.mean_predicted_max_compute_ms},
+                           {"mean_measured_max_compute_ms", s.mean_measured_max_compute_ms},
+                           {"wins", s.measured_wins}};
+    }
     algorithms[s.name] = entry;
   }
-  return {{"task_set", result.task_set}, {"cost_model", result.cost_model}, {"tasks", result.tasks},
-          {"algorithms", algorithms}};
+  ojson doc = {{"task_set", result.task_set}, {"cost_model", result.cost_model}, {"tasks", result.tasks}};
+  if (result.measured_tasks > 0) doc["measured_tasks"] = result.measured_tasks;
+  doc["algorithms"] = algorithms;
+  return doc;
 }
 
 std::string format_bench(const BenchResult& result) {
@@ -118,6 +167,17 @@ std::string format_bench(const BenchResult& result) {
   for (const auto& s : result.algorithms) {
     out += fmt::format("{:<20} {:>14.3f} {:>4}/{:<4} {:>10.4f} {:>10.4f} {:>6}\n", s.name, s.mean_cost_ms, s.valid,
                        result.tasks, s.median_plan_seconds, s.max_plan_seconds, s.wins);
+  }
+  if (result.measured_tasks == 0) return out;
+  out += fmt::format("\nmax compute per plan on this machine's kernels, mean over the first {} tasks:\n",
+                     result.measured_tasks);
+  out += fmt::format("{:<20} {:>14} {:>14} {:>8} {:>6}\n", "algorithm", "predicted ms", "measured ms", "error",
+                     "wins");
+  for (const auto& s : result.algorithms) {
+    double error = 100.0 * (s.mean_predicted_max_compute_ms - s.mean_measured_max_compute_ms) /
+                   s.mean_measured_max_compute_ms;
+    out += fmt::format("{:<20} {:>14.3f} {:>14.3f} {:>+7.1f}% {:>6}\n", s.name, s.mean_predicted_max_compute_ms,
+                       s.mean_measured_max_compute_ms, error, s.measured_wins);
   }
   return out;
 }

@@ -1,13 +1,19 @@
 // shard-plan bench --tasks FILE: every task planned by every algorithm, scored by one model.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <iostream>
 
+#include "bench_flags.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "planning_flags.hpp"
 #include "shardplan/bench.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/units.hpp"
+#if SHARDPLAN_WITH_TORCH
+#include "shardplan/costs/plan_measurement.hpp"
+#endif
 
 namespace shardplan::cli {
 
@@ -20,7 +26,12 @@ int run_bench_command(int argc, char** argv) {
   configure_app(app);
   app.footer(R"(Examples:
   shard-plan bench --tasks data/tasks/paper-4gpu.json
-  shard-plan bench --tasks data/tasks/all-128gpu.json --algos neuroshard,torchrec,dim_greedy --json)");
+  shard-plan bench --tasks data/tasks/all-128gpu.json --algos neuroshard,torchrec,dim_greedy --json
+  shard-plan bench --tasks data/tasks/paper-4gpu.json --measure 10
+
+--measure N runs every device of the first N tasks' plans on this machine's device (the kernel and traces
+of collect-costs, one device at a time) and compares the plans' measured max compute. Measure on an idle
+machine: other work only adds time.)");
   std::string tasks_path;
   std::vector<std::string> algorithms = planner_names();
   std::string model;
@@ -28,6 +39,14 @@ int run_bench_command(int argc, char** argv) {
   bool per_task = false;
   uint64_t seed = 0;
   NeuroShardConfig search;
+  int measure_tasks = 0;
+  std::string mem_cap = "auto";
+#if SHARDPLAN_WITH_TORCH
+  PlanMeasureConfig measure_config;
+  ComputeBenchConfig& bench = measure_config.bench;
+#else
+  ComputeBenchConfig bench;
+#endif
   LogOptions log_options;
   app.add_option("--tasks", tasks_path, "Task set file (gen-tasks writes them; data/tasks/ has the benchmark's)")->required();
   app.add_option("--algos", algorithms, "Comma-separated planners")
@@ -39,9 +58,17 @@ int run_bench_command(int argc, char** argv) {
   app.add_flag("--per-task", per_task, "With --json, list every task's cost per algorithm");
   add_model_option(app, model);
   add_search_options(app, search);
+  app.add_option("--measure", measure_tasks, "Also measure the plans of the first N tasks on this machine's device")
+      ->capture_default_str();
+  app.add_option("--measure-mem-cap", mem_cap, "With --measure: largest weights of one device to run (auto: half of RAM)")
+      ->capture_default_str();
+  add_bench_options(app, bench, "measure-");
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
+  check_bench_options(bench, "measure-");
+  if (measure_tasks < 0) throw InputError(fmt::format("--measure: must be 0 or more tasks, got {}", measure_tasks));
+  int64_t cap = mem_cap == "auto" ? 0 : parse_byte_size(mem_cap, "--measure-mem-cap");
 
   if (algorithms.empty()) throw InputError("--algos: names no planner");
   TaskSet set = load_task_set(tasks_path);
@@ -50,7 +77,23 @@ int run_bench_command(int argc, char** argv) {
   config.cost_model = load_model_flag(model, set.cluster().devices_per_host);
   config.neuroshard = search;
   spdlog::info("{}: {} tasks on {} GPUs, {} algorithms", tasks_path, set.tasks.size(), set.num_devices, algorithms.size());
-  BenchResult result = run_bench(set, algorithms, config, log_options.quiet);
+  BenchMeasure measure;
+  if (measure_tasks > 0) {
+#if SHARDPLAN_WITH_TORCH
+    measure_config.memory_cap_bytes = cap;
+    measure_config.seed = seed;
+    measure_config.quiet = true;  // the bench's own progress covers it
+    measure.tasks = measure_tasks;
+    measure.measure = [&measure_config](const Plan& plan, const std::vector<Table>& tables) {
+      return measure_plan(plan, tables, measure_config).compute_ms;
+    };
+#else
+    (void)cap;
+    throw InputError("--measure: this shard-plan was built without LibTorch (SHARDPLAN_WITH_TORCH=OFF), which "
+                     "measuring needs");
+#endif
+  }
+  BenchResult result = run_bench(set, algorithms, config, log_options.quiet, measure_tasks > 0 ? &measure : nullptr);
   if (json) {
     std::cout << bench_to_json(result, per_task).dump(2) << "\n";
   } else {

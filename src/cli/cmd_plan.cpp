@@ -3,15 +3,23 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "planning_flags.hpp"
+#include "shardplan/atomic_file.hpp"
+#include "shardplan/baseline_comparison.hpp"
+#include "shardplan/bounding_drivers.hpp"
+#include "shardplan/errors.hpp"
 #include "shardplan/plan_io.hpp"
 #include "shardplan/planner.hpp"
 #include "shardplan/report.hpp"
+#include "shardplan/svg_report.hpp"
 #include "shardplan/tables_io.hpp"
 #include "shardplan/version.hpp"
 
@@ -33,6 +41,16 @@ std::string footer() {
   return text;
 }
 
+// Refused before planning, so a typo costs no search. Only SVG is written (see svg_report.hpp).
+void check_chart_path(const std::string& path) {
+  std::string extension = std::filesystem::path(path).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (extension != ".svg") {
+    throw InputError(fmt::format("--report {}: the chart is written as SVG; give a file name ending in .svg", path));
+  }
+}
+
 }  // namespace
 
 int run_plan(int argc, char** argv) {
@@ -46,6 +64,8 @@ int run_plan(int argc, char** argv) {
   std::string algorithm = kDefaultAlgorithm;
   uint64_t seed = 0;
   bool full_report = false;
+  std::string chart_path;
+  bool no_compare = false;
   std::string model;
   NeuroShardConfig search;
   ClusterFlags cluster_flags;
@@ -61,9 +81,16 @@ int run_plan(int argc, char** argv) {
   add_model_option(app, model);
   add_search_options(app, search);
   app.add_flag("--full-report", full_report, "List every device in the report, however many");
+  app.add_option("--report", chart_path,
+                 "Also draw the plan as an SVG chart: per-device predicted cost and memory against capacity")
+      ->type_name("FILE.svg");
+  app.add_flag("--no-compare", no_compare,
+               fmt::format("Do not plan with the baselines ({}) to compare with a neuroshard plan",
+                           fmt::join(baseline_planner_names(), ", ")));
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
+  if (!chart_path.empty()) check_chart_path(chart_path);
 
   Cluster cluster = cluster_from_flags(cluster_flags);
   std::vector<Table> tables = load_tables(tables_path);
@@ -84,8 +111,19 @@ int run_plan(int argc, char** argv) {
 
   write_plan(plan, output);
   if (output != "-") spdlog::info("wrote {}", output);
+  if (log_options.quiet && chart_path.empty()) return 0;
+
+  PlanAnalysis analysis;
+  analysis.bound = bounding_drivers(plan, tables, *config.cost_model);
+  if (algorithm == kDefaultAlgorithm && !no_compare) {
+    analysis.baselines = compare_with_baselines(baseline_planner_names(), tables, cluster, config, *config.cost_model);
+  }
+  if (!chart_path.empty()) {
+    write_file_atomically(chart_path, render_svg_report(plan, analysis));
+    spdlog::info("wrote {}", chart_path);
+  }
   if (!log_options.quiet) {
-    std::string report = format_report(plan, ReportOptions{full_report, 32});
+    std::string report = format_report(plan, ReportOptions{full_report, 32}, analysis);
     (output == "-" ? std::cerr : std::cout) << report << std::flush;
   }
   return 0;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "bench_flags.hpp"
 #include "cli_common.hpp"
 #include "collect_commands.hpp"
 #include "shardplan/costs/compute_collector.hpp"
@@ -28,30 +29,16 @@ Ctrl-C or SIGTERM stops after the current sample; only complete samples are kept
   app.add_option("--tables", config.pool_path, "Table pool (tables format), e.g. data/pool.json")->required();
   app.add_option("--samples", config.samples, "Samples the --out directory should hold when done")->required();
   app.add_option("--out", config.out_dir, "Cost-data directory (created, or resumed when it exists)")->required();
-  app.add_option("--batch-size", config.bench.batch_size, "Samples per training step")->capture_default_str();
   app.add_option("--max-tables", config.max_tables, "Shards per sample: 1 to this many")->capture_default_str();
   app.add_option("--mem-cap", mem_cap, "Largest total weight size of one sample's shards")->capture_default_str();
-  app.add_option("--device", config.bench.device, "cpu or cuda")->capture_default_str();
   app.add_option("--seed", config.seed, "Seed; sample i depends only on (seed, i)")->capture_default_str();
-  app.add_option("--warmup", config.bench.warmup_iterations, "Untimed steps before timing")->capture_default_str();
-  app.add_option("--iterations", config.bench.timed_iterations, "Timed steps; the median is recorded")
-      ->capture_default_str();
-  app.add_option("--threads", config.bench.threads, "CPU threads for LibTorch's kernels")->capture_default_str();
+  add_bench_options(app, config.bench);
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
   config.quiet = log_options.quiet;
 
-  if (config.bench.batch_size < 1 || config.bench.batch_size > (1 << 24)) {
-    throw InputError(fmt::format("--batch-size: must be in [1, 16777216], got {}", config.bench.batch_size));
-  }
-  if (config.bench.timed_iterations < 1 || config.bench.warmup_iterations < 0) {
-    throw InputError(fmt::format("--iterations must be >= 1 and --warmup >= 0, got {} and {}",
-                                 config.bench.timed_iterations, config.bench.warmup_iterations));
-  }
-  if (config.bench.threads < 1 || config.bench.threads > 1024) {
-    throw InputError(fmt::format("--threads: must be in [1, 1024], got {}", config.bench.threads));
-  }
+  check_bench_options(config.bench);
   config.memory_cap_bytes = parse_byte_size(mem_cap, "--mem-cap");
   config.command_line = command_line("shard-plan collect-costs", argc, argv);
 

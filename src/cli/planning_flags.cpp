@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+
 #include "shardplan/cost_model_io.hpp"
 #include "shardplan/errors.hpp"
 
@@ -11,10 +13,17 @@ namespace shardplan::cli {
 void add_model_option(CLI::App& app, std::string& model) {
   app.add_option("--model", model,
                  "Cost model directory (pretrain-cost-model writes one); 'analytic' for TorchRec's analytic "
-                 "estimate. Default: the bundled model (models/default)");
+                 "estimate. Default: $SHARDPLAN_MODEL when set, else the bundled model (models/default)");
 }
 
 std::shared_ptr<const CostModel> load_model_flag(const std::string& model, int devices_per_host) {
+  if (model.empty()) {
+    // A pipeline (or a build without LibTorch) sets the model once for every command.
+    const char* from_environment = std::getenv("SHARDPLAN_MODEL");
+    if (from_environment != nullptr && *from_environment != '\0') {
+      return load_model_flag(from_environment, devices_per_host);
+    }
+  }
   if (model == kAnalyticModelName) {
     AnalyticCostConfig config;
     config.devices_per_host = devices_per_host;

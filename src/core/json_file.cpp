@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -26,7 +27,46 @@ std::string strip_exception_tag(const std::string& what) {
   return pos == std::string::npos ? what : what.substr(pos + 2);
 }
 
+// Nesting depth of the brackets outside strings; stops counting once past the limit.
+int nesting_depth(std::string_view text) {
+  int depth = 0;
+  int deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size() && deepest <= kMaxJsonDepth; ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 }  // namespace
+
+nlohmann::json parse_json_text(std::string_view text, std::string_view source) {
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    throw InputError(fmt::format("{}: file is empty, expected JSON", source));
+  }
+  if (nesting_depth(text) > kMaxJsonDepth) {
+    throw InputError(fmt::format("{}: invalid JSON: nested more than {} levels deep", source, kMaxJsonDepth));
+  }
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number too large for a double ("1e999"), found by fuzzing.
+    throw InputError(fmt::format("{}: invalid JSON: {}", source, strip_exception_tag(e.what())));
+  }
+}
 
 nlohmann::json read_json_file(const std::string& path) {
   std::string text;
@@ -45,14 +85,7 @@ nlohmann::json read_json_file(const std::string& path) {
     if (!in) throw InputError(fmt::format("{}: cannot open for reading", path));
     text = read_all(in);
   }
-  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    throw InputError(fmt::format("{}: file is empty, expected JSON", path));
-  }
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(fmt::format("{}: invalid JSON: {}", path, strip_exception_tag(e.what())));
-  }
+  return parse_json_text(text, path);
 }
 
 std::string describe_json_value(const nlohmann::json& value) {

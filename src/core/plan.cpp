@@ -5,7 +5,12 @@
 namespace shardplan {
 
 std::string_view sharding_type_name(ShardingType type) {
-  return type == ShardingType::kColumnWise ? "column_wise" : "table_wise";
+  switch (type) {
+    case ShardingType::kColumnWise: return "column_wise";
+    case ShardingType::kRowWise: return "row_wise";
+    case ShardingType::kTableWise: break;
+  }
+  return "table_wise";
 }
 
 std::vector<DeviceUsage> device_usage(const Plan& plan) {
@@ -15,7 +20,11 @@ std::vector<DeviceUsage> device_usage(const Plan& plan) {
       auto& device = usage.at(static_cast<std::size_t>(shard.rank));
       device.memory_bytes += shard_memory_bytes(shard.rows, shard.cols, table.dtype, plan.cluster.optimizer);
       device.num_shards += 1;
-      (table.type == ShardingType::kColumnWise ? device.num_column_wise : device.num_table_wise) += 1;
+      switch (table.type) {
+        case ShardingType::kTableWise: device.num_table_wise += 1; break;
+        case ShardingType::kColumnWise: device.num_column_wise += 1; break;
+        case ShardingType::kRowWise: device.num_row_wise += 1; break;
+      }
       device.dim_sum += shard.cols;
     }
   }
@@ -36,6 +45,16 @@ TableSharding sharding_of(const Table& table, std::vector<Shard> shards) {
   sharding.type = whole ? ShardingType::kTableWise : ShardingType::kColumnWise;
   sharding.shards = std::move(shards);
   return sharding;
+}
+
+Table shard_as_table(const Table& table, const Shard& shard) {
+  Table piece = table;
+  piece.rows = shard.rows;
+  piece.dim = static_cast<int>(shard.cols);
+  if (table.rows > 0) {
+    piece.pooling_factor = table.pooling_factor * static_cast<double>(shard.rows) / static_cast<double>(table.rows);
+  }
+  return piece;
 }
 
 TableSharding table_wise_sharding(const Table& table, int rank) {

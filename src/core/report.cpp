@@ -1,8 +1,10 @@
 #include "shardplan/report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "shardplan/units.hpp"
@@ -20,8 +22,9 @@ std::string cost_cell(const std::optional<std::vector<DeviceCost>>& costs, std::
 std::string device_row(const Plan& plan, const std::vector<DeviceUsage>& usage, std::size_t r) {
   const DeviceUsage& u = usage[r];
   double share = 100.0 * static_cast<double>(u.memory_bytes) / static_cast<double>(plan.cluster.usable_bytes_per_device());
-  return fmt::format("{:>6}  {:>11} {:>6.1f}%  {:>6} {:>5}/{:<5} {:>7}{}{}{}{}\n", r, format_bytes(u.memory_bytes), share,
-                     u.num_shards, u.num_table_wise, u.num_column_wise, u.dim_sum,
+  return fmt::format("{:>6}  {:>11} {:>6.1f}%  {:>6} {:>8} {:>7}{}{}{}{}\n", r, format_bytes(u.memory_bytes), share,
+                     u.num_shards, fmt::format("{}/{}/{}", u.num_table_wise, u.num_column_wise, u.num_row_wise),
+                     u.dim_sum,
                      cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.compute_ms; }),
                      cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.fw_comm_ms; }),
                      cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.bw_comm_ms; }),
@@ -41,15 +44,15 @@ std::vector<std::size_t> heaviest_first(const Plan& plan, const std::vector<Devi
 
 }  // namespace
 
-std::string format_report(const Plan& plan, const ReportOptions& options) {
+std::string format_report(const Plan& plan, const ReportOptions& options, const PlanAnalysis& analysis) {
   const Cluster& c = plan.cluster;
   std::vector<DeviceUsage> usage = device_usage(plan);
   std::string out = fmt::format(
       "plan: {} on {} GPUs ({} per host), {} per GPU, {} usable for embeddings (optimizer {}, reserve {:g})\n",
       plan.algorithm, c.num_devices, c.devices_per_host, format_bytes(c.memory_per_device_bytes),
       format_bytes(c.usable_bytes_per_device()), optimizer_name(c.optimizer), c.reserve_fraction);
-  out += fmt::format("{:>6}  {:>11} {:>7}  {:>6} {:>5}/{:<5} {:>7}{:>9}{:>9}{:>9}{:>9}\n", "rank", "memory", "used",
-                     "shards", "tw", "cw", "width", "compute", "fw_comm", "bw_comm", "total");
+  out += fmt::format("{:>6}  {:>11} {:>7}  {:>6} {:>8} {:>7}{:>9}{:>9}{:>9}{:>9}\n", "rank", "memory", "used",
+                     "shards", "tw/cw/rw", "width", "compute", "fw_comm", "bw_comm", "total");
 
   std::vector<std::size_t> shown(usage.size());
   std::iota(shown.begin(), shown.end(), 0);
@@ -89,10 +92,67 @@ std::string format_report(const Plan& plan, const ReportOptions& options) {
                   static_cast<double>(costs.size());
     out += fmt::format("cost ({}): max {:.3f} ms on rank {}, mean {:.3f} ms, imbalance {:.3f}\n", plan.cost_model,
                        slowest->total_ms(), slowest - costs.begin(), mean, mean > 0 ? slowest->total_ms() / mean : 1.0);
+    if (analysis.bound) {
+      out += format_bounding_device(*analysis.bound, costs.at(static_cast<std::size_t>(analysis.bound->rank)));
+    }
+    out += format_baseline_comparison(analysis.baselines, slowest->total_ms());
   } else {
     out += "cost: not predicted (no cost model was used)\n";
   }
   out += fmt::format("planned {} tables in {:.3f} s\n", plan.tables.size(), plan.planning_seconds);
+  return out;
+}
+
+std::string format_bounding_device(const BoundingDevice& bound, const DeviceCost& cost) {
+  // Whether compute or the all-to-all dominates says what kind of change could help.
+  std::string device = fmt::format("bounded by rank {} (compute {:.3f} ms, all-to-all {:.3f} ms)", bound.rank,
+                                   cost.compute_ms, cost.fw_comm_ms + cost.bw_comm_ms);
+  if (bound.drivers.empty()) return device + ": it holds no tables\n";
+  std::vector<std::string> names;
+  std::vector<std::string> savings;
+  for (const auto& d : bound.drivers) {
+    names.push_back(fmt::format("{} (cols {}, pooling {:.1f})", d.table, d.cols, d.pooling_factor));
+    savings.push_back(fmt::format("{:.3f}", d.saving_ms));
+  }
+  return fmt::format("{}: its largest cost drivers are tables {}; without each its total falls {} ms\n", device,
+                     fmt::join(names, ", "), fmt::join(savings, ", "));
+}
+
+const BaselineOutcome* best_baseline(const std::vector<BaselineOutcome>& baselines) {
+  const BaselineOutcome* best = nullptr;
+  for (const auto& b : baselines) {
+    if (b.max_total_ms && (!best || *b.max_total_ms < *best->max_total_ms)) best = &b;
+  }
+  return best;
+}
+
+std::string format_change(double baseline_ms, double plan_ms) {
+  double change = baseline_ms > 0 ? 100.0 * (1.0 - plan_ms / baseline_ms) : 0.0;
+  if (!std::isfinite(change) || std::abs(change) < 0.05) return "the same";
+  return fmt::format("{:.1f}% {}", std::abs(change), change > 0 ? "lower" : "higher");
+}
+
+std::string format_baseline_comparison(const std::vector<BaselineOutcome>& baselines, double plan_max_ms) {
+  if (baselines.empty()) return "";
+  std::string out;
+  if (const BaselineOutcome* best = best_baseline(baselines)) {
+    out += fmt::format("vs best baseline: {} max {:.3f} ms -> this plan {:.3f} ms ({})\n", best->planner,
+                       *best->max_total_ms, plan_max_ms, format_change(*best->max_total_ms, plan_max_ms));
+  } else {
+    out += "vs baselines: none of them found a plan\n";
+  }
+  // Baselines usually fail for one reason (a table no device holds whole): one line per reason.
+  std::vector<std::pair<std::string, std::vector<std::string>>> failures;
+  for (const auto& b : baselines) {
+    if (b.max_total_ms) continue;
+    auto same = std::find_if(failures.begin(), failures.end(), [&](const auto& f) { return f.first == b.failure; });
+    if (same == failures.end()) same = failures.insert(failures.end(), {b.failure, {}});
+    same->second.push_back(b.planner);
+  }
+  for (const auto& [reason, planners] : failures) {
+    out += fmt::format("baseline{} {}: no plan ({})\n", planners.size() > 1 ? "s" : "", fmt::join(planners, ", "),
+                       reason);
+  }
   return out;
 }
 

@@ -65,16 +65,18 @@ int64_t parse_byte_size(std::string_view text, std::string_view what) {
   return static_cast<int64_t>(std::llround(value));
 }
 
-std::string format_bytes(int64_t bytes) {
+std::string format_bytes(int64_t bytes) { return format_byte_total(static_cast<long double>(bytes)); }
+
+std::string format_byte_total(long double bytes) {
   constexpr std::array<std::string_view, 5> kNames = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
+  long double value = bytes;
   std::size_t unit = 0;
-  while (std::abs(value) >= 1024.0 && unit + 1 < kNames.size()) {
-    value /= 1024.0;
+  while (std::abs(value) >= 1024.0L && unit + 1 < kNames.size()) {
+    value /= 1024.0L;
     ++unit;
   }
-  if (unit == 0) return fmt::format("{} B", bytes);
-  return fmt::format("{:.2f} {}", value, kNames[unit]);
+  if (unit == 0) return fmt::format("{} B", static_cast<int64_t>(bytes));
+  return fmt::format("{:.2f} {}", static_cast<double>(value), kNames[unit]);
 }
 
 }  // namespace shardplan

@@ -9,6 +9,7 @@
 #include "shardplan/cluster.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/json_fields.hpp"
+#include "shardplan/plan_reader.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan {
@@ -32,39 +33,6 @@ struct Rect {
   }
 };
 
-struct PlanHeader {
-  int num_devices = 0;
-  int devices_per_host = 8;
-  Cluster cluster;
-};
-
-PlanHeader read_header(const nlohmann::json& plan, std::string_view source) {
-  if (!plan.is_object()) throw_field_error(source, "(top level)", "a plan must be a JSON object", plan);
-  if (const auto* format = find_member(plan, "format")) {
-    std::string text = read_string(*format, source, "format");
-    if (text != "shard-plan/1") throw_field_error(source, "format", "unsupported plan format (expected \"shard-plan/1\")", *format);
-  }
-  PlanHeader header;
-  header.num_devices =
-      static_cast<int>(read_int64(require_member(plan, "num_devices", source, ""), source, "num_devices", 1, kMaxDevices));
-  if (const auto* k = find_member(plan, "devices_per_host")) {
-    header.devices_per_host = static_cast<int>(read_int64(*k, source, "devices_per_host", 1, kMaxDevices));
-  }
-  header.cluster.num_devices = header.num_devices;
-  header.cluster.devices_per_host = header.devices_per_host;
-  header.cluster.memory_per_device_bytes = read_int64(require_member(plan, "memory_per_device_bytes", source, ""),
-                                                      source, "memory_per_device_bytes", 1, INT64_MAX);
-  if (const auto* reserve = find_member(plan, "reserve_fraction")) {
-    header.cluster.reserve_fraction = read_double(*reserve, source, "reserve_fraction", 0.0, 0.999999);
-  }
-  if (const auto* opt = find_member(plan, "optimizer")) {
-    auto parsed = parse_optimizer(read_string(*opt, source, "optimizer"));
-    if (!parsed) throw_field_error(source, "optimizer", "must be sgd, rowwise_adagrad, adagrad or adam", *opt);
-    header.cluster.optimizer = *parsed;
-  }
-  return header;
-}
-
 std::pair<int64_t, int64_t> read_pair(const nlohmann::json& value, std::string_view source, const std::string& path,
                                       int64_t max_first, int64_t max_second, int64_t min) {
   if (!value.is_array() || value.size() != 2) throw_field_error(source, path, "must be an array [rows, cols]", value);
@@ -75,8 +43,8 @@ std::pair<int64_t, int64_t> read_pair(const nlohmann::json& value, std::string_v
 class Validator {
  public:
   Validator(const nlohmann::json& plan, const std::vector<Table>& tables, std::string_view source)
-      : plan_(plan), tables_(tables), source_(source), header_(read_header(plan, source)) {
-    memory_.assign(static_cast<std::size_t>(header_.num_devices), 0);
+      : plan_(plan), tables_(tables), source_(source), cluster_(plan_cluster_from_json(plan, source)) {
+    memory_.assign(static_cast<std::size_t>(cluster_.num_devices), 0);
     for (std::size_t i = 0; i < tables_.size(); ++i) by_name_.emplace(tables_[i].name, i);
     covered_.assign(tables_.size(), false);
   }
@@ -135,9 +103,9 @@ class Validator {
     check_geometry(rects, type, rows, dim, path, name);
     if (table != nullptr) {
       for (const auto& r : rects) {
-        if (r.rank >= 0 && r.rank < header_.num_devices) {
+        if (r.rank >= 0 && r.rank < cluster_.num_devices) {
           auto& used = memory_[static_cast<std::size_t>(r.rank)];
-          used = saturating_add(used, shard_memory_bytes(r.rows, r.cols, table->dtype, header_.cluster.optimizer));
+          used = saturating_add(used, shard_memory_bytes(r.rows, r.cols, table->dtype, cluster_.optimizer));
         }
       }
     }
@@ -152,13 +120,13 @@ class Validator {
                                          path + ".shard_offsets", kMaxRows, kMaxDim, 0);
     std::tie(r.rows, r.cols) = read_pair(require_member(shard, "shard_sizes", source_, path), source_,
                                          path + ".shard_sizes", kMaxRows, kMaxDim, 0);
-    if (r.rank < 0 || r.rank >= header_.num_devices) {
-      problem("{}.rank: {} is out of range [0, {})", path, r.rank, header_.num_devices);
+    if (r.rank < 0 || r.rank >= cluster_.num_devices) {
+      problem("{}.rank: {} is out of range [0, {})", path, r.rank, cluster_.num_devices);
     }
     if (r.rows == 0 || r.cols == 0) problem("{}.shard_sizes: empty shard [{}, {}]", path, r.rows, r.cols);
     if (r.cols % 4 != 0) problem("{}.shard_sizes: width {} is not a multiple of 4", path, r.cols);
-    std::string expected = fmt::format("rank:{}/cuda:{}", r.rank, ((r.rank % header_.devices_per_host) +
-                                                                   header_.devices_per_host) % header_.devices_per_host);
+    std::string expected = fmt::format("rank:{}/cuda:{}", r.rank, ((r.rank % cluster_.devices_per_host) +
+                                                                   cluster_.devices_per_host) % cluster_.devices_per_host);
     const auto& placement =
         read_string(require_member(shard, "placement", source_, path), source_, path + ".placement");
     if (placement != expected) problem("{}.placement: \"{}\" does not match rank {} (expected \"{}\")", path, placement, r.rank, expected);
@@ -212,7 +180,7 @@ class Validator {
   }
 
   void check_memory() {
-    int64_t usable = header_.cluster.usable_bytes_per_device();
+    int64_t usable = cluster_.usable_bytes_per_device();
     for (std::size_t r = 0; r < memory_.size(); ++r) {
       if (memory_[r] > usable) {
         problem("device {}: shards need {} ({} bytes), over its usable {} ({} bytes)", r, format_bytes(memory_[r]),
@@ -242,7 +210,7 @@ class Validator {
   const nlohmann::json& plan_;
   const std::vector<Table>& tables_;
   std::string_view source_;
-  PlanHeader header_;
+  Cluster cluster_;
   std::unordered_map<std::string, std::size_t> by_name_;
   std::vector<bool> covered_;
   std::vector<int64_t> memory_;

@@ -35,7 +35,7 @@ std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& t
   for (const auto& sharding : plan.tables) {
     const Table& table = *by_name.at(sharding.name);
     for (const auto& shard : sharding.shards) {
-      sets[static_cast<std::size_t>(shard.rank)].push_back(shard_features(table, shard.cols));
+      sets[static_cast<std::size_t>(shard.rank)].push_back(shard_features(shard_as_table(table, shard), shard.cols));
       dim_sums[static_cast<std::size_t>(shard.rank)] += shard.cols;
     }
   }

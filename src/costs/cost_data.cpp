@@ -75,12 +75,7 @@ void load_samples_file(const fs::path& dir, CostKind kind, CostData& data) {
     ++number;
     if (line.empty()) continue;
     std::string source = fmt::format("{}:{}", samples.string(), number);
-    nlohmann::json doc;
-    try {
-      doc = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw InputError(fmt::format("{}: invalid JSON ({})", source, e.what()));
-    }
+    nlohmann::json doc = parse_json_text(line, source);
     if (kind == CostKind::kCompute) {
       data.compute.push_back(compute_sample_from_json(doc, source));
     } else {

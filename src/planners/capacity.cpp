@@ -13,8 +13,7 @@ void check_total_capacity(const std::vector<Table>& tables, const Cluster& clust
   long double capacity = static_cast<long double>(cluster.usable_bytes_per_device()) * cluster.num_devices;
   if (total > capacity) {
     throw InfeasibleError(fmt::format("the tables need {} in total but {} devices offer {} ({} each)",
-                                      format_bytes(static_cast<int64_t>(total)), cluster.num_devices,
-                                      format_bytes(static_cast<int64_t>(capacity)),
+                                      format_byte_total(total), cluster.num_devices, format_byte_total(capacity),
                                       format_bytes(cluster.usable_bytes_per_device())));
   }
 }

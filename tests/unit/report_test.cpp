@@ -41,5 +41,53 @@ TEST(Report, ShowsPredictedCostsAndTheBoundingDevice) {
       << report;
 }
 
+TEST(Report, NamesTheBoundingDeviceAndItsCostDrivers) {
+  Plan plan = plan_on(4);
+  plan.cost_model = "m";
+  plan.device_costs = std::vector<DeviceCost>{{1, 0, 0}, {4, 1, 1}, {2, 0, 0}, {1, 0, 0}};
+  PlanAnalysis analysis;
+  analysis.bound = BoundingDevice{1, {{"wide", 128, 20.0, 3.5}, {"deep", 16, 4.3, 1.25}}};
+  std::string report = format_report(plan, ReportOptions{}, analysis);
+  EXPECT_NE(report.find("bounded by rank 1 (compute 4.000 ms, all-to-all 2.000 ms): its largest cost drivers are "
+                        "tables wide (cols 128, pooling 20.0), deep (cols 16, pooling 4.3); without each its total "
+                        "falls 3.500, 1.250 ms\n"),
+            std::string::npos)
+      << report;
+  EXPECT_EQ(format_bounding_device(BoundingDevice{2, {}}, DeviceCost{}),
+            "bounded by rank 2 (compute 0.000 ms, all-to-all 0.000 ms): it holds no tables\n");
+}
+
+TEST(Report, ComparesWithTheBestBaselineAndListsFailures) {
+  std::vector<BaselineOutcome> baselines = {{"torchrec", 200.0, ""},
+                                            {"size_greedy", std::nullopt, "t9 is larger than a device"},
+                                            {"dim_greedy", 160.0, ""},
+                                            {"lookup_greedy", std::nullopt, "t9 is larger than a device"},
+                                            {"random", std::nullopt, "bad luck"}};
+  EXPECT_EQ(format_baseline_comparison(baselines, 120.0),
+            "vs best baseline: dim_greedy max 160.000 ms -> this plan 120.000 ms (25.0% lower)\n"
+            "baselines size_greedy, lookup_greedy: no plan (t9 is larger than a device)\n"
+            "baseline random: no plan (bad luck)\n");
+  EXPECT_EQ(format_baseline_comparison({{"torchrec", 100.0, ""}}, 100.01),
+            "vs best baseline: torchrec max 100.000 ms -> this plan 100.010 ms (the same)\n");
+  EXPECT_EQ(format_baseline_comparison({{"torchrec", 100.0, ""}}, 110.0),
+            "vs best baseline: torchrec max 100.000 ms -> this plan 110.000 ms (10.0% higher)\n");
+  EXPECT_EQ(format_baseline_comparison({{"torchrec", std::nullopt, "infeasible"}}, 1.0),
+            "vs baselines: none of them found a plan\nbaseline torchrec: no plan (infeasible)\n");
+  EXPECT_EQ(format_baseline_comparison({}, 1.0), "");
+
+  Plan plan = plan_on(4);
+  plan.device_costs = std::vector<DeviceCost>{{1, 0, 0}, {4, 1, 1}, {2, 0, 0}, {1, 0, 0}};
+  PlanAnalysis analysis;
+  analysis.baselines = baselines;
+  std::string report = format_report(plan, ReportOptions{}, analysis);
+  EXPECT_NE(report.find("dim_greedy max 160.000 ms -> this plan 6.000 ms (96.2% lower)"), std::string::npos) << report;
+}
+
+TEST(Report, CountsShardsBySharding) {
+  Plan plan = plan_on(2);
+  std::string report = format_report(plan, ReportOptions{});
+  EXPECT_NE(report.find("tw/cw/rw"), std::string::npos) << report;
+}
+
 }  // namespace
 }  // namespace shardplan

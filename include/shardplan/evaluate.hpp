@@ -1,0 +1,50 @@
+#pragma once
+// `shard-plan evaluate`: a plan's per-device predicted costs and, when measured on this machine's device,
+// its measured compute next to the prediction. No LibTorch here: measurements come in as numbers.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardplan/cost_model.hpp"
+#include "shardplan/plan.hpp"
+
+namespace shardplan {
+
+struct DeviceEvaluation {
+  DeviceUsage usage;
+  DeviceCost predicted;
+  std::optional<double> measured_compute_ms;  // when measured
+  std::string not_measured;                   // why a device was skipped, when it was
+};
+
+struct MeasuredSummary {
+  int devices = 0;                   // devices measured (empty ones count, at 0 ms)
+  double max_compute_ms = 0.0;       // the slowest measured device
+  int max_rank = 0;
+  double predicted_max_compute_ms = 0.0;  // the model's max over the same devices
+  double mape_percent = 0.0;         // |predicted - measured| / measured over non-empty measured devices
+  double spearman = 0.0;             // rank agreement of predicted and measured per-device compute
+};
+
+struct PlanEvaluation {
+  std::string algorithm;
+  std::string cost_model;
+  std::vector<DeviceEvaluation> devices;
+  double max_total_ms = 0.0;
+  double mean_total_ms = 0.0;
+  int bounding_rank = 0;             // the device with the largest predicted total
+  double max_compute_ms = 0.0;       // predicted
+  std::optional<MeasuredSummary> measured;
+};
+
+PlanEvaluation evaluate_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model);
+
+// One measured compute latency per device (nullopt: skipped, with the reason in `skipped`).
+void attach_measurements(PlanEvaluation& evaluation, const std::vector<std::optional<double>>& measured_ms,
+                         const std::vector<std::string>& skipped);
+
+nlohmann::ordered_json evaluation_to_json(const PlanEvaluation& evaluation);
+std::string format_evaluation(const PlanEvaluation& evaluation);
+
+}  // namespace shardplan

@@ -1,0 +1,106 @@
+// shard-plan evaluate --plan P --tables T [--measure]: a plan's per-device predicted costs and, with
+// --measure, each device's shard set timed on this machine next to the prediction.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "bench_flags.hpp"
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "planning_flags.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/evaluate.hpp"
+#include "shardplan/plan_reader.hpp"
+#include "shardplan/tables_io.hpp"
+#include "shardplan/units.hpp"
+#if SHARDPLAN_WITH_TORCH
+#include "shardplan/costs/plan_measurement.hpp"
+#endif
+
+namespace shardplan::cli {
+
+namespace {
+
+int run_evaluate(int argc, char** argv) {
+  CLI::App app{"Scores a plan (written by shard-plan or any tool, in the shard-plan/1 format) with a cost model: "
+               "per device the predicted compute, forward and backward all-to-all and total. With --measure, each "
+               "device's shards also run on this machine's device, one device at a time, with the kernel and "
+               "index traces collect-costs uses, and measured compute is shown against the prediction.",
+               "shard-plan evaluate"};
+  configure_app(app);
+  app.footer(R"(Examples:
+  shard-plan evaluate --plan plan.json --tables data/examples/tables.json
+  shard-plan evaluate --plan plan.json --tables tables.json --measure --json > evaluation.json
+
+Measured compute is the fastest of --iterations timed training steps (forward, backward, sparse SGD
+update), the statistic the bundled model is trained on; it describes this machine's device, which is
+the device the model describes only when the model was pre-trained on costs collected here.
+Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an invalid plan.)");
+  std::string plan_path;
+  std::string tables_path;
+  std::string model;
+  bool measure = false;
+  bool json = false;
+  std::string mem_cap = "auto";
+  uint64_t seed = 0;
+#if SHARDPLAN_WITH_TORCH
+  PlanMeasureConfig measure_config;
+  ComputeBenchConfig& bench = measure_config.bench;
+#else
+  ComputeBenchConfig bench;
+#endif
+  LogOptions log_options;
+  app.add_option("--plan", plan_path, "Plan file (format shard-plan/1)")->required();
+  app.add_option("--tables", tables_path, "The tables file the plan was made for")->required();
+  add_model_option(app, model);
+  app.add_flag("--measure", measure, "Also time each device's shard set on this machine's device");
+  app.add_flag("--json", json, "Print the evaluation as JSON on stdout");
+  app.add_option("--measure-mem-cap", mem_cap,
+                 "Skip devices whose weights exceed this (e.g. 8GiB; auto: half of physical memory)")
+      ->capture_default_str();
+  app.add_option("--seed", seed, "Seed of the measured index traces")->capture_default_str();
+  add_bench_options(app, bench, "measure-");
+  add_log_options(app, log_options);
+  if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  apply_log_options(log_options);
+  check_bench_options(bench, "measure-");
+  int64_t cap = mem_cap == "auto" ? 0 : parse_byte_size(mem_cap, "--measure-mem-cap");
+
+  std::vector<Table> tables = load_tables(tables_path);
+  Plan plan = read_plan_file(plan_path, tables);
+  auto cost_model = load_model_flag(model, plan.cluster.devices_per_host);
+  PlanEvaluation evaluation = evaluate_plan(plan, tables, *cost_model);
+
+  if (measure) {
+#if SHARDPLAN_WITH_TORCH
+    measure_config.memory_cap_bytes = cap;
+    measure_config.seed = seed;
+    measure_config.quiet = log_options.quiet;
+    spdlog::info("measuring {} devices on {} (batch {}, {} timed steps each)", plan.cluster.num_devices, bench.device,
+                 bench.batch_size, bench.timed_iterations);
+    PlanMeasurement measured = measure_plan(plan, tables, measure_config);
+    attach_measurements(evaluation, measured.compute_ms, measured.skipped);
+    if (measured.interrupted) spdlog::warn("interrupted: the devices not reached are reported as not measured");
+#else
+    (void)cap;
+    (void)seed;
+    throw InputError("--measure: this shard-plan was built without LibTorch (SHARDPLAN_WITH_TORCH=OFF), which "
+                     "measuring needs");
+#endif
+  }
+
+  if (json) {
+    std::cout << evaluation_to_json(evaluation).dump(2) << "\n";
+  } else {
+    std::cout << format_evaluation(evaluation);
+  }
+  return 0;
+}
+
+}  // namespace
+
+SHARDPLAN_REGISTER_COMMAND(evaluate, "evaluate", "score a plan with a cost model, and measure it with --measure",
+                           run_evaluate);
+
+}  // namespace shardplan::cli

@@ -1,0 +1,138 @@
+#include "shardplan/evaluate.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "shardplan/pretrain.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan {
+
+PlanEvaluation evaluate_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {
+  PlanEvaluation evaluation;
+  evaluation.algorithm = plan.algorithm;
+  evaluation.cost_model = model.name();
+  std::vector<DeviceUsage> usage = device_usage(plan);
+  std::vector<DeviceCost> costs = score_plan(plan, tables, model);
+  double sum = 0.0;
+  for (std::size_t r = 0; r < usage.size(); ++r) {
+    evaluation.devices.push_back(DeviceEvaluation{usage[r], costs[r], std::nullopt, ""});
+    sum += costs[r].total_ms();
+    if (costs[r].total_ms() > evaluation.max_total_ms) {
+      evaluation.max_total_ms = costs[r].total_ms();
+      evaluation.bounding_rank = static_cast<int>(r);
+    }
+    evaluation.max_compute_ms = std::max(evaluation.max_compute_ms, costs[r].compute_ms);
+  }
+  evaluation.mean_total_ms = usage.empty() ? 0.0 : sum / static_cast<double>(usage.size());
+  return evaluation;
+}
+
+void attach_measurements(PlanEvaluation& evaluation, const std::vector<std::optional<double>>& measured_ms,
+                         const std::vector<std::string>& skipped) {
+  MeasuredSummary summary;
+  std::vector<double> predicted;
+  std::vector<double> measured;
+  for (std::size_t r = 0; r < evaluation.devices.size(); ++r) {
+    DeviceEvaluation& device = evaluation.devices[r];
+    device.measured_compute_ms = r < measured_ms.size() ? measured_ms[r] : std::nullopt;
+    device.not_measured = r < skipped.size() ? skipped[r] : "";
+    if (!device.measured_compute_ms) continue;
+    ++summary.devices;
+    if (*device.measured_compute_ms >= summary.max_compute_ms) {
+      summary.max_compute_ms = *device.measured_compute_ms;
+      summary.max_rank = static_cast<int>(r);
+    }
+    summary.predicted_max_compute_ms = std::max(summary.predicted_max_compute_ms, device.predicted.compute_ms);
+    if (device.usage.num_shards > 0 && *device.measured_compute_ms > 0.0) {
+      predicted.push_back(device.predicted.compute_ms);
+      measured.push_back(*device.measured_compute_ms);
+    }
+  }
+  if (!measured.empty()) {
+    Metrics metrics = compute_metrics(predicted, measured);
+    summary.mape_percent = metrics.mape;
+    summary.spearman = metrics.spearman;
+  }
+  evaluation.measured = summary;
+}
+
+nlohmann::ordered_json evaluation_to_json(const PlanEvaluation& evaluation) {
+  using ojson = nlohmann::ordered_json;
+  ojson devices = ojson::array();
+  for (std::size_t r = 0; r < evaluation.devices.size(); ++r) {
+    const DeviceEvaluation& d = evaluation.devices[r];
+    ojson row{{"rank", r},
+              {"num_shards", d.usage.num_shards},
+              {"memory_bytes", d.usage.memory_bytes},
+              {"dim_sum", d.usage.dim_sum},
+              {"compute_ms", d.predicted.compute_ms},
+              {"fw_comm_ms", d.predicted.fw_comm_ms},
+              {"bw_comm_ms", d.predicted.bw_comm_ms},
+              {"total_ms", d.predicted.total_ms()}};
+    if (evaluation.measured) {
+      row["measured_compute_ms"] = d.measured_compute_ms ? ojson(*d.measured_compute_ms) : ojson(nullptr);
+      if (!d.not_measured.empty()) row["not_measured"] = d.not_measured;
+    }
+    devices.push_back(std::move(row));
+  }
+  ojson doc{{"algorithm", evaluation.algorithm},
+            {"cost_model", evaluation.cost_model},
+            {"devices", std::move(devices)},
+            {"predicted",
+             {{"max_total_ms", evaluation.max_total_ms},
+              {"mean_total_ms", evaluation.mean_total_ms},
+              {"bounding_rank", evaluation.bounding_rank},
+              {"max_compute_ms", evaluation.max_compute_ms}}}};
+  if (evaluation.measured) {
+    const MeasuredSummary& m = *evaluation.measured;
+    doc["measured"] = ojson{{"devices", m.devices},
+                            {"max_compute_ms", m.max_compute_ms},
+                            {"max_rank", m.max_rank},
+                            {"predicted_max_compute_ms", m.predicted_max_compute_ms},
+                            {"compute_mape_percent", m.mape_percent},
+                            {"compute_spearman", m.spearman}};
+  }
+  return doc;
+}
+
+std::string format_evaluation(const PlanEvaluation& evaluation) {
+  const bool measured = evaluation.measured.has_value();
+  std::string out = fmt::format("plan: {} on {} GPUs, scored by {}\n", evaluation.algorithm, evaluation.devices.size(),
+                                evaluation.cost_model);
+  out += fmt::format("{:>6} {:>6} {:>11} {:>7} {:>9} {:>9} {:>9} {:>9}", "rank", "shards", "memory", "width", "compute",
+                     "fw_comm", "bw_comm", "total");
+  out += measured ? fmt::format(" {:>9} {:>7}\n", "measured", "error") : "\n";
+  for (std::size_t r = 0; r < evaluation.devices.size(); ++r) {
+    const DeviceEvaluation& d = evaluation.devices[r];
+    out += fmt::format("{:>6} {:>6} {:>11} {:>7} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}", r, d.usage.num_shards,
+                       format_bytes(d.usage.memory_bytes), d.usage.dim_sum, d.predicted.compute_ms,
+                       d.predicted.fw_comm_ms, d.predicted.bw_comm_ms, d.predicted.total_ms());
+    if (!measured) {
+      out += "\n";
+    } else if (!d.measured_compute_ms) {
+      out += fmt::format("  not measured: {}\n", d.not_measured);
+    } else if (*d.measured_compute_ms > 0.0) {
+      double error = 100.0 * (d.predicted.compute_ms - *d.measured_compute_ms) / *d.measured_compute_ms;
+      out += fmt::format(" {:>9.3f} {:>+6.1f}%\n", *d.measured_compute_ms, error);
+    } else {
+      out += fmt::format(" {:>9.3f} {:>7}\n", *d.measured_compute_ms, "-");
+    }
+  }
+  out += fmt::format("predicted: max {:.3f} ms on rank {}, mean {:.3f} ms, imbalance {:.3f}, max compute {:.3f} ms\n",
+                     evaluation.max_total_ms, evaluation.bounding_rank, evaluation.mean_total_ms,
+                     evaluation.mean_total_ms > 0 ? evaluation.max_total_ms / evaluation.mean_total_ms : 1.0,
+                     evaluation.max_compute_ms);
+  if (measured) {
+    const MeasuredSummary& m = *evaluation.measured;
+    out += fmt::format(
+        "measured compute on this machine ({} of {} devices): max {:.3f} ms on rank {} (predicted max {:.3f} ms), "
+        "per-device error {:.1f}% (MAPE), rank correlation {:.3f}\n",
+        m.devices, evaluation.devices.size(), m.max_compute_ms, m.max_rank, m.predicted_max_compute_ms, m.mape_percent,
+        m.spearman);
+  }
+  return out;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,152 @@
+// Reading plans back (plan_reader), scoring them (evaluate) and the bench's measured summary.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "shardplan/bench.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/evaluate.hpp"
+#include "shardplan/plan_io.hpp"
+#include "shardplan/plan_reader.hpp"
+#include "test_tables.hpp"
+
+namespace shardplan {
+namespace {
+
+using testing::make_table;
+
+Cluster cluster_of(int devices) {
+  Cluster cluster;
+  cluster.num_devices = devices;
+  cluster.memory_per_device_bytes = 1ll << 30;
+  return cluster;
+}
+
+Plan two_table_plan() {
+  std::vector<Table> tables = {make_table("a", 1000, 16, 2.0), make_table("b", 5000, 32, 8.0)};
+  Plan plan;
+  plan.algorithm = "handmade";
+  plan.cluster = cluster_of(2);
+  plan.tables.push_back(table_wise_sharding(tables[0], 1));
+  plan.tables.push_back(sharding_of(tables[1], {Shard{0, 0, 0, 5000, 20}, Shard{1, 0, 20, 5000, 12}}));
+  return plan;
+}
+
+std::vector<Table> two_tables() { return {make_table("a", 1000, 16, 2.0), make_table("b", 5000, 32, 8.0)}; }
+
+TEST(PlanReader, WrittenPlanReadsBackTheSame) {
+  Plan written = two_table_plan();
+  Plan read = plan_from_json(nlohmann::json::parse(plan_to_string(written)), two_tables(), "plan.json");
+  EXPECT_EQ(read.algorithm, "handmade");
+  EXPECT_EQ(read.cluster.num_devices, 2);
+  ASSERT_EQ(read.tables.size(), 2u);
+  EXPECT_EQ(read.tables[0].type, ShardingType::kTableWise);
+  EXPECT_EQ(read.tables[1].type, ShardingType::kColumnWise);
+  ASSERT_EQ(read.tables[1].shards.size(), 2u);
+  EXPECT_EQ(read.tables[1].shards[1].rank, 1);
+  EXPECT_EQ(read.tables[1].shards[1].col_offset, 20);
+  EXPECT_EQ(read.tables[1].shards[1].cols, 12);
+  EXPECT_EQ(plan_to_string(read), plan_to_string(written));
+}
+
+TEST(PlanReader, TablesComeInTheTablesFileOrder) {
+  nlohmann::json doc = nlohmann::json::parse(plan_to_string(two_table_plan()));
+  std::swap(doc["tables"][0], doc["tables"][1]);
+  Plan read = plan_from_json(doc, two_tables(), "plan.json");
+  EXPECT_EQ(read.tables[0].name, "a");
+  EXPECT_EQ(read.tables[1].name, "b");
+}
+
+TEST(PlanReader, InvalidPlanNamesItsProblems) {
+  nlohmann::json doc = nlohmann::json::parse(plan_to_string(two_table_plan()));
+  doc["tables"][1]["shards"][1]["shard_sizes"][1] = 8;  // leaves a gap
+  try {
+    plan_from_json(doc, two_tables(), "plan.json");
+    FAIL() << "an invalid plan was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("plan.json: the plan is invalid"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gaps"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PlanReader, RowWiseShardsCarryTheirShareOfLookups) {
+  std::vector<Table> tables = {make_table("r", 1000, 8, 10.0)};
+  nlohmann::json doc = {{"format", "shard-plan/1"}, {"num_devices", 2}, {"memory_per_device_bytes", 1 << 30}};
+  doc["tables"] = {{{"name", "r"},
+                    {"rows", 1000},
+                    {"dim", 8},
+                    {"sharding_type", "row_wise"},
+                    {"ranks", {0, 1}},
+                    {"shards",
+                     {{{"rank", 0}, {"shard_offsets", {0, 0}}, {"shard_sizes", {250, 8}}, {"placement", "rank:0/cuda:0"}},
+                      {{"rank", 1}, {"shard_offsets", {250, 0}}, {"shard_sizes", {750, 8}}, {"placement", "rank:1/cuda:1"}}}}}};
+  Plan plan = plan_from_json(doc, tables, "rows.json");
+  ASSERT_EQ(plan.tables[0].type, ShardingType::kRowWise);
+  Table piece = shard_as_table(tables[0], plan.tables[0].shards[1]);
+  EXPECT_EQ(piece.rows, 750);
+  EXPECT_DOUBLE_EQ(piece.pooling_factor, 7.5);
+  EXPECT_EQ(device_usage(plan)[1].num_row_wise, 1);
+}
+
+TEST(Evaluate, SummaryMatchesTheDevices) {
+  auto model = make_analytic_cost_model(AnalyticCostConfig{});
+  PlanEvaluation e = evaluate_plan(two_table_plan(), two_tables(), *model);
+  ASSERT_EQ(e.devices.size(), 2u);
+  double max_total = std::max(e.devices[0].predicted.total_ms(), e.devices[1].predicted.total_ms());
+  EXPECT_DOUBLE_EQ(e.max_total_ms, max_total);
+  EXPECT_EQ(e.devices[e.bounding_rank].predicted.total_ms(), max_total);
+  EXPECT_DOUBLE_EQ(e.mean_total_ms, (e.devices[0].predicted.total_ms() + e.devices[1].predicted.total_ms()) / 2);
+  EXPECT_FALSE(e.measured.has_value());
+  EXPECT_FALSE(evaluation_to_json(e).contains("measured"));
+}
+
+TEST(Evaluate, MeasurementsGiveErrorAndSkippedDevices) {
+  auto model = make_analytic_cost_model(AnalyticCostConfig{});
+  PlanEvaluation e = evaluate_plan(two_table_plan(), two_tables(), *model);
+  double predicted0 = e.devices[0].predicted.compute_ms;
+  attach_measurements(e, {predicted0 * 2, std::nullopt}, {"", "too big"});
+  ASSERT_TRUE(e.measured.has_value());
+  EXPECT_EQ(e.measured->devices, 1);
+  EXPECT_DOUBLE_EQ(e.measured->max_compute_ms, predicted0 * 2);
+  EXPECT_NEAR(e.measured->mape_percent, 50.0, 1e-9);
+  auto doc = evaluation_to_json(e);
+  EXPECT_TRUE(doc["devices"][1]["measured_compute_ms"].is_null());
+  EXPECT_EQ(doc["devices"][1]["not_measured"], "too big");
+  EXPECT_NE(format_evaluation(e).find("not measured: too big"), std::string::npos);
+}
+
+// A stand-in for real kernels: a device's "measured" compute is its width sum, so the bench's
+// bookkeeping can be checked exactly.
+TEST(BenchMeasured, AveragesOnlyTasksEveryAlgorithmMeasured) {
+  TaskSet set;
+  set.name = "tiny";
+  set.num_devices = 2;
+  set.memory_per_device_bytes = 1ll << 30;
+  for (int t = 0; t < 3; ++t) set.tasks.push_back(ShardingTask{testing::varied_tables(6 + t)});
+  BenchMeasure measure;
+  measure.tasks = 2;
+  int calls = 0;
+  measure.measure = [&calls](const Plan& plan, const std::vector<Table>&) {
+    ++calls;
+    std::vector<std::optional<double>> out;
+    for (const auto& usage : device_usage(plan)) out.push_back(static_cast<double>(usage.dim_sum));
+    return out;
+  };
+  BenchResult result = run_bench(set, {"dim_greedy", "size_greedy"}, testing::planner_config(), true, &measure);
+  EXPECT_EQ(calls, 4);  // two tasks, two algorithms
+  EXPECT_EQ(result.measured_tasks, 2);
+  int wins = 0;
+  for (const auto& s : result.algorithms) {
+    EXPECT_EQ(s.measured, 2);
+    EXPECT_FALSE(s.tasks[2].measured_max_compute_ms.has_value());
+    double expected = (*s.tasks[0].measured_max_compute_ms + *s.tasks[1].measured_max_compute_ms) / 2;
+    EXPECT_DOUBLE_EQ(s.mean_measured_max_compute_ms, expected);
+    wins += s.measured_wins;
+  }
+  EXPECT_GE(wins, 2);
+  EXPECT_NE(format_bench(result).find("measured ms"), std::string::npos);
+  EXPECT_EQ(bench_to_json(result, false)["measured_tasks"], 2);
+}
+
+}  // namespace
+}  // namespace shardplan

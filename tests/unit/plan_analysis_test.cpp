@@ -1,0 +1,102 @@
+#include <gtest/gtest.h>
+
+#include "shardplan/baseline_comparison.hpp"
+#include "shardplan/bounding_drivers.hpp"
+#include "test_tables.hpp"
+
+namespace shardplan {
+namespace {
+
+using testing::make_table;
+
+// Rank 0 holds a wide, busy table and a narrow, idle one; rank 1 a narrow one.
+struct TwoDevices {
+  std::vector<Table> tables = {make_table("narrow", 1000, 4, 1.0), make_table("wide", 1'000'000, 128, 40.0),
+                               make_table("other", 1000, 4, 1.0)};
+  Plan plan;
+  TwoDevices() {
+    plan.cluster.num_devices = 2;
+    plan.tables = {table_wise_sharding(tables[0], 0), table_wise_sharding(tables[1], 0),
+                   table_wise_sharding(tables[2], 1)};
+  }
+};
+
+TEST(BoundingDrivers, RanksTheSlowestDevicesTablesByWhatLeavingThemOutSaves) {
+  TwoDevices two;
+  auto model = make_analytic_cost_model(AnalyticCostConfig{});
+  auto bound = bounding_drivers(two.plan, two.tables, *model);
+  ASSERT_TRUE(bound);
+  EXPECT_EQ(bound->rank, 0);
+  ASSERT_EQ(bound->drivers.size(), 2u);
+  EXPECT_EQ(bound->drivers[0].table, "wide");
+  EXPECT_EQ(bound->drivers[0].cols, 128);
+  EXPECT_DOUBLE_EQ(bound->drivers[0].pooling_factor, 40.0);
+  EXPECT_EQ(bound->drivers[1].table, "narrow");
+  EXPECT_GT(bound->drivers[0].saving_ms, bound->drivers[1].saving_ms);
+  // The analytic model adds shards up and a device's comm depends on its own width only, so leaving each
+  // table out in turn saves, all told, the device's whole total (to the float precision of its summaries).
+  double total = score_plan(two.plan, two.tables, *model)[0].total_ms();
+  EXPECT_NEAR(bound->drivers[0].saving_ms + bound->drivers[1].saving_ms, total, 1e-6 * total);
+}
+
+TEST(BoundingDrivers, KeepsTheLargestFewAndCountsAllOfATablesColumnsOnTheDevice) {
+  auto tables = testing::varied_tables(12);
+  Plan plan;
+  plan.cluster.num_devices = 3;
+  for (const auto& t : tables) plan.tables.push_back(table_wise_sharding(t, 1));
+  // Two column-wise pieces of the first table on the same device count as one driver with all its columns.
+  int half = tables[0].dim / 2;
+  plan.tables[0] = sharding_of(
+      tables[0], {Shard{1, 0, 0, tables[0].rows, half}, Shard{1, 0, half, tables[0].rows, tables[0].dim - half}});
+  auto bound = bounding_drivers(plan, tables, *make_analytic_cost_model(AnalyticCostConfig{}), 20);
+  ASSERT_TRUE(bound);
+  EXPECT_EQ(bound->rank, 1);
+  ASSERT_EQ(bound->drivers.size(), 12u);
+  for (const auto& d : bound->drivers) {
+    if (d.table == tables[0].name) {
+      EXPECT_EQ(d.cols, tables[0].dim);
+    }
+  }
+  auto top3 = bounding_drivers(plan, tables, *make_analytic_cost_model(AnalyticCostConfig{}));
+  ASSERT_EQ(top3->drivers.size(), 3u);
+  EXPECT_EQ(top3->drivers[0].table, bound->drivers[0].table);
+}
+
+TEST(BaselineComparison, LeavesOutNeuroShardAndRandom) {
+  auto names = baseline_planner_names();
+  EXPECT_FALSE(names.empty());
+  for (const auto& n : names) {
+    EXPECT_NE(n, "neuroshard");
+    EXPECT_NE(n, "random");
+  }
+}
+
+TEST(BaselineComparison, ScoresEachBaselineAndReportsFailuresWithoutThrowing) {
+  auto tables = testing::varied_tables(40);
+  Cluster cluster;
+  cluster.num_devices = 4;
+  auto config = testing::planner_config();
+  auto outcomes =
+      compare_with_baselines({"size_greedy", "no_such_planner"}, tables, cluster, config, *config.cost_model);
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0].planner, "size_greedy");
+  ASSERT_TRUE(outcomes[0].max_total_ms);
+  Plan greedy = make_planner("size_greedy", config)->plan(tables, cluster);
+  double max = 0.0;
+  for (const auto& c : score_plan(greedy, tables, *config.cost_model)) max = std::max(max, c.total_ms());
+  EXPECT_DOUBLE_EQ(*outcomes[0].max_total_ms, max);
+  EXPECT_FALSE(outcomes[1].max_total_ms);
+  EXPECT_NE(outcomes[1].failure.find("unknown planner"), std::string::npos);
+
+  // A table larger than any device: table-wise baselines cannot place it.
+  cluster.memory_per_device_bytes = 1 << 20;
+  std::vector<Table> too_big = {make_table("huge", 1'000'000, 64)};
+  auto infeasible = compare_with_baselines(baseline_planner_names(), too_big, cluster, config, *config.cost_model);
+  for (const auto& o : infeasible) {
+    EXPECT_FALSE(o.max_total_ms) << o.planner;
+    EXPECT_FALSE(o.failure.empty()) << o.planner;
+  }
+}
+
+}  // namespace
+}  // namespace shardplan
