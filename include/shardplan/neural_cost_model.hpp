@@ -51,8 +51,12 @@ struct ComputeModelSpec {
   Normaliser features;   // kComputeFeatures
   Mlp shard_net;         // features -> embedding h (ReLU last)
   Mlp alone;             // h -> log ms of the shard alone (one linear layer)
-  Mlp head;              // [mean h, log count] -> interaction logit
+  Mlp head;              // [context embedding, log count] -> interaction logit
   float interaction_range = 1.0f;
+  float step_cost_ms = 0.0f;  // added once per non-empty device
+  // The head's context: the shards' latency-weighted mean embedding (else the plain mean, as models of
+  // format shard-plan-model/2 without "context" were trained).
+  bool latency_weighted_context = false;
 };
 
 // Communication, per device: forward = its wait for the latest device to start + a transfer time,
@@ -68,9 +72,10 @@ class NeuralCostModel final : public CostModel {
  public:
   NeuralCostModel(std::string name, ComputeModelSpec compute, CommModelSpec comm);
   std::string name() const override { return name_; }
-  // Summary: [alone latency, 1, A h] with A the head's first layer over the mean embedding. A is linear,
-  // so the mean of A h is A applied to the mean of h: a device's cost then needs no matrix product, only
-  // the head's remaining layers, which makes the search's incremental updates cheap.
+  // Summary: [alone latency, 1, w A h] with A the head's first layer over the context embedding and w the
+  // alone latency (latency-weighted context) or 1. A is linear, so the weighted mean of A h is A applied
+  // to the weighted mean of h: a device's cost then needs no matrix product, only the head's remaining
+  // layers, which makes the search's incremental updates cheap.
   int summary_size() const override { return 2 + projected_width(); }
   void shard_summary(const ShardFeatures& shard, float* summary) const override;
   double compute_from_summary(const float* summary_sum) const override;

@@ -22,6 +22,10 @@ struct PretrainConfig {
   // were disturbed by other work on the machine; they are left out (<= 0 keeps every sample).
   double max_iteration_spread = 0.3;
   int holdout_world_size = 0;  // 0: the middle collected world size, when at least three were collected
+  // How far the compute head may scale a device's summed shard latencies: by exp(+-range). Kept small
+  // because the search seeks out whatever sets the model discounts: with 1.0 (a factor down to 0.37)
+  // its plans measured slower than the baselines' (README, "Benchmark").
+  double interaction_range = 0.25;
   bool quiet = false;
   std::string command_line;
 };

@@ -4,6 +4,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "shardplan/errors.hpp"
 #include "shardplan/pretrain.hpp"
 
 namespace shardplan::cli {
@@ -54,10 +55,17 @@ The same seed and thread count give the same model.)");
   app.add_option("--holdout-world-size", config.holdout_world_size,
                  "World size left out to test the comm model on an unseen device count (0: the middle one)")
       ->capture_default_str();
+  app.add_option("--interaction-range", config.interaction_range,
+                 "A device's compute is its shards' summed alone latencies times exp(range x tanh(head)); "
+                 "this bounds how far the head may discount or inflate that sum")
+      ->capture_default_str();
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
   config.quiet = log_options.quiet;
+  if (!(config.interaction_range >= 0.0 && config.interaction_range <= 3.0)) {
+    throw InputError(fmt::format("--interaction-range: must be in [0, 3], got {}", config.interaction_range));
+  }
   config.command_line = command_line("shard-plan", argc, argv);
 
   nlohmann::json meta = pretrain_cost_models(config);

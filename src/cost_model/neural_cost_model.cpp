@@ -88,7 +88,7 @@ void NeuralCostModel::shard_summary(const ShardFeatures& shard, float* summary) 
     const float* row = projection_.data() + o * width;
     float sum = 0.0f;
     for (std::size_t i = 0; i < width; ++i) sum += row[i] * embedding[i];
-    summary[2 + o] = sum;
+    summary[2 + o] = compute_.latency_weighted_context ? summary[0] * sum : sum;
   }
 }
 
@@ -99,13 +99,15 @@ double NeuralCostModel::compute_from_summary(const float* summary_sum) const {
   const float log_count = std::log(count);
   float hidden[kMaxLayerWidth] = {};
   for (std::size_t o = 0; o < static_cast<std::size_t>(first.outputs); ++o) {
-    float pre = summary_sum[2 + o] / count + count_weight_[o] * log_count + first.bias[o];
+    const float weight_sum = compute_.latency_weighted_context ? summary_sum[0] : count;
+    float pre = summary_sum[2 + o] / weight_sum + count_weight_[o] * log_count + first.bias[o];
     hidden[o] = head_rest_.layers.empty() && !compute_.head.relu_last ? pre : std::max(pre, 0.0f);
   }
   float logit = hidden[0];
   if (!head_rest_.layers.empty()) head_rest_.forward(hidden, &logit);
   return static_cast<double>(summary_sum[0]) *
-         std::exp(static_cast<double>(compute_.interaction_range) * std::tanh(static_cast<double>(logit)));
+             std::exp(static_cast<double>(compute_.interaction_range) * std::tanh(static_cast<double>(logit))) +
+         static_cast<double>(compute_.step_cost_ms);
 }
 
 void NeuralCostModel::predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,

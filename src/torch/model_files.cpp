@@ -99,8 +99,20 @@ std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir) {
   compute.features = read_normaliser(meta["compute"], "compute", kComputeFeatures, source);
   compute.interaction_range = static_cast<float>(read_double(
       require_member(meta["compute"], "interaction_range", source, "compute"), source, "compute.interaction_range", 0.0, 10.0));
+  const auto* step_cost = find_member(meta["compute"], "step_cost_ms");
+  if (step_cost != nullptr) {
+    compute.step_cost_ms = static_cast<float>(read_double(*step_cost, source, "compute.step_cost_ms", 0.0, 1e6));
+  }
+  if (const auto* context = find_member(meta["compute"], "context")) {
+    std::string name = read_string(*context, source, "compute.context");
+    if (name != "latency-weighted mean embedding") {
+      throw_field_error(source, "compute.context", "unknown (expected \"latency-weighted mean embedding\")", *context);
+    }
+    compute.latency_weighted_context = true;
+  }
   ComputeNet compute_net(kComputeFeatures, read_widths(meta, "compute", "shard_layers", source),
-                         read_widths(meta, "compute", "head_layers", source), compute.interaction_range);
+                         read_widths(meta, "compute", "head_layers", source), compute.interaction_range,
+                         /*learn_step_cost=*/step_cost != nullptr, compute.latency_weighted_context);
   load_weights(compute_net, root / kComputeWeightsFile);
   compute.shard_net = compute_net->shard_net->to_plain();
   compute.alone = compute_net->alone->to_plain();

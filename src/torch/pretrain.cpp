@@ -33,7 +33,6 @@ const std::vector<int> kShardWidths = {128, 32};
 const std::vector<int> kHeadWidths = {64};
 const std::vector<int> kCommWidths = {32};
 // The compute model's interaction factor stays within [1/e, e] of the summed alone latencies.
-constexpr double kInteractionRange = 1.0;
 // A forward all-to-all measured shorter than its wait (timer granularity) still took some transfer time.
 constexpr double kMinTransferMs = 0.01;
 
@@ -357,8 +356,8 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
   for (std::size_t i : split.train) train_rows.insert(train_rows.end(), set.shards[i].begin(), set.shards[i].end());
   ComputeModelSpec compute_spec;
   compute_spec.features = fit_normaliser(train_rows);
-  compute_spec.interaction_range = static_cast<float>(kInteractionRange);
-  ComputeNet compute_net(kComputeFeatures, kShardWidths, kHeadWidths, kInteractionRange);
+  compute_spec.interaction_range = static_cast<float>(config.interaction_range);
+  ComputeNet compute_net(kComputeFeatures, kShardWidths, kHeadWidths, config.interaction_range);
   ComputeBatch validation = compute_batch(set, split.validation, compute_spec.features);
   TrainOutcome compute_outcome = train(
       compute_net, split.train.size(),
@@ -375,6 +374,8 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
   compute_spec.shard_net = compute_net->shard_net->to_plain();
   compute_spec.alone = compute_net->alone->to_plain();
   compute_spec.head = compute_net->head->to_plain();
+  compute_spec.step_cost_ms = static_cast<float>(compute_net->step_cost_ms());
+  compute_spec.latency_weighted_context = true;
 
   // Communication model on every collected world size; split by sample so no collective leaks across.
   CommRows rows = comm_rows(comm_data.comm);
@@ -407,10 +408,12 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
       {"name", fs::path(config.out_dir).filename().string()},
       {"feature_schema", kFeatureSchemaVersion},
       {"compute", {{"features", kComputeFeatures}, {"shard_layers", kShardWidths}, {"head_layers", kHeadWidths},
-                   {"interaction_range", kInteractionRange},
+                   {"interaction_range", config.interaction_range},
+                   {"step_cost_ms", compute_spec.step_cost_ms},
+                   {"context", "latency-weighted mean embedding"},
                    {"feature_mean", compute_spec.features.mean}, {"feature_std", compute_spec.features.std},
-                   {"target", "log ms of the fastest timed iteration: log(sum of shards' alone ms) + "
-                              "interaction_range x tanh(head)"},
+                   {"target", "log ms of the fastest timed iteration: log(sum of shards' ms x "
+                              "exp(interaction_range x tanh(head)) + step_cost_ms)"},
                    {"weights", kComputeWeightsFile}}},
       {"comm", {{"features", kCommFeatures}, {"layers", kCommWidths}, {"feature_mean", comm.spec.features.mean},
                 {"feature_std", comm.spec.features.std},

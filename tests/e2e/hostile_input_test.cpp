@@ -72,7 +72,7 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
 
 // Builds without LibTorch have no eval-cost-model and read no model files.
 bool built_with_torch() {
-  static const bool with_torch = run_cli({"--help"}).out.find("pretrain-cost-model") != std::string::npos;
+  static const bool with_torch = run_cli({"eval-cost-model", "--help"}).exit_code == 0;
   return with_torch;
 }
 
@@ -178,7 +178,7 @@ INSTANTIATE_TEST_SUITE_P(
                     {"bench", "--tasks", "{dir}/t.json"}, 2, "tasks[0].tables[0].dim: must be a positive multiple of 4, got 13"},
         // --- model directories ---
         HostileCase{"model_missing", {{"tables.json", kOkTables}}, with(plan_args(), {"--model", "{dir}/nope"}), 2,
-                    "nope: not a model directory"},
+                    "nope: not a model directory", true},
         HostileCase{"model_meta_truncated", {{"tables.json", kOkTables}, {"m/meta.json", R"({"format": "shard-pl)"}},
                     with(plan_args(), {"--model", "{dir}/m"}), 2, "m/meta.json: invalid JSON", true},
         HostileCase{"model_weights_corrupt",
