@@ -72,7 +72,9 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
 
 // Builds without LibTorch have no eval-cost-model and read no model files.
 bool built_with_torch() {
-  static const bool with_torch = run_cli({"eval-cost-model", "--help"}).exit_code == 0;
+  // Without LibTorch the name is not a subcommand and the planner's own help is printed instead.
+  static const bool with_torch =
+      run_cli({"eval-cost-model", "--help"}).out.find("shard-plan eval-cost-model") != std::string::npos;
   return with_torch;
 }
 
