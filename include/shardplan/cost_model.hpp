@@ -38,6 +38,13 @@ class CostModel {
 // The features of a shard: `cols` columns of `table` (all rows).
 ShardFeatures shard_features(const Table& table, int64_t cols);
 
+// The compute sets of a plan's devices (device_shards' pieces as the model's features).
+std::vector<std::vector<ShardFeatures>> compute_sets(const std::vector<DeviceShards>& devices);
+
+// Per-device costs from each device's predicted compute and output width: adds the model's all-to-all.
+std::vector<DeviceCost> costs_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
+                                           const std::vector<int64_t>& dim_sums);
+
 // Scores a plan: per-device compute, forward and backward communication.
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model);
 

@@ -75,6 +75,17 @@ TableSharding sharding_of(const Table& table, std::vector<Shard> shards);
 // hashed, so a row range receives its share of the table's pooling factor).
 Table shard_as_table(const Table& table, const Shard& shard);
 
+// What one device holds under a plan, as the cost model and the benchmark kernel see it: each shard as a
+// table of its own (shard_as_table), the plan table it comes from, and the device's output width.
+struct DeviceShards {
+  std::vector<Table> pieces;
+  std::vector<std::size_t> plan_tables;  // per piece: its index in plan.tables
+  int64_t dim_sum = 0;
+};
+
+// Per device, in rank order. `tables` must hold every table the plan names.
+std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Table>& tables);
+
 // A table placed whole on one rank.
 TableSharding table_wise_sharding(const Table& table, int rank);
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "shardplan/errors.hpp"
+#include "shardplan/units.hpp"
 
 namespace shardplan::cli {
 
@@ -30,6 +31,41 @@ void check_bench_options(const ComputeBenchConfig& config, const std::string& pr
   if (config.device != "cpu" && config.device != "cuda") {
     throw InputError(fmt::format("--{}device: must be cpu or cuda, got '{}'", prefix, config.device));
   }
+}
+
+void add_measure_options(CLI::App& app, MeasureFlags& flags) {
+  app.add_option("--measure-mem-cap", flags.mem_cap,
+                 "Skip devices whose weights exceed this when measuring (e.g. 8GiB; auto: half of physical memory)")
+      ->capture_default_str();
+  add_bench_options(app, flags.bench, "measure-");
+}
+
+void check_measure_options(MeasureFlags& flags, bool measuring) {
+  check_bench_options(flags.bench, "measure-");
+  flags.memory_cap_bytes = flags.mem_cap == "auto" ? 0 : parse_byte_size(flags.mem_cap, "--measure-mem-cap");
+#if !SHARDPLAN_WITH_TORCH
+  if (measuring) {
+    throw InputError("--measure: this shard-plan was built without LibTorch (SHARDPLAN_WITH_TORCH=OFF), which "
+                     "measuring needs");
+  }
+#else
+  (void)measuring;
+#endif
+}
+
+PlanMeasurement measure_on_this_machine(const MeasureFlags& flags, const Plan& plan, const std::vector<Table>& tables,
+                                        uint64_t seed, bool quiet) {
+#if SHARDPLAN_WITH_TORCH
+  PlanMeasureConfig config;
+  config.bench = flags.bench;
+  config.memory_cap_bytes = flags.memory_cap_bytes;
+  config.seed = seed;
+  config.quiet = quiet;
+  return measure_plan(plan, tables, config);
+#else
+  (void)flags, (void)plan, (void)tables, (void)seed, (void)quiet;
+  throw InputError("--measure: this shard-plan was built without LibTorch, which measuring needs");
+#endif
 }
 
 }  // namespace shardplan::cli

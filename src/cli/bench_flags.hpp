@@ -3,8 +3,10 @@
 // (collect-costs compute, evaluate --measure, bench --measure), so they mean the same everywhere.
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/costs/plan_measurement.hpp"
 
 namespace shardplan::cli {
 
@@ -13,5 +15,20 @@ namespace shardplan::cli {
 void add_bench_options(CLI::App& app, ComputeBenchConfig& config, const std::string& prefix = "");
 // Throws InputError naming the flag and value.
 void check_bench_options(const ComputeBenchConfig& config, const std::string& prefix = "");
+
+// What evaluate and bench measure plans with: --measure-mem-cap and the "measure-" benchmark flags.
+struct MeasureFlags {
+  ComputeBenchConfig bench = PlanMeasureConfig::default_bench();
+  std::string mem_cap = "auto";
+  int64_t memory_cap_bytes = 0;  // parsed by check_measure_options; 0: auto
+};
+
+void add_measure_options(CLI::App& app, MeasureFlags& flags);
+// Checks the flags and parses the cap; when `measuring`, also that this build can measure (it needs
+// LibTorch). Throws InputError naming the flag.
+void check_measure_options(MeasureFlags& flags, bool measuring);
+// Runs each device of `plan` on this machine's device (measure_plan).
+PlanMeasurement measure_on_this_machine(const MeasureFlags& flags, const Plan& plan, const std::vector<Table>& tables,
+                                        uint64_t seed, bool quiet);
 
 }  // namespace shardplan::cli

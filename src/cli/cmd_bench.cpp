@@ -10,10 +10,6 @@
 #include "planning_flags.hpp"
 #include "shardplan/bench.hpp"
 #include "shardplan/errors.hpp"
-#include "shardplan/units.hpp"
-#if SHARDPLAN_WITH_TORCH
-#include "shardplan/costs/plan_measurement.hpp"
-#endif
 
 namespace shardplan::cli {
 
@@ -40,13 +36,7 @@ machine: other work only adds time.)");
   uint64_t seed = 0;
   NeuroShardConfig search;
   int measure_tasks = 0;
-  std::string mem_cap = "auto";
-#if SHARDPLAN_WITH_TORCH
-  PlanMeasureConfig measure_config;
-  ComputeBenchConfig& bench = measure_config.bench;
-#else
-  ComputeBenchConfig bench;
-#endif
+  MeasureFlags measure_flags;
   LogOptions log_options;
   app.add_option("--tasks", tasks_path, "Task set file (gen-tasks writes them; data/tasks/ has the benchmark's)")->required();
   app.add_option("--algos", algorithms, "Comma-separated planners")
@@ -60,15 +50,12 @@ machine: other work only adds time.)");
   add_search_options(app, search);
   app.add_option("--measure", measure_tasks, "Also measure the plans of the first N tasks on this machine's device")
       ->capture_default_str();
-  app.add_option("--measure-mem-cap", mem_cap, "With --measure: largest weights of one device to run (auto: half of RAM)")
-      ->capture_default_str();
-  add_bench_options(app, bench, "measure-");
+  add_measure_options(app, measure_flags);
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
-  check_bench_options(bench, "measure-");
   if (measure_tasks < 0) throw InputError(fmt::format("--measure: must be 0 or more tasks, got {}", measure_tasks));
-  int64_t cap = mem_cap == "auto" ? 0 : parse_byte_size(mem_cap, "--measure-mem-cap");
+  check_measure_options(measure_flags, measure_tasks > 0);
 
   if (algorithms.empty()) throw InputError("--algos: names no planner");
   TaskSet set = load_task_set(tasks_path);
@@ -78,22 +65,12 @@ machine: other work only adds time.)");
   config.neuroshard = search;
   spdlog::info("{}: {} tasks on {} GPUs, {} algorithms", tasks_path, set.tasks.size(), set.num_devices, algorithms.size());
   BenchMeasure measure;
-  if (measure_tasks > 0) {
-#if SHARDPLAN_WITH_TORCH
-    measure_config.memory_cap_bytes = cap;
-    measure_config.seed = seed;
-    measure_config.quiet = true;  // the bench's own progress covers it
-    measure.tasks = measure_tasks;
-    measure.measure = [&measure_config](const Plan& plan, const std::vector<Table>& tables) {
-      return measure_plan(plan, tables, measure_config).compute_ms;
-    };
-#else
-    (void)cap;
-    throw InputError("--measure: this shard-plan was built without LibTorch (SHARDPLAN_WITH_TORCH=OFF), which "
-                     "measuring needs");
-#endif
-  }
-  BenchResult result = run_bench(set, algorithms, config, log_options.quiet, measure_tasks > 0 ? &measure : nullptr);
+  measure.tasks = measure_tasks;
+  measure.measure = [&measure_flags, seed](const Plan& plan, const std::vector<Table>& tables) {
+    // The bench's own progress covers the measurement.
+    return measure_on_this_machine(measure_flags, plan, tables, seed, /*quiet=*/true).compute_ms;
+  };
+  BenchResult result = run_bench(set, algorithms, config, log_options.quiet, &measure);
   if (json) {
     std::cout << bench_to_json(result, per_task).dump(2) << "\n";
   } else {

@@ -9,14 +9,9 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "planning_flags.hpp"
-#include "shardplan/errors.hpp"
 #include "shardplan/evaluate.hpp"
 #include "shardplan/plan_reader.hpp"
 #include "shardplan/tables_io.hpp"
-#include "shardplan/units.hpp"
-#if SHARDPLAN_WITH_TORCH
-#include "shardplan/costs/plan_measurement.hpp"
-#endif
 
 namespace shardplan::cli {
 
@@ -42,30 +37,20 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an in
   std::string model;
   bool measure = false;
   bool json = false;
-  std::string mem_cap = "auto";
   uint64_t seed = 0;
-#if SHARDPLAN_WITH_TORCH
-  PlanMeasureConfig measure_config;
-  ComputeBenchConfig& bench = measure_config.bench;
-#else
-  ComputeBenchConfig bench;
-#endif
+  MeasureFlags measure_flags;
   LogOptions log_options;
   app.add_option("--plan", plan_path, "Plan file (format shard-plan/1)")->required();
   app.add_option("--tables", tables_path, "The tables file the plan was made for")->required();
   add_model_option(app, model);
   app.add_flag("--measure", measure, "Also time each device's shard set on this machine's device");
   app.add_flag("--json", json, "Print the evaluation as JSON on stdout");
-  app.add_option("--measure-mem-cap", mem_cap,
-                 "Skip devices whose weights exceed this (e.g. 8GiB; auto: half of physical memory)")
-      ->capture_default_str();
   app.add_option("--seed", seed, "Seed of the measured index traces")->capture_default_str();
-  add_bench_options(app, bench, "measure-");
+  add_measure_options(app, measure_flags);
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
-  check_bench_options(bench, "measure-");
-  int64_t cap = mem_cap == "auto" ? 0 : parse_byte_size(mem_cap, "--measure-mem-cap");
+  check_measure_options(measure_flags, measure);
 
   std::vector<Table> tables = load_tables(tables_path);
   Plan plan = read_plan_file(plan_path, tables);
@@ -73,21 +58,12 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an in
   PlanEvaluation evaluation = evaluate_plan(plan, tables, *cost_model);
 
   if (measure) {
-#if SHARDPLAN_WITH_TORCH
-    measure_config.memory_cap_bytes = cap;
-    measure_config.seed = seed;
-    measure_config.quiet = log_options.quiet;
+    const ComputeBenchConfig& bench = measure_flags.bench;
     spdlog::info("measuring {} devices on {} (batch {}, {} timed steps each)", plan.cluster.num_devices, bench.device,
                  bench.batch_size, bench.timed_iterations);
-    PlanMeasurement measured = measure_plan(plan, tables, measure_config);
+    PlanMeasurement measured = measure_on_this_machine(measure_flags, plan, tables, seed, log_options.quiet);
     attach_measurements(evaluation, measured.compute_ms, measured.skipped);
     if (measured.interrupted) spdlog::warn("interrupted: the devices not reached are reported as not measured");
-#else
-    (void)cap;
-    (void)seed;
-    throw InputError("--measure: this shard-plan was built without LibTorch (SHARDPLAN_WITH_TORCH=OFF), which "
-                     "measuring needs");
-#endif
   }
 
   if (json) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <unordered_map>
+
 namespace shardplan {
 
 std::string_view sharding_type_name(ShardingType type) {
@@ -55,6 +57,22 @@ Table shard_as_table(const Table& table, const Shard& shard) {
     piece.pooling_factor = table.pooling_factor * static_cast<double>(shard.rows) / static_cast<double>(table.rows);
   }
   return piece;
+}
+
+std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Table>& tables) {
+  std::unordered_map<std::string, const Table*> by_name;
+  for (const auto& table : tables) by_name.emplace(table.name, &table);
+  std::vector<DeviceShards> devices(static_cast<std::size_t>(plan.cluster.num_devices));
+  for (std::size_t t = 0; t < plan.tables.size(); ++t) {
+    const Table& table = *by_name.at(plan.tables[t].name);
+    for (const auto& shard : plan.tables[t].shards) {
+      DeviceShards& device = devices[static_cast<std::size_t>(shard.rank)];
+      device.pieces.push_back(shard_as_table(table, shard));
+      device.plan_tables.push_back(t);
+      device.dim_sum += shard.cols;
+    }
+  }
+  return devices;
 }
 
 TableSharding table_wise_sharding(const Table& table, int rank) {

@@ -1,5 +1,4 @@
 #include <algorithm>
-#include <unordered_map>
 
 #include "shardplan/cost_model.hpp"
 
@@ -26,26 +25,29 @@ std::vector<double> CostModel::predict_compute(const std::vector<std::vector<Sha
   return out;
 }
 
-std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {
-  std::unordered_map<std::string, const Table*> by_name;
-  for (const auto& t : tables) by_name.emplace(t.name, &t);
-  const auto devices = static_cast<std::size_t>(plan.cluster.num_devices);
-  std::vector<std::vector<ShardFeatures>> sets(devices);
-  std::vector<int64_t> dim_sums(devices, 0);
-  for (const auto& sharding : plan.tables) {
-    const Table& table = *by_name.at(sharding.name);
-    for (const auto& shard : sharding.shards) {
-      sets[static_cast<std::size_t>(shard.rank)].push_back(shard_features(shard_as_table(table, shard), shard.cols));
-      dim_sums[static_cast<std::size_t>(shard.rank)] += shard.cols;
-    }
+std::vector<std::vector<ShardFeatures>> compute_sets(const std::vector<DeviceShards>& devices) {
+  std::vector<std::vector<ShardFeatures>> sets(devices.size());
+  for (std::size_t r = 0; r < devices.size(); ++r) {
+    for (const auto& piece : devices[r].pieces) sets[r].push_back(shard_features(piece, piece.dim));
   }
-  std::vector<double> compute = model.predict_compute(sets);
+  return sets;
+}
+
+std::vector<DeviceCost> costs_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
+                                           const std::vector<int64_t>& dim_sums) {
   std::vector<double> fw;
   std::vector<double> bw;
-  model.predict_comm(dim_sums, compute, fw, bw);
-  std::vector<DeviceCost> costs(devices);
-  for (std::size_t r = 0; r < devices; ++r) costs[r] = DeviceCost{compute[r], fw[r], bw[r]};
+  model.predict_comm(dim_sums, compute_ms, fw, bw);
+  std::vector<DeviceCost> costs(compute_ms.size());
+  for (std::size_t r = 0; r < costs.size(); ++r) costs[r] = DeviceCost{compute_ms[r], fw[r], bw[r]};
   return costs;
+}
+
+std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {
+  std::vector<DeviceShards> devices = device_shards(plan, tables);
+  std::vector<int64_t> dim_sums;
+  for (const auto& device : devices) dim_sums.push_back(device.dim_sum);
+  return costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums);
 }
 
 }  // namespace shardplan

@@ -97,9 +97,9 @@ double NeuralCostModel::compute_from_summary(const float* summary_sum) const {
   if (count <= 0.0f) return 0.0;
   const DenseLayer& first = compute_.head.layers.front();
   const float log_count = std::log(count);
+  const float weight_sum = compute_.latency_weighted_context ? summary_sum[0] : count;
   float hidden[kMaxLayerWidth] = {};
   for (std::size_t o = 0; o < static_cast<std::size_t>(first.outputs); ++o) {
-    const float weight_sum = compute_.latency_weighted_context ? summary_sum[0] : count;
     float pre = summary_sum[2 + o] / weight_sum + count_weight_[o] * log_count + first.bias[o];
     hidden[o] = head_rest_.layers.empty() && !compute_.head.relu_last ? pre : std::max(pre, 0.0f);
   }

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/interrupt.hpp"
@@ -28,16 +27,8 @@ int64_t default_measure_memory_cap() {
 }
 
 PlanMeasurement measure_plan(const Plan& plan, const std::vector<Table>& tables, const PlanMeasureConfig& config) {
-  std::unordered_map<std::string, const Table*> by_name;
-  for (const auto& table : tables) by_name.emplace(table.name, &table);
-  const auto devices = static_cast<std::size_t>(plan.cluster.num_devices);
-  std::vector<std::vector<Table>> shards(devices);
-  for (const auto& sharding : plan.tables) {
-    const Table& table = *by_name.at(sharding.name);
-    for (const auto& shard : sharding.shards) {
-      shards[static_cast<std::size_t>(shard.rank)].push_back(shard_as_table(table, shard));
-    }
-  }
+  std::vector<DeviceShards> shards = device_shards(plan, tables);
+  const std::size_t devices = shards.size();
   const int64_t cap = config.memory_cap_bytes > 0 ? config.memory_cap_bytes : default_measure_memory_cap();
 
   PlanMeasurement result;
@@ -51,15 +42,15 @@ PlanMeasurement measure_plan(const Plan& plan, const std::vector<Table>& tables,
       result.skipped[r] = "interrupted";
       continue;
     }
-    if (shards[r].empty()) {
+    if (shards[r].pieces.empty()) {
       result.compute_ms[r] = 0.0;
-    } else if (int64_t bytes = measured_weight_bytes(shards[r]); bytes > cap) {
+    } else if (int64_t bytes = measured_weight_bytes(shards[r].pieces); bytes > cap) {
       result.skipped[r] = fmt::format("its weights need {}, over the measurement cap of {}", format_bytes(bytes),
                                       format_bytes(cap));
       spdlog::warn("rank {}: not measured: {}", r, result.skipped[r]);
     } else {
       // Traces depend on the seed and the rank only, so a plan measures the same way every time.
-      ComputeTiming timing = measure_compute_step(shards[r], config.bench, derive_seed(config.seed, r));
+      ComputeTiming timing = measure_compute_step(shards[r].pieces, config.bench, derive_seed(config.seed, r));
       result.compute_ms[r] = *std::min_element(timing.iterations_ms.begin(), timing.iterations_ms.end());
     }
     progress.update(static_cast<int64_t>(r) + 1,
