@@ -11,6 +11,7 @@ struct NeuroShardConfig {
   double grid_min = 1.0;
   double grid_max = 1.5;
   int threads = 0;               // 0: every core; plans are identical for any count
+  bool show_progress = false;    // progress on stderr once the search has run for a second (the CLI's plan)
 };
 
 // The step budget when --steps is 0: 10 (the paper's) on small clusters, growing with the devices and

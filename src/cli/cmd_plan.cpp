@@ -98,6 +98,7 @@ int run_plan(int argc, char** argv) {
   PlannerConfig config;
   config.seed = seed;
   config.cost_model = load_model_flag(model, cluster.devices_per_host);
+  search.show_progress = !log_options.quiet;
   config.neuroshard = search;
   auto planner = make_planner(algorithm, config);
 

@@ -3,8 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include "grid_placement.hpp"
@@ -13,6 +15,7 @@
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/neuroshard.hpp"
+#include "shardplan/progress.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan {
@@ -38,6 +41,9 @@ void validate_neuroshard_config(const NeuroShardConfig& c) {
 }
 
 namespace {
+
+// Searches that end sooner print no progress at all: most plans take well under a second.
+constexpr double kProgressDelaySeconds = 1.0;
 
 // A set of pieces (sorted by table, then column) and its best placement.
 struct SplitState {
@@ -141,8 +147,13 @@ class NeuroShardPlanner final : public Planner {
     std::vector<SplitState> beam{std::move(start)};
     int evaluated = 1;
     int last_improvement = 0;
+    const auto search_start = std::chrono::steady_clock::now();
+    std::optional<Progress> progress;
     for (int step = 1; step <= steps; ++step) {
-      if (config_.patience > 0 && step - last_improvement > config_.patience) break;
+      if (config_.patience > 0 && step - last_improvement > config_.patience) {
+        if (progress) progress->update(step - 1, fmt::format("stopped: no better plan in {} steps", config_.patience));
+        break;
+      }
       std::vector<SplitState> children = expand(beam, catalog);
       if (children.empty()) break;
       evaluated += score_children(children, beam, placer, threads);
@@ -158,7 +169,15 @@ class NeuroShardPlanner final : public Planner {
       spdlog::debug("neuroshard step {}/{}: beam best {:.4f} ms, best {:.4f} ms ({} splits)", step, steps,
                     children.front().placement.max_cost, best.placement.max_cost, best.splits);
       beam = std::move(children);
+      if (config_.show_progress && !progress &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count() >= kProgressDelaySeconds) {
+        progress.emplace("split steps", steps, step);
+      }
+      if (progress) {
+        progress->update(step, fmt::format("best {:.2f} ms, {} splits", best.placement.max_cost, best.splits));
+      }
     }
+    if (progress) progress->finish();
     if (!best.placement.feasible) {
       throw InfeasibleError(fmt::format(
           "neuroshard: no placement found: {} of the tables' memory found no device even after {} column-wise "
