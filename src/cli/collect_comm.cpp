@@ -102,6 +102,9 @@ after the current sample; only complete samples are kept. Exit codes: 0 done or 
   app.add_option("--seed", config.seed, "Seed; sample i depends only on (seed, i)")->capture_default_str();
   app.add_option("--max-delay", config.workload.max_delay_ms, "Largest start delay of a rank, in milliseconds")
       ->capture_default_str();
+  app.add_option("--repeats", config.repeats,
+                 "Timed runs of each sample; every rank records its median delay, forward and backward")
+      ->capture_default_str();
   app.add_option("--timeout", config.timeout_s, "Seconds any rank waits for a peer (rendezvous, each collective)")
       ->capture_default_str();
   app.add_flag("--spawn", spawn, "Run all W ranks as processes on this host (loopback)");
@@ -112,6 +115,9 @@ after the current sample; only complete samples are kept. Exit codes: 0 done or 
 
   // Check what can be checked before any rank starts, so bad usage fails once, with exit status 2.
   if (config.samples < 1) throw InputError(fmt::format("--samples: must be at least 1, got {}", config.samples));
+  if (config.repeats < 1 || config.repeats > 1000) {
+    throw InputError(fmt::format("--repeats: must be in [1, 1000], got {}", config.repeats));
+  }
   if (!(config.timeout_s > 0.0 && config.timeout_s <= kMaxTimeoutSeconds)) {
     throw InputError(
         fmt::format("--timeout: must be in (0, {}] seconds, got {}", kMaxTimeoutSeconds, config.timeout_s));

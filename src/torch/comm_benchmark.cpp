@@ -270,7 +270,8 @@ nlohmann::json collection_meta(const CommCollectConfig& config, const std::strin
                              {"max_delay_ms", w.max_delay_ms},
                              {"zero_delay_fraction", w.zero_delay_fraction},
                              {"max_mean_shards", w.max_mean_shards},
-                             {"max_skew", w.max_skew}};
+                             {"max_skew", w.max_skew},
+                             {"repeats", config.repeats}};
   return {{"kind", "comm"},
           {"config", settings},
           {"world_size", config.rendezvous.world_size},
@@ -296,7 +297,8 @@ nlohmann::json collection_meta(const CommCollectConfig& config, const std::strin
            "per rank: barrier, sleep delays_ms, then fw_ms = forward all-to-all (sends (B/W) x dim_sum[self] "
            "floats to every rank, receives (B/W) x dim_sum[i] from rank i; includes waiting for later ranks); "
            "barrier, then bw_ms = backward all-to-all of the gradients (the reverse shapes, no delays). "
-           "delays_ms are measured (barrier exit to all-to-all start). One measurement per sample."}};
+           "delays_ms are measured (barrier exit to all-to-all start). Each sample runs `repeats` times, a barrier "
+           "before each; every rank records the median of its own delay, fw and bw."}};
 }
 
 // Settings every rank must share, as rank 0 broadcasts them; a rank with different ones would deadlock
@@ -312,12 +314,13 @@ std::vector<int64_t> shared_settings(const CommCollectConfig& config) {
           static_cast<int64_t>(config.workload.zero_delay_fraction * 1e6 + 0.5),
           config.workload.max_mean_shards,
           config.workload.max_skew,
-          config.warmup_rounds};
+          config.warmup_rounds,
+          config.repeats};
 }
 
 constexpr const char* kSharedSettingNames[] = {
     "--world-size", "--samples", "--batch-size",  "--seed", "--max-delay (us)", "zero-delay fraction (ppm)",
-    "mean shards",  "skew",      "warm-up rounds"};
+    "mean shards",  "skew",      "warm-up rounds", "--repeats"};
 
 // Reusable send and receive buffers that only grow, filled once, so no allocation or first-touch page
 // fault happens inside a timed all-to-all.
@@ -381,6 +384,20 @@ Timing run_sample(const Job& job, Buffers& buffers, const CommWorkload& w, int64
   job.finish(job.group->alltoall_base(embeddings, received, recv_counts, send_counts));
   timing.bw_ms = ms_since(start);
   return timing;
+}
+
+// The sample run `repeats` times, each after a barrier so that every run's delays start together; the
+// per-rank medians damp the scheduling noise of many ranks sharing few cores.
+Timing run_sample_repeated(const Job& job, Buffers& buffers, const CommWorkload& w, int64_t local_batch, int repeats) {
+  std::vector<double> delays, fw, bw;
+  for (int i = 0; i < repeats; ++i) {
+    if (i > 0) job.finish(job.group->barrier());
+    Timing t = run_sample(job, buffers, w, local_batch, /*timed=*/true);
+    delays.push_back(t.delay_ms);
+    fw.push_back(t.fw_ms);
+    bw.push_back(t.bw_ms);
+  }
+  return Timing{median(delays), median(fw), median(bw)};
 }
 
 // Every rank's {delay, fw, bw} at every rank (rank 0 writes them).
@@ -505,6 +522,9 @@ CollectSummary run_comm_collection(const CommCollectConfig& config) {
                                  where.world_size, where.rank));
   }
   if (config.samples < 1) throw InputError(fmt::format("--samples: must be at least 1, got {}", config.samples));
+  if (config.repeats < 1 || config.repeats > 1000) {
+    throw InputError(fmt::format("--repeats: must be in [1, 1000], got {}", config.repeats));
+  }
   if (config.batch_size < where.world_size || config.batch_size % where.world_size != 0) {
     throw InputError(
         fmt::format("--batch-size: must be a positive multiple of the world size {} (each rank owns "
@@ -564,7 +584,7 @@ CollectSummary run_comm_collection(const CommCollectConfig& config) {
         }
         CommWorkload w = draw_comm_workload(workload, config.seed, current);
         phase = "the all-to-alls";
-        Timing mine = run_sample(job, buffers, w, local_batch, /*timed=*/true);
+        Timing mine = run_sample_repeated(job, buffers, w, local_batch, config.repeats);
         phase = "gathering the timings";
         std::vector<Timing> all = gather_timings(job, mine);
         if (leader) {

@@ -30,6 +30,7 @@ struct CommCollectConfig {
   double timeout_s = 60.0;       // bound on every wait for a peer (rendezvous, collectives)
   CommWorkloadConfig workload;
   int warmup_rounds = 3;  // untimed all-to-alls before the first sample (connections, buffers)
+  int repeats = 5;        // timed runs of each sample; each rank records its medians (scheduling noise)
   bool quiet = false;
   std::string command_line;  // recorded in the metadata
 };
