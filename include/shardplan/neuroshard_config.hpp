@@ -10,6 +10,7 @@ struct NeuroShardConfig {
   int grid_points = 11;          // width-cap multipliers s tried by the placement
   double grid_min = 1.0;
   double grid_max = 1.5;
+  int refine_rounds = 64;        // local-search moves after the search (placement_refinement); 0: none
   int threads = 0;               // 0: every core; plans are identical for any count
   bool show_progress = false;    // progress on stderr once the search has run for a second (the CLI's plan)
 };

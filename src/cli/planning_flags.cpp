@@ -63,6 +63,11 @@ void add_search_options(CLI::App& app, NeuroShardConfig& config) {
       ->group(group);
   app.add_option("--grid-min", config.grid_min, "Smallest width-cap multiplier")->capture_default_str()->group(group);
   app.add_option("--grid-max", config.grid_max, "Largest width-cap multiplier")->capture_default_str()->group(group);
+  app.add_option("--refine-rounds", config.refine_rounds,
+                 "Moves or swaps of pieces off the costliest devices after the search, each lowering the plan's "
+                 "cost; 0: none")
+      ->capture_default_str()
+      ->group(group);
   app.add_option("--threads", config.threads, "Search threads; 0: every core (plans do not depend on it)")
       ->capture_default_str()
       ->group(group);

@@ -76,6 +76,19 @@ TEST(NeuroShard, SearchIsNeverWorseThanNoSplits) {
   }
 }
 
+TEST(NeuroShard, RefinementNeverMakesThePlanWorse) {
+  auto model = analytic();
+  for (int count : {10, 60}) {
+    auto tables = varied_tables(count);
+    Cluster cluster = cluster_of(4, 16ll << 30);
+    NeuroShardConfig unrefined;
+    unrefined.refine_rounds = 0;
+    double without = plan_cost(plan_with(tables, cluster, unrefined), tables, *model);
+    double with = plan_cost(plan_with(tables, cluster, {}), tables, *model);
+    EXPECT_LE(with, without * (1 + 1e-9)) << count << " tables";
+  }
+}
+
 // Brute force over every column split (halvings) and every placement of a tiny instance.
 double brute_force_best(const std::vector<Table>& tables, int devices, const CostModel& model) {
   // Each table: whole, or halved once (pieces on different devices), given its dim allows.
@@ -179,6 +192,9 @@ TEST(NeuroShard, RejectsBadParameters) {
   EXPECT_THROW(make_neuroshard_planner(analytic(), config), InputError);
   config = {};
   config.grid_max = 0.5;
+  EXPECT_THROW(make_neuroshard_planner(analytic(), config), InputError);
+  config = {};
+  config.refine_rounds = -1;
   EXPECT_THROW(make_neuroshard_planner(analytic(), config), InputError);
   EXPECT_THROW(make_neuroshard_planner(nullptr, {}), InputError);
 }

@@ -1,0 +1,146 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "grid_placement.hpp"
+#include "placement_refinement.hpp"
+#include "shard_catalog.hpp"
+#include "test_tables.hpp"
+
+namespace shardplan {
+namespace {
+
+using testing::make_table;
+using testing::varied_tables;
+
+Cluster cluster_of(int devices, int64_t memory) {
+  Cluster c;
+  c.num_devices = devices;
+  c.memory_per_device_bytes = memory;
+  return c;
+}
+
+// Every table whole, except every split_every-th halved (0: none), so that the sibling rule is exercised.
+std::vector<Piece> pieces_of(const ShardCatalog& catalog, int tables, int split_every) {
+  std::vector<Piece> pieces;
+  for (int t = 0; t < tables; ++t) {
+    int v = catalog.whole(t);
+    if (split_every > 0 && t % split_every == 0 && catalog.splittable(v)) {
+      int half = catalog.half(v);
+      pieces.push_back(Piece{half, 0});
+      pieces.push_back(Piece{half, catalog.cols(half)});
+    } else {
+      pieces.push_back(Piece{v, 0});
+    }
+  }
+  return pieces;
+}
+
+double rescored_max(const Placement& p, const std::vector<Piece>& pieces, const ShardCatalog& catalog,
+                    const CostModel& model, int devices) {
+  std::vector<std::vector<float>> sums(static_cast<std::size_t>(devices),
+                                       std::vector<float>(static_cast<std::size_t>(catalog.summary_size()), 0.0f));
+  std::vector<int64_t> width(static_cast<std::size_t>(devices), 0);
+  std::vector<int> count(static_cast<std::size_t>(devices), 0);
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    auto r = static_cast<std::size_t>(p.ranks[i]);
+    const float* s = catalog.summary(pieces[i].variant);
+    for (std::size_t k = 0; k < sums[r].size(); ++k) sums[r][k] += s[k];
+    width[r] += catalog.cols(pieces[i].variant);
+    ++count[r];
+  }
+  std::vector<double> compute;
+  for (std::size_t r = 0; r < sums.size(); ++r) compute.push_back(count[r] ? model.compute_from_summary(sums[r].data()) : 0.0);
+  std::vector<double> fw, bw;
+  model.predict_comm(width, compute, fw, bw);
+  double worst = 0.0;
+  for (std::size_t r = 0; r < compute.size(); ++r) worst = std::max(worst, compute[r] + fw[r] + bw[r]);
+  return worst;
+}
+
+TEST(PlacementRefinement, NeverWorseAndKeepsMemoryAndSiblingRules) {
+  auto model = make_analytic_cost_model(AnalyticCostConfig{});
+  int checked = 0;
+  for (int devices : {2, 4, 16}) {
+    for (int64_t memory : {int64_t{3} << 30, int64_t{64} << 30}) {
+      auto tables = varied_tables(40);
+      Cluster cluster = cluster_of(devices, memory);
+      ShardCatalog catalog(tables, cluster, *model, 1);
+      GridPlacer placer(catalog, *model, cluster, GridOptions{});
+      std::vector<Piece> pieces = pieces_of(catalog, static_cast<int>(tables.size()), 5);
+      Placement start = placer.place(pieces);
+      if (!start.feasible) continue;
+      ++checked;
+      Placement refined = refine_placement(pieces, start, catalog, *model, cluster.usable_bytes_per_device());
+      SCOPED_TRACE(::testing::Message() << devices << " devices, " << memory << " bytes");
+      ASSERT_TRUE(refined.feasible);
+      EXPECT_LE(refined.max_cost, start.max_cost * (1 + 1e-9));
+      EXPECT_NEAR(refined.max_cost, rescored_max(refined, pieces, catalog, *model, devices), 1e-6 * refined.max_cost);
+      std::vector<int64_t> bytes(static_cast<std::size_t>(devices), 0);
+      std::set<std::pair<int, int>> table_on_device;
+      for (std::size_t i = 0; i < pieces.size(); ++i) {
+        int r = refined.ranks[i];
+        ASSERT_GE(r, 0);
+        ASSERT_LT(r, devices);
+        bytes[static_cast<std::size_t>(r)] += catalog.bytes(pieces[i].variant);
+        EXPECT_TRUE(table_on_device.emplace(catalog.table(pieces[i].variant), r).second)
+            << "two pieces of table " << catalog.table(pieces[i].variant) << " on device " << r;
+      }
+      for (int64_t b : bytes) EXPECT_LE(b, cluster.usable_bytes_per_device());
+    }
+  }
+  EXPECT_GE(checked, 4) << "too few feasible cases to mean anything";
+}
+
+TEST(PlacementRefinement, SpreadsTablesPiledOnOneDevice) {
+  auto model = make_analytic_cost_model(AnalyticCostConfig{});
+  std::vector<Table> tables;
+  for (int t = 0; t < 4; ++t) tables.push_back(make_table("t" + std::to_string(t), 100'000, 64, 20.0));
+  Cluster cluster = cluster_of(4, int64_t{16} << 30);
+  ShardCatalog catalog(tables, cluster, *model, 1);
+  std::vector<Piece> pieces = pieces_of(catalog, 4, 0);
+  Placement piled;
+  piled.feasible = true;
+  piled.ranks.assign(4, 0);
+  piled.devices.assign(4, DeviceCost{});
+  piled.max_cost = rescored_max(piled, pieces, catalog, *model, 4);
+  Placement refined = refine_placement(pieces, piled, catalog, *model, cluster.usable_bytes_per_device());
+  EXPECT_LT(refined.max_cost, 0.5 * piled.max_cost);
+  EXPECT_EQ(std::set<int>(refined.ranks.begin(), refined.ranks.end()).size(), 4u) << "one table per device";
+}
+
+TEST(PlacementRefinement, SwapsWhenMemoryForbidsAMove) {
+  // Each device holds exactly two of these tables: only swaps can improve {heavy, heavy} + {light, light}.
+  auto model = make_analytic_cost_model(AnalyticCostConfig{});
+  std::vector<Table> tables = {make_table("heavy0", 1'000'000, 64, 50.0), make_table("heavy1", 1'000'000, 64, 50.0),
+                               make_table("light0", 1'000'000, 64, 1.0), make_table("light1", 1'000'000, 64, 1.0)};
+  const int64_t table_bytes = shard_memory_bytes(1'000'000, 64, DType::kFp32, Optimizer::kSgd);
+  Cluster cluster = cluster_of(2, 2 * table_bytes);
+  ShardCatalog catalog(tables, cluster, *model, 1);
+  std::vector<Piece> pieces = pieces_of(catalog, 4, 0);
+  Placement start;
+  start.feasible = true;
+  start.ranks = {0, 0, 1, 1};
+  start.devices.assign(2, DeviceCost{});
+  start.max_cost = rescored_max(start, pieces, catalog, *model, 2);
+  Placement refined = refine_placement(pieces, start, catalog, *model, cluster.usable_bytes_per_device());
+  EXPECT_LT(refined.max_cost, start.max_cost);
+  EXPECT_NE(refined.ranks[0], refined.ranks[1]) << "the heavy tables end up apart";
+}
+
+TEST(PlacementRefinement, LeavesAnInfeasiblePlacementAlone) {
+  auto model = make_analytic_cost_model(AnalyticCostConfig{});
+  auto tables = varied_tables(6);
+  Cluster cluster = cluster_of(2, int64_t{16} << 30);
+  ShardCatalog catalog(tables, cluster, *model, 1);
+  std::vector<Piece> pieces = pieces_of(catalog, 6, 0);
+  Placement infeasible;
+  infeasible.ranks.assign(6, -1);
+  Placement out = refine_placement(pieces, infeasible, catalog, *model, cluster.usable_bytes_per_device());
+  EXPECT_FALSE(out.feasible);
+  EXPECT_EQ(out.ranks, infeasible.ranks);
+}
+
+}  // namespace
+}  // namespace shardplan
