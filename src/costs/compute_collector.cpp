@@ -10,7 +10,7 @@
 
 #include "shardplan/cluster.hpp"
 #include "shardplan/cost_model.hpp"
-#include "shardplan/costs/allocator_tuning.hpp"
+#include "shardplan/costs/timing_memory.hpp"
 #include "shardplan/costs/cost_data.hpp"
 #include "shardplan/costs/provenance.hpp"
 #include "shardplan/dataset/random.hpp"
@@ -40,7 +40,7 @@ nlohmann::json collection_meta(const std::vector<Table>& pool, const ComputeColl
                              {"threads", bench.threads},
                              {"warmup_iterations", bench.warmup_iterations},
                              {"timed_iterations", bench.timed_iterations},
-                             {"allocator", allocator_policy()},
+                             {"memory", memory_policy()},
                              {"widths", fmt::format("{}..{} step {}", kWidthStep, kMaxAugmentedWidth, kWidthStep)}};
   return {{"kind", "compute"},
           {"config", settings},
@@ -86,7 +86,7 @@ CollectSummary collect_compute_costs(const std::vector<Table>& pool, const Compu
   if (pool.empty()) throw InputError(fmt::format("{}: the pool has no tables", config.pool_path));
   if (config.samples < 1) throw InputError(fmt::format("--samples: must be at least 1, got {}", config.samples));
   if (config.max_tables < 1) throw InputError(fmt::format("--max-tables: must be at least 1, got {}", config.max_tables));
-  keep_freed_memory_for_reuse();  // before the metadata records the policy
+  prepare_memory_for_timing();  // before the metadata records the policy
   CostDataWriter writer(config.out_dir, collection_meta(pool, config));
   CollectSummary summary;
   summary.existing = writer.existing_samples();

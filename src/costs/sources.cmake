@@ -1,7 +1,7 @@
 # collect-costs compute: sources in shardplan_torch (only compute_benchmark.cpp includes LibTorch).
 set(SHARDPLAN_COSTS_TORCH_SOURCES
   ${PROJECT_SOURCE_DIR}/src/torch/compute_benchmark.cpp
-  ${PROJECT_SOURCE_DIR}/src/costs/allocator_tuning.cpp
+  ${PROJECT_SOURCE_DIR}/src/costs/timing_memory.cpp
   ${PROJECT_SOURCE_DIR}/src/costs/compute_collector.cpp
   ${PROJECT_SOURCE_DIR}/src/costs/plan_measurement.cpp
 )

@@ -1,6 +1,6 @@
 #include "shardplan/median.hpp"
 #include "shardplan/costs/compute_benchmark.hpp"
-#include "shardplan/costs/allocator_tuning.hpp"
+#include "shardplan/costs/timing_memory.hpp"
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -99,7 +99,7 @@ ComputeTiming measure_compute_step(const std::vector<Table>& shards, const Compu
   if (shards.empty()) throw InputError("measure_compute_step: no shards");
   torch::Device device = parse_device(config.device);
   at::set_num_threads(config.threads);
-  keep_freed_memory_for_reuse();
+  prepare_memory_for_timing();
   try {
     std::vector<WidthGroup> groups = build_groups(shards, config, seed, device);
     for (int i = 0; i < config.warmup_iterations; ++i) train_step(groups);
