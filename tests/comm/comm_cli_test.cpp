@@ -84,6 +84,7 @@ TEST(CommCollect, SpawnTwoRanksOnLoopback) {
   EXPECT_EQ(meta["config"]["batch_size"], 16);
   EXPECT_EQ(meta["config"]["backend"], "gloo");
   EXPECT_EQ(meta["config"]["seed"], 1);
+  EXPECT_EQ(meta["config"]["repeats"], 5);  // each sample the per-rank median of five runs
   EXPECT_EQ(meta["device"], "cpu");
   EXPECT_EQ(meta["hosts"].size(), 2u);
   for (const char* key : {"cpu_model", "torch_version", "threads", "date", "command"}) {
@@ -259,6 +260,7 @@ TEST(CommCollect, BadOptionsAreRejectedBeforeAnyRankStarts) {
       {{"--timeout", "0"}, "--timeout"},
       {{"--max-delay", "-2"}, "--max-delay"},
       {{"--samples", "0"}, "--samples: must be at least 1, got 0"},
+      {{"--repeats", "0"}, "--repeats: must be in [1, 1000], got 0"},
       {{"--world-size", "abc"}, "--world-size"},
       {{"--no-such-flag"}, "--no-such-flag"},
   };
