@@ -11,15 +11,9 @@
 namespace shardplan {
 namespace {
 
+using testing::cluster_of;
 using testing::make_table;
 using testing::varied_tables;
-
-Cluster cluster_of(int devices, int64_t memory) {
-  Cluster c;
-  c.num_devices = devices;
-  c.memory_per_device_bytes = memory;
-  return c;
-}
 
 ValidationResult validate(const Plan& plan, const std::vector<Table>& tables) {
   return validate_plan_json(nlohmann::json::parse(plan_to_string(plan)), tables, "plan");

@@ -15,17 +15,11 @@
 namespace shardplan {
 namespace {
 
+using testing::cluster_of;
 using testing::make_table;
 using testing::varied_tables;
 
 std::shared_ptr<const CostModel> analytic() { return make_analytic_cost_model(AnalyticCostConfig{}); }
-
-Cluster cluster_of(int devices, int64_t memory) {
-  Cluster c;
-  c.num_devices = devices;
-  c.memory_per_device_bytes = memory;
-  return c;
-}
 
 double plan_cost(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {
   double worst = 0.0;

@@ -11,15 +11,9 @@
 namespace shardplan {
 namespace {
 
+using testing::cluster_of;
 using testing::make_table;
 using testing::varied_tables;
-
-Cluster cluster_of(int devices, int64_t memory) {
-  Cluster c;
-  c.num_devices = devices;
-  c.memory_per_device_bytes = memory;
-  return c;
-}
 
 // Every table whole, except every split_every-th halved (0: none), so that the sibling rule is exercised.
 std::vector<Piece> pieces_of(const ShardCatalog& catalog, int tables, int split_every) {

@@ -3,11 +3,20 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/cluster.hpp"
 #include "shardplan/cost_model.hpp"
 #include "shardplan/planner.hpp"
 #include "shardplan/table.hpp"
 
 namespace shardplan::testing {
+
+// `devices` GPUs of `memory` bytes each, default host layout and optimizer.
+inline Cluster cluster_of(int devices, int64_t memory) {
+  Cluster c;
+  c.num_devices = devices;
+  c.memory_per_device_bytes = memory;
+  return c;
+}
 
 inline Table make_table(std::string name, int64_t rows, int dim, double pooling_factor = 1.0) {
   Table t;
