@@ -41,6 +41,9 @@ struct DeviceCost {
   double total_ms() const { return compute_ms + fw_comm_ms + bw_comm_ms; }
 };
 
+// The slowest device's total: the plan's cost (0 for no devices).
+double max_total_ms(const std::vector<DeviceCost>& costs);
+
 struct Plan {
   std::string algorithm;
   Cluster cluster;

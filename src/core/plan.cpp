@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace shardplan {
@@ -77,6 +78,12 @@ std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Tabl
 
 TableSharding table_wise_sharding(const Table& table, int rank) {
   return sharding_of(table, {Shard{rank, 0, 0, table.rows, table.dim}});
+}
+
+double max_total_ms(const std::vector<DeviceCost>& costs) {
+  double worst = 0.0;
+  for (const auto& c : costs) worst = std::max(worst, c.total_ms());
+  return worst;
 }
 
 }  // namespace shardplan

@@ -1,6 +1,5 @@
 #include "shardplan/baseline_comparison.hpp"
 
-#include <algorithm>
 #include <exception>
 
 namespace shardplan {
@@ -21,10 +20,7 @@ std::vector<BaselineOutcome> compare_with_baselines(const std::vector<std::strin
     BaselineOutcome outcome{name, std::nullopt, ""};
     try {
       Plan plan = make_planner(name, config)->plan(tables, cluster);
-      std::vector<DeviceCost> costs = score_plan(plan, tables, model);
-      double max_ms = 0.0;
-      for (const auto& c : costs) max_ms = std::max(max_ms, c.total_ms());
-      outcome.max_total_ms = max_ms;
+      outcome.max_total_ms = max_total_ms(score_plan(plan, tables, model));
     } catch (const std::exception& e) {
       // A baseline is context for the plan the user asked for; its failure must not cost them that plan.
       outcome.failure = e.what();

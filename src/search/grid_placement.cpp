@@ -5,6 +5,8 @@
 #include <set>
 #include <tuple>
 
+#include "device_loads.hpp"
+
 namespace shardplan {
 
 bool better_placement(const Placement& a, const Placement& b) {
@@ -14,33 +16,12 @@ bool better_placement(const Placement& a, const Placement& b) {
 }
 
 // Per-device state of one placement, reused across the grid's points.
-struct GridPlacer::Scratch {
-  std::vector<float> sums;       // devices x summary size
-  std::vector<double> compute;
-  std::vector<int64_t> bytes;
-  std::vector<int64_t> width;
+struct GridPlacer::Scratch : DeviceLoads {
   std::vector<std::vector<int>> group_devices;  // devices already holding a piece of each split table
 
-  std::size_t summary_size = 0;
-
   void reset(int devices, int size, std::size_t groups) {
-    const auto n = static_cast<std::size_t>(devices);
-    summary_size = static_cast<std::size_t>(size);
-    sums.assign(n * summary_size, 0.0f);
-    compute.assign(n, 0.0);
-    bytes.assign(n, 0);
-    width.assign(n, 0);
+    DeviceLoads::reset(devices, size);
     group_devices.assign(groups, {});
-  }
-
-  // Adds a piece to device r; returns the device's summary sum, which predicts its compute.
-  const float* add(std::size_t r, const ShardCatalog& catalog, int variant) {
-    float* sum = sums.data() + r * summary_size;
-    const float* summary = catalog.summary(variant);
-    for (std::size_t k = 0; k < summary_size; ++k) sum[k] += summary[k];
-    bytes[r] += catalog.bytes(variant);
-    width[r] += catalog.cols(variant);
-    return sum;
   }
 };
 
@@ -192,24 +173,20 @@ void GridPlacer::place_by_memory(const std::vector<Piece>& pieces, Scratch& scra
     out.ranks[static_cast<std::size_t>(i)] = static_cast<int>(ru);
   }
   for (std::size_t r = 0; r < scratch.compute.size(); ++r) {
-    scratch.compute[r] = scratch.bytes[r] > 0 ? model_.compute_from_summary(scratch.sums.data() + r * scratch.summary_size) : 0.0;
+    scratch.compute[r] = scratch.bytes[r] > 0 ? model_.compute_from_summary(scratch.sum(r)) : 0.0;
   }
   finish(scratch, out);
 }
 
 void GridPlacer::finish(Scratch& scratch, Placement& out) const {
   out.feasible = out.unplaced_bytes == 0;
-  out.devices.assign(static_cast<std::size_t>(devices_), DeviceCost{});
-  out.max_cost = std::numeric_limits<double>::infinity();
-  if (!out.feasible) return;
-  std::vector<double> fw;
-  std::vector<double> bw;
-  model_.predict_comm(scratch.width, scratch.compute, fw, bw);
-  out.max_cost = 0.0;
-  for (std::size_t r = 0; r < out.devices.size(); ++r) {
-    out.devices[r] = DeviceCost{scratch.compute[r], fw[r], bw[r]};
-    out.max_cost = std::max(out.max_cost, out.devices[r].total_ms());
+  if (!out.feasible) {
+    out.devices.assign(static_cast<std::size_t>(devices_), DeviceCost{});
+    out.max_cost = std::numeric_limits<double>::infinity();
+    return;
   }
+  out.devices = costs_from_compute(model_, scratch.compute, scratch.width);
+  out.max_cost = max_total_ms(out.devices);
 }
 
 }  // namespace shardplan
