@@ -50,6 +50,19 @@ TaskOutcome plan_task(const Planner& planner, const ShardingTask& task, const Cl
   return outcome;
 }
 
+// Counts a win for every algorithm whose value on task t is the lowest (ties: all of them); value_of gives
+// nullopt for an algorithm without a value there.
+template <typename ValueOf>
+void count_wins(std::vector<AlgorithmSummary>& algorithms, int AlgorithmSummary::*wins, const ValueOf& value_of) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& s : algorithms) {
+    if (auto v = value_of(s)) best = std::min(best, *v);
+  }
+  for (auto& s : algorithms) {
+    if (auto v = value_of(s); v && *v <= best * (1 + 1e-9)) ++(s.*wins);
+  }
+}
+
 // Averages over the tasks every algorithm has a measurement for, so the means compare like with like.
 void summarise_measured(BenchResult& result, std::size_t measured_tasks) {
   for (std::size_t t = 0; t < measured_tasks; ++t) {
@@ -57,16 +70,13 @@ void summarise_measured(BenchResult& result, std::size_t measured_tasks) {
                                 [&](const AlgorithmSummary& s) { return s.tasks[t].measured_max_compute_ms.has_value(); });
     if (!everyone) continue;
     ++result.measured_tasks;
-    double best = std::numeric_limits<double>::infinity();
     for (auto& s : result.algorithms) {
       ++s.measured;
       s.mean_predicted_max_compute_ms += s.tasks[t].predicted_max_compute_ms;
       s.mean_measured_max_compute_ms += *s.tasks[t].measured_max_compute_ms;
-      best = std::min(best, *s.tasks[t].measured_max_compute_ms);
     }
-    for (auto& s : result.algorithms) {
-      if (*s.tasks[t].measured_max_compute_ms <= best * (1 + 1e-9)) ++s.measured_wins;
-    }
+    count_wins(result.algorithms, &AlgorithmSummary::measured_wins,
+               [t](const AlgorithmSummary& s) { return s.tasks[t].measured_max_compute_ms; });
   }
   for (auto& s : result.algorithms) {
     if (s.measured == 0) continue;
@@ -119,13 +129,9 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
     summary.max_plan_seconds = seconds.empty() ? 0.0 : *std::max_element(seconds.begin(), seconds.end());
   }
   for (std::size_t t = 0; t < set.tasks.size(); ++t) {
-    double best = std::numeric_limits<double>::infinity();
-    for (const auto& s : result.algorithms) {
-      if (s.tasks[t].valid) best = std::min(best, s.tasks[t].cost_ms);
-    }
-    for (auto& s : result.algorithms) {
-      if (s.tasks[t].valid && s.tasks[t].cost_ms <= best * (1 + 1e-9)) ++s.wins;
-    }
+    count_wins(result.algorithms, &AlgorithmSummary::wins, [t](const AlgorithmSummary& s) {
+      return s.tasks[t].valid ? std::optional<double>(s.tasks[t].cost_ms) : std::nullopt;
+    });
   }
   summarise_measured(result, measured_tasks);
   return result;

@@ -17,16 +17,20 @@ std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vect
                                                const CostModel& model, int count) {
   std::vector<DeviceShards> devices = device_shards(plan, tables);
   if (devices.empty()) return std::nullopt;
-  std::vector<std::vector<ShardFeatures>> sets = compute_sets(devices);
   std::vector<int64_t> dim_sums;
   for (const auto& device : devices) dim_sums.push_back(device.dim_sum);
-  std::vector<double> compute = model.predict_compute(sets);
-  std::vector<DeviceCost> base = costs_from_compute(model, compute, dim_sums);
+  // The plan's own scores when this model made them (the planner scores every plan); else score it.
+  const bool scored = plan.device_costs && plan.device_costs->size() == devices.size() && plan.cost_model == model.name();
+  std::vector<DeviceCost> base =
+      scored ? *plan.device_costs : costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums);
+  std::vector<double> compute;
+  for (const auto& cost : base) compute.push_back(cost.compute_ms);
   const auto rank = static_cast<std::size_t>(
       std::max_element(base.begin(), base.end(), [](const DeviceCost& a, const DeviceCost& b) {
         return a.total_ms() < b.total_ms();
       }) - base.begin());
   const DeviceShards& held = devices[rank];
+  const std::vector<ShardFeatures> held_set = compute_sets({held}).front();
 
   // The device's tables in plan order, and its shard set and width without each of them.
   std::vector<std::size_t> on_rank;
@@ -40,7 +44,7 @@ std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vect
       if (held.plan_tables[i] == on_rank[k]) {
         width_without[k] -= held.pieces[i].dim;
       } else {
-        without[k].push_back(sets[rank][i]);
+        without[k].push_back(held_set[i]);
       }
     }
   }
@@ -48,14 +52,13 @@ std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vect
 
   BoundingDevice bound{static_cast<int>(rank), {}};
   for (std::size_t k = 0; k < on_rank.size(); ++k) {
-    std::vector<double> c = compute;
-    std::vector<int64_t> w = dim_sums;
-    c[rank] = compute_without[k];
-    w[rank] = width_without[k];
+    compute[rank] = compute_without[k];
+    dim_sums[rank] = width_without[k];
+    const double total_without = total_on(model, compute, dim_sums, rank);
     const std::string& name = plan.tables[on_rank[k]].name;
     const Table& table = *std::find_if(tables.begin(), tables.end(), [&](const Table& t) { return t.name == name; });
     bound.drivers.push_back({name, held.dim_sum - width_without[k], table.pooling_factor,
-                             base[rank].total_ms() - total_on(model, c, w, rank)});
+                             base[rank].total_ms() - total_without});
   }
   std::stable_sort(bound.drivers.begin(), bound.drivers.end(),
                    [](const CostDriver& a, const CostDriver& b) { return a.saving_ms > b.saving_ms; });

@@ -62,6 +62,30 @@ TEST(BoundingDrivers, KeepsTheLargestFewAndCountsAllOfATablesColumnsOnTheDevice)
   EXPECT_EQ(top3->drivers[0].table, bound->drivers[0].table);
 }
 
+TEST(BoundingDrivers, UsesThePlansOwnScoresOnlyWhenTheSameModelMadeThem) {
+  auto tables = testing::varied_tables(9);
+  auto model = make_analytic_cost_model(AnalyticCostConfig{});
+  Plan plan;
+  plan.cluster.num_devices = 3;
+  for (std::size_t t = 0; t < tables.size(); ++t) plan.tables.push_back(table_wise_sharding(tables[t], static_cast<int>(t % 3)));
+  auto unscored = bounding_drivers(plan, tables, *model, 9);
+  plan.device_costs = score_plan(plan, tables, *model);
+  plan.cost_model = model->name();
+  auto scored = bounding_drivers(plan, tables, *model, 9);
+  ASSERT_TRUE(unscored && scored);
+  EXPECT_EQ(scored->rank, unscored->rank);
+  ASSERT_EQ(scored->drivers.size(), unscored->drivers.size());
+  for (std::size_t k = 0; k < scored->drivers.size(); ++k) {
+    EXPECT_EQ(scored->drivers[k].table, unscored->drivers[k].table);
+    EXPECT_DOUBLE_EQ(scored->drivers[k].saving_ms, unscored->drivers[k].saving_ms);
+  }
+  // Scores from another model are not trusted: the device ranked slowest by them is ignored.
+  for (auto& c : *plan.device_costs) c.compute_ms = 0.0;
+  (*plan.device_costs)[static_cast<std::size_t>((unscored->rank + 1) % 3)].compute_ms = 1e6;
+  plan.cost_model = "another model";
+  EXPECT_EQ(bounding_drivers(plan, tables, *model, 9)->rank, unscored->rank);
+}
+
 TEST(BaselineComparison, LeavesOutNeuroShardAndRandom) {
   auto names = baseline_planner_names();
   EXPECT_FALSE(names.empty());
