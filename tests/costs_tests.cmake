@@ -2,6 +2,7 @@
 add_executable(shardplan_costs_tests
   costs/cost_data_test.cpp
   costs/compute_collector_test.cpp
+  costs/plan_measurement_test.cpp
   costs/pretrain_test.cpp
 )
 target_link_libraries(shardplan_costs_tests PRIVATE shardplan_torch shardplan_core GTest::gtest_main shardplan_warnings

@@ -44,8 +44,11 @@ struct BenchResult {
   int measured_tasks = 0;                    // tasks measured for every algorithm
 };
 
-// Measures a plan's per-device compute on real kernels (nullopt: a device that could not be measured).
-using ComputeMeasurer = std::function<std::vector<std::optional<double>>(const Plan&, const std::vector<Table>&)>;
+// Per-device measured compute of one plan (nullopt: a device that could not be measured).
+using DeviceComputeMs = std::vector<std::optional<double>>;
+// Measures the plans of one task on real kernels, together, so that identical devices share a
+// measurement and every plan sees the machine alike; one result per plan.
+using ComputeMeasurer = std::function<std::vector<DeviceComputeMs>(const std::vector<const Plan*>&, const std::vector<Table>&)>;
 
 struct BenchMeasure {
   int tasks = 0;            // the first this many tasks are measured, for every algorithm
@@ -59,7 +62,7 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
 
 // {"task_set", "cost_model", "tasks", "algorithms": {name: {mean_cost_ms, valid, tasks, median_plan_seconds,
 // max_plan_seconds, wins}}}; with per_task, each algorithm also lists its per-task costs. Measured runs add
-// "measured_tasks" and, per algorithm, a "measured" object.
+// "measured_tasks" and, per algorithm, a "measured" object (with per_task, its per-task measured maxima).
 nlohmann::ordered_json bench_to_json(const BenchResult& result, bool per_task);
 
 // The aligned table printed by `shard-plan bench`.

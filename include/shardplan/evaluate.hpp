@@ -31,10 +31,7 @@ struct PlanEvaluation {
   std::string algorithm;
   std::string cost_model;
   std::vector<DeviceEvaluation> devices;
-  double max_total_ms = 0.0;
-  double mean_total_ms = 0.0;
-  int bounding_rank = 0;             // the device with the largest predicted total
-  double max_compute_ms = 0.0;       // predicted
+  CostSummary predicted;  // its slowest is the device with the largest predicted total
   std::optional<MeasuredSummary> measured;
 };
 

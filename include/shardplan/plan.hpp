@@ -44,6 +44,20 @@ struct DeviceCost {
 // The slowest device's total: the plan's cost (0 for no devices).
 double max_total_ms(const std::vector<DeviceCost>& costs);
 
+// A plan's predicted costs at a glance, as every report states them.
+struct CostSummary {
+  double max_ms = 0.0;          // the slowest device's total
+  int slowest = 0;              // its rank (the lowest, on ties)
+  double mean_ms = 0.0;         // mean total over all devices
+  double max_compute_ms = 0.0;  // the largest compute alone
+  double imbalance() const { return mean_ms > 0 ? max_ms / mean_ms : 1.0; }
+};
+
+CostSummary summarise_costs(const std::vector<DeviceCost>& costs);
+
+// "max 12.345 ms on rank 3, mean 10.000 ms, imbalance 1.234"
+std::string format_cost_summary(const CostSummary& summary);
+
 struct Plan {
   std::string algorithm;
   Cluster cluster;

@@ -17,9 +17,9 @@ namespace shardplan {
 
 namespace {
 
-TaskOutcome plan_task(const Planner& planner, const ShardingTask& task, const Cluster& cluster, const CostModel& model,
-                      const ComputeMeasurer* measure) {
-  TaskOutcome outcome;
+// Plans, validates and scores one task; returns the plan when it is valid.
+std::optional<Plan> plan_task(const Planner& planner, const ShardingTask& task, const Cluster& cluster,
+                              const CostModel& model, TaskOutcome& outcome) {
   auto start = std::chrono::steady_clock::now();
   try {
     Plan plan = planner.plan(task.tables, cluster);
@@ -27,27 +27,29 @@ TaskOutcome plan_task(const Planner& planner, const ShardingTask& task, const Cl
     ValidationResult check = validate_plan_json(nlohmann::json::parse(plan_to_string(plan)), task.tables, "plan");
     if (!check.valid()) {
       outcome.error = "invalid plan: " + check.problems.front();
-      return outcome;
+      return std::nullopt;
     }
     for (const auto& device : score_plan(plan, task.tables, model)) {
       outcome.cost_ms = std::max(outcome.cost_ms, device.total_ms());
       outcome.predicted_max_compute_ms = std::max(outcome.predicted_max_compute_ms, device.compute_ms);
     }
     outcome.valid = true;
-    if (measure != nullptr) {
-      double slowest = 0.0;
-      bool complete = true;
-      for (const auto& device : (*measure)(plan, task.tables)) {
-        complete = complete && device.has_value();
-        if (device) slowest = std::max(slowest, *device);
-      }
-      if (complete) outcome.measured_max_compute_ms = slowest;
-    }
+    return plan;
   } catch (const InfeasibleError& e) {
     outcome.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     outcome.error = e.what();
+    return std::nullopt;
   }
-  return outcome;
+}
+
+// The slowest device, when every device was measured.
+std::optional<double> measured_max(const DeviceComputeMs& devices) {
+  double slowest = 0.0;
+  for (const auto& device : devices) {
+    if (!device) return std::nullopt;
+    slowest = std::max(slowest, *device);
+  }
+  return slowest;
 }
 
 // Counts a win for every algorithm whose value on task t is the lowest (ties: all of them); value_of gives
@@ -106,10 +108,22 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
   int64_t done = 0;
   const std::size_t measured_tasks = measure ? std::min(set.tasks.size(), static_cast<std::size_t>(measure->tasks)) : 0;
   for (std::size_t t = 0; t < set.tasks.size(); ++t) {
-    const ComputeMeasurer* measurer = t < measured_tasks ? &measure->measure : nullptr;
+    std::vector<std::optional<Plan>> plans;
     for (std::size_t a = 0; a < planners.size(); ++a) {
-      result.algorithms[a].tasks.push_back(plan_task(*planners[a], set.tasks[t], cluster, *config.cost_model, measurer));
+      TaskOutcome outcome;
+      plans.push_back(plan_task(*planners[a], set.tasks[t], cluster, *config.cost_model, outcome));
+      result.algorithms[a].tasks.push_back(std::move(outcome));
       progress.update(++done, algorithms[a]);
+    }
+    if (t >= measured_tasks) continue;
+    std::vector<const Plan*> valid;
+    for (const auto& plan : plans) {
+      if (plan) valid.push_back(&*plan);
+    }
+    progress.update(done, fmt::format("measuring task {}", t));
+    std::vector<DeviceComputeMs> measured = measure->measure(valid, set.tasks[t].tables);
+    for (std::size_t a = 0, v = 0; a < planners.size(); ++a) {
+      if (plans[a]) result.algorithms[a].tasks[t].measured_max_compute_ms = measured_max(measured.at(v++));
     }
   }
   progress.finish();
@@ -157,6 +171,13 @@ nlohmann::ordered_json bench_to_json(const BenchResult& result, bool per_task) {
                            {"mean_predicted_max_compute_ms", s.mean_predicted_max_compute_ms},
                            {"mean_measured_max_compute_ms", s.mean_measured_max_compute_ms},
                            {"wins", s.measured_wins}};
+      if (per_task) {
+        ojson measured = ojson::array();
+        for (const auto& t : s.tasks) {
+          measured.push_back(t.measured_max_compute_ms ? ojson(*t.measured_max_compute_ms) : ojson(nullptr));
+        }
+        entry["measured"]["task_max_compute_ms"] = measured;
+      }
     }
     algorithms[s.name] = entry;
   }

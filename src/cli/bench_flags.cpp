@@ -37,11 +37,17 @@ void add_measure_options(CLI::App& app, MeasureFlags& flags) {
   app.add_option("--measure-mem-cap", flags.mem_cap,
                  "Skip devices whose weights exceed this when measuring (e.g. 8GiB; auto: half of physical memory)")
       ->capture_default_str();
+  app.add_option("--measure-rounds", flags.rounds,
+                 "Times every distinct shard set is built and timed, in interleaved rounds; the fastest is kept")
+      ->capture_default_str();
   add_bench_options(app, flags.bench, "measure-");
 }
 
 void check_measure_options(MeasureFlags& flags, bool measuring) {
   check_bench_options(flags.bench, "measure-");
+  if (flags.rounds < 1 || flags.rounds > 1000) {
+    throw InputError(fmt::format("--measure-rounds: must be in [1, 1000], got {}", flags.rounds));
+  }
   flags.memory_cap_bytes = flags.mem_cap == "auto" ? 0 : parse_byte_size(flags.mem_cap, "--measure-mem-cap");
 #if !SHARDPLAN_WITH_TORCH
   if (measuring) {
@@ -53,17 +59,18 @@ void check_measure_options(MeasureFlags& flags, bool measuring) {
 #endif
 }
 
-PlanMeasurement measure_on_this_machine(const MeasureFlags& flags, const Plan& plan, const std::vector<Table>& tables,
-                                        uint64_t seed, bool quiet) {
+std::vector<PlanMeasurement> measure_on_this_machine(const MeasureFlags& flags, const std::vector<const Plan*>& plans,
+                                                     const std::vector<Table>& tables, uint64_t seed, bool quiet) {
 #if SHARDPLAN_WITH_TORCH
   PlanMeasureConfig config;
   config.bench = flags.bench;
   config.memory_cap_bytes = flags.memory_cap_bytes;
   config.seed = seed;
+  config.rounds = flags.rounds;
   config.quiet = quiet;
-  return measure_plan(plan, tables, config);
+  return measure_plans(plans, tables, config);
 #else
-  (void)flags, (void)plan, (void)tables, (void)seed, (void)quiet;
+  (void)flags, (void)plans, (void)tables, (void)seed, (void)quiet;
   throw InputError("--measure: this shard-plan was built without LibTorch, which measuring needs");
 #endif
 }

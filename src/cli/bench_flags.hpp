@@ -20,6 +20,7 @@ void check_bench_options(const ComputeBenchConfig& config, const std::string& pr
 struct MeasureFlags {
   ComputeBenchConfig bench = PlanMeasureConfig::default_bench();
   std::string mem_cap = "auto";
+  int rounds = 3;
   int64_t memory_cap_bytes = 0;  // parsed by check_measure_options; 0: auto
 };
 
@@ -27,8 +28,8 @@ void add_measure_options(CLI::App& app, MeasureFlags& flags);
 // Checks the flags and parses the cap; when `measuring`, also that this build can measure (it needs
 // LibTorch). Throws InputError naming the flag.
 void check_measure_options(MeasureFlags& flags, bool measuring);
-// Runs each device of `plan` on this machine's device (measure_plan).
-PlanMeasurement measure_on_this_machine(const MeasureFlags& flags, const Plan& plan, const std::vector<Table>& tables,
-                                        uint64_t seed, bool quiet);
+// Runs each device of `plans` on this machine's device (measure_plans: identical devices measured once).
+std::vector<PlanMeasurement> measure_on_this_machine(const MeasureFlags& flags, const std::vector<const Plan*>& plans,
+                                                     const std::vector<Table>& tables, uint64_t seed, bool quiet);
 
 }  // namespace shardplan::cli

@@ -26,7 +26,9 @@ int run_bench_command(int argc, char** argv) {
   shard-plan bench --tasks data/tasks/paper-4gpu.json --measure 10
 
 --measure N runs every device of the first N tasks' plans on this machine's device (the kernel and traces
-of collect-costs, one device at a time) and compares the plans' measured max compute. Measure on an idle
+of collect-costs, one device at a time) and compares the plans' measured max compute. A task's plans are
+measured together: devices with the same shards are measured once for all of them, in --measure-rounds
+interleaved rounds of fresh builds, keeping the fastest. Measure on an idle
 machine: other work only adds time.)");
   std::string tasks_path;
   std::vector<std::string> algorithms = planner_names();
@@ -66,9 +68,14 @@ machine: other work only adds time.)");
   spdlog::info("{}: {} tasks on {} GPUs, {} algorithms", tasks_path, set.tasks.size(), set.num_devices, algorithms.size());
   BenchMeasure measure;
   measure.tasks = measure_tasks;
-  measure.measure = [&measure_flags, seed](const Plan& plan, const std::vector<Table>& tables) {
-    // The bench's own progress covers the measurement.
-    return measure_on_this_machine(measure_flags, plan, tables, seed, /*quiet=*/true).compute_ms;
+  measure.measure = [&measure_flags, seed](const std::vector<const Plan*>& plans, const std::vector<Table>& tables) {
+    // The bench's own progress covers the measurement. After Ctrl-C, devices not reached come back
+    // unmeasured, and their tasks drop out of the measured means.
+    std::vector<DeviceComputeMs> devices;
+    for (auto& measured : measure_on_this_machine(measure_flags, plans, tables, seed, /*quiet=*/true)) {
+      devices.push_back(std::move(measured.compute_ms));
+    }
+    return devices;
   };
   BenchResult result = run_bench(set, algorithms, config, log_options.quiet, &measure);
   if (json) {

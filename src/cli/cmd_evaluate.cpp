@@ -28,9 +28,10 @@ int run_evaluate(int argc, char** argv) {
   shard-plan evaluate --plan plan.json --tables data/examples/tables.json
   shard-plan evaluate --plan plan.json --tables tables.json --measure --json > evaluation.json
 
-Measured compute is the fastest of --iterations timed training steps (forward, backward, sparse SGD
-update), the statistic the bundled model is trained on; it describes this machine's device, which is
-the device the model describes only when the model was pre-trained on costs collected here.
+Measured compute is the fastest of --measure-iterations timed training steps (forward, backward, sparse
+SGD update) over --measure-rounds fresh builds of each device's shards, the statistic the bundled model
+is trained on; it describes this machine's device, which is the device the model describes only when the
+model was pre-trained on costs collected here.
 Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an invalid plan.)");
   std::string plan_path;
   std::string tables_path;
@@ -59,9 +60,9 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an in
 
   if (measure) {
     const ComputeBenchConfig& bench = measure_flags.bench;
-    spdlog::info("measuring {} devices on {} (batch {}, {} timed steps each)", plan.cluster.num_devices, bench.device,
-                 bench.batch_size, bench.timed_iterations);
-    PlanMeasurement measured = measure_on_this_machine(measure_flags, plan, tables, seed, log_options.quiet);
+    spdlog::info("measuring {} devices on {} (batch {}, {} timed steps, {} rounds)", plan.cluster.num_devices,
+                 bench.device, bench.batch_size, bench.timed_iterations, measure_flags.rounds);
+    PlanMeasurement measured = measure_on_this_machine(measure_flags, {&plan}, tables, seed, log_options.quiet).front();
     attach_measurements(evaluation, measured.compute_ms, measured.skipped);
     if (measured.interrupted) spdlog::warn("interrupted: the devices not reached are reported as not measured");
   }

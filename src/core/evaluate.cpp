@@ -15,17 +15,10 @@ PlanEvaluation evaluate_plan(const Plan& plan, const std::vector<Table>& tables,
   evaluation.cost_model = model.name();
   std::vector<DeviceUsage> usage = device_usage(plan);
   std::vector<DeviceCost> costs = score_plan(plan, tables, model);
-  double sum = 0.0;
   for (std::size_t r = 0; r < usage.size(); ++r) {
     evaluation.devices.push_back(DeviceEvaluation{usage[r], costs[r], std::nullopt, ""});
-    sum += costs[r].total_ms();
-    if (costs[r].total_ms() > evaluation.max_total_ms) {
-      evaluation.max_total_ms = costs[r].total_ms();
-      evaluation.bounding_rank = static_cast<int>(r);
-    }
-    evaluation.max_compute_ms = std::max(evaluation.max_compute_ms, costs[r].compute_ms);
   }
-  evaluation.mean_total_ms = usage.empty() ? 0.0 : sum / static_cast<double>(usage.size());
+  evaluation.predicted = summarise_costs(costs);
   return evaluation;
 }
 
@@ -81,10 +74,10 @@ nlohmann::ordered_json evaluation_to_json(const PlanEvaluation& evaluation) {
             {"cost_model", evaluation.cost_model},
             {"devices", std::move(devices)},
             {"predicted",
-             {{"max_total_ms", evaluation.max_total_ms},
-              {"mean_total_ms", evaluation.mean_total_ms},
-              {"bounding_rank", evaluation.bounding_rank},
-              {"max_compute_ms", evaluation.max_compute_ms}}}};
+             {{"max_total_ms", evaluation.predicted.max_ms},
+              {"mean_total_ms", evaluation.predicted.mean_ms},
+              {"bounding_rank", evaluation.predicted.slowest},
+              {"max_compute_ms", evaluation.predicted.max_compute_ms}}}};
   if (evaluation.measured) {
     const MeasuredSummary& m = *evaluation.measured;
     doc["measured"] = ojson{{"devices", m.devices},
@@ -120,10 +113,8 @@ std::string format_evaluation(const PlanEvaluation& evaluation) {
       out += fmt::format(" {:>9.3f} {:>7}\n", *d.measured_compute_ms, "-");
     }
   }
-  out += fmt::format("predicted: max {:.3f} ms on rank {}, mean {:.3f} ms, imbalance {:.3f}, max compute {:.3f} ms\n",
-                     evaluation.max_total_ms, evaluation.bounding_rank, evaluation.mean_total_ms,
-                     evaluation.mean_total_ms > 0 ? evaluation.max_total_ms / evaluation.mean_total_ms : 1.0,
-                     evaluation.max_compute_ms);
+  out += fmt::format("predicted: {}, max compute {:.3f} ms\n", format_cost_summary(evaluation.predicted),
+                     evaluation.predicted.max_compute_ms);
   if (measured) {
     const MeasuredSummary& m = *evaluation.measured;
     out += fmt::format(

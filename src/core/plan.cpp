@@ -86,4 +86,25 @@ double max_total_ms(const std::vector<DeviceCost>& costs) {
   return worst;
 }
 
+CostSummary summarise_costs(const std::vector<DeviceCost>& costs) {
+  CostSummary summary;
+  double sum = 0.0;
+  for (std::size_t r = 0; r < costs.size(); ++r) {
+    const double total = costs[r].total_ms();
+    if (r == 0 || total > summary.max_ms) {
+      summary.max_ms = total;
+      summary.slowest = static_cast<int>(r);
+    }
+    summary.max_compute_ms = std::max(summary.max_compute_ms, costs[r].compute_ms);
+    sum += total;
+  }
+  summary.mean_ms = costs.empty() ? 0.0 : sum / static_cast<double>(costs.size());
+  return summary;
+}
+
+std::string format_cost_summary(const CostSummary& summary) {
+  return fmt::format("max {:.3f} ms on rank {}, mean {:.3f} ms, imbalance {:.3f}", summary.max_ms, summary.slowest,
+                     summary.mean_ms, summary.imbalance());
+}
+
 }  // namespace shardplan

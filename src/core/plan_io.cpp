@@ -62,8 +62,6 @@ ojson plan_to_json(const Plan& plan) {
 
   std::vector<DeviceUsage> usage = device_usage(plan);
   ojson devices = ojson::array();
-  double max_total = 0.0;
-  double sum_total = 0.0;
   for (std::size_t r = 0; r < usage.size(); ++r) {
     devices.push_back(ojson{{"rank", r},
                             {"memory_bytes", usage[r].memory_bytes},
@@ -73,19 +71,16 @@ ojson plan_to_json(const Plan& plan) {
                             {"fw_comm_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.fw_comm_ms; })},
                             {"bw_comm_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.bw_comm_ms; })},
                             {"total_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.total_ms(); })}});
-    if (plan.device_costs) {
-      max_total = std::max(max_total, (*plan.device_costs)[r].total_ms());
-      sum_total += (*plan.device_costs)[r].total_ms();
-    }
   }
   doc["devices"] = std::move(devices);
 
   int64_t max_memory = 0;
   for (const auto& u : usage) max_memory = std::max(max_memory, u.memory_bytes);
   ojson summary;
-  summary["max_total_ms"] = plan.device_costs ? ojson(max_total) : ojson(nullptr);
-  summary["mean_total_ms"] =
-      plan.device_costs ? ojson(sum_total / static_cast<double>(usage.size())) : ojson(nullptr);
+  const std::optional<CostSummary> costs =
+      plan.device_costs ? std::optional(summarise_costs(*plan.device_costs)) : std::nullopt;
+  summary["max_total_ms"] = costs ? ojson(costs->max_ms) : ojson(nullptr);
+  summary["mean_total_ms"] = costs ? ojson(costs->mean_ms) : ojson(nullptr);
   summary["max_memory_bytes"] = max_memory;
   // No wall-clock planning time here: the same input and seed must give a byte-identical file. The
   // report and the log state it.

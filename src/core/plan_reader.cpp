@@ -88,13 +88,11 @@ Plan plan_from_json(const nlohmann::json& doc, const std::vector<Table>& tables,
   for (const auto& entry : doc.at("tables")) entries.emplace(entry.at("name").get<std::string>(), &entry);
   for (const auto& table : tables) {
     const nlohmann::json& entry = *entries.at(table.name);
-    TableSharding sharding;
-    sharding.name = table.name;
-    sharding.rows = table.rows;
-    sharding.dim = table.dim;
-    sharding.dtype = table.dtype;
+    std::vector<Shard> shards;
+    for (const auto& shard : entry.at("shards")) shards.push_back(read_shard(shard));
+    TableSharding sharding = sharding_of(table, std::move(shards));
+    // The file's word, since shard-plan's own planners never split rows.
     sharding.type = parse_sharding_type(entry.at("sharding_type").get<std::string>());
-    for (const auto& shard : entry.at("shards")) sharding.shards.push_back(read_shard(shard));
     plan.tables.push_back(std::move(sharding));
   }
   return plan;

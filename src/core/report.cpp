@@ -85,17 +85,12 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
   out += fmt::format("width: max {} on rank {}\n", max_width->dim_sum, max_width - usage.begin());
   if (plan.device_costs) {
     const auto& costs = *plan.device_costs;
-    auto slowest = std::max_element(costs.begin(), costs.end(),
-                                    [](const DeviceCost& a, const DeviceCost& b) { return a.total_ms() < b.total_ms(); });
-    double mean = std::accumulate(costs.begin(), costs.end(), 0.0,
-                                  [](double s, const DeviceCost& d) { return s + d.total_ms(); }) /
-                  static_cast<double>(costs.size());
-    out += fmt::format("cost ({}): max {:.3f} ms on rank {}, mean {:.3f} ms, imbalance {:.3f}\n", plan.cost_model,
-                       slowest->total_ms(), slowest - costs.begin(), mean, mean > 0 ? slowest->total_ms() / mean : 1.0);
+    const CostSummary summary = summarise_costs(costs);
+    out += fmt::format("cost ({}): {}\n", plan.cost_model, format_cost_summary(summary));
     if (analysis.bound) {
       out += format_bounding_device(*analysis.bound, costs.at(static_cast<std::size_t>(analysis.bound->rank)));
     }
-    out += format_baseline_comparison(analysis.baselines, slowest->total_ms());
+    out += format_baseline_comparison(analysis.baselines, summary.max_ms);
   } else {
     out += "cost: not predicted (no cost model was used)\n";
   }

@@ -175,25 +175,16 @@ void legend(Out out, double x, double y, const std::vector<LegendItem>& items) {
   }
 }
 
-// The plan's predicted costs at a glance, over finite values only.
-struct CostSummary {
-  double max = 0.0;
-  double mean = 0.0;
-  std::size_t slowest = 0;
-};
-
-std::optional<CostSummary> summarise_costs(const Plan& plan) {
+// The plan's predicted costs at a glance, when it has one per device; non-finite totals count as 0 so
+// that the chart's axes stay drawable.
+std::optional<CostSummary> chart_costs(const Plan& plan) {
   if (!plan.device_costs || plan.device_costs->empty() ||
       plan.device_costs->size() != static_cast<std::size_t>(plan.cluster.num_devices)) {
     return std::nullopt;
   }
-  CostSummary summary;
-  for (std::size_t r = 0; r < plan.device_costs->size(); ++r) {
-    double total = finite((*plan.device_costs)[r].total_ms());
-    if (total > summary.max) summary = {total, summary.mean, r};
-    summary.mean += total;
-  }
-  summary.mean /= static_cast<double>(plan.device_costs->size());
+  CostSummary summary = summarise_costs(*plan.device_costs);
+  summary.max_ms = finite(summary.max_ms);
+  summary.mean_ms = finite(summary.mean_ms);
   return summary;
 }
 
@@ -204,8 +195,7 @@ void header(Out out, const Plan& plan, const std::optional<CostSummary>& costs, 
   if (!plan.cost_model.empty()) title += ", cost model " + plan.cost_model;
   text(out, kLeft, 26, "start", "font-size=\"16\" font-weight=\"bold\"", title);
   text(out, kLeft, 46, "start", "font-size=\"13\"",
-       costs ? fmt::format("max {:.3f} ms on rank {}, mean {:.3f} ms, imbalance {:.3f}", costs->max, costs->slowest,
-                           costs->mean, costs->mean > 0 ? costs->max / costs->mean : 1.0)
+       costs ? format_cost_summary(*costs)
              : "costs were not predicted (no cost model was used)");
   double y = 64;
   if (analysis.bound && !analysis.bound->drivers.empty()) {
@@ -220,7 +210,7 @@ void header(Out out, const Plan& plan, const std::optional<CostSummary>& costs, 
   if (best && costs) {
     text(out, kLeft, y, "start", "",
          fmt::format("best baseline {}: max {:.3f} ms; this plan {:.3f} ms ({})", best->planner,
-                     finite(*best->max_total_ms), costs->max, format_change(*best->max_total_ms, costs->max)));
+                     finite(*best->max_total_ms), costs->max_ms, format_change(*best->max_total_ms, costs->max_ms)));
   }
   legend(out, kLeft, l.cost_top - 12,
          {{kCompute, "compute"},
@@ -234,13 +224,13 @@ void header(Out out, const Plan& plan, const std::optional<CostSummary>& costs, 
 // so the labels stay apart however close the lines are.
 void max_and_mean(Out out, const Layout& l, const CostSummary& costs, const Axis& axis) {
   auto y_of = [&](double v) { return l.cost_top + kCostHeight - v / axis.top * kCostHeight; };
-  hline(out, l, y_of(costs.max), kAlarm, "6 3");
-  hline(out, l, y_of(costs.mean), kMean, "6 3");
+  hline(out, l, y_of(costs.max_ms), kAlarm, "6 3");
+  hline(out, l, y_of(costs.mean_ms), kMean, "6 3");
   double label_x = kLeft + l.plot_width + 6;
-  text(out, label_x, y_of(costs.max) - 4, "start", fmt::format("fill=\"{}\"", kAlarm),
-       fmt::format("max {:.4g} ms", costs.max));
-  text(out, label_x, y_of(costs.mean) + 13, "start", fmt::format("fill=\"{}\"", kMean),
-       fmt::format("mean {:.4g} ms", costs.mean));
+  text(out, label_x, y_of(costs.max_ms) - 4, "start", fmt::format("fill=\"{}\"", kAlarm),
+       fmt::format("max {:.4g} ms", costs.max_ms));
+  text(out, label_x, y_of(costs.mean_ms) + 13, "start", fmt::format("fill=\"{}\"", kMean),
+       fmt::format("mean {:.4g} ms", costs.mean_ms));
 }
 
 }  // namespace
@@ -248,7 +238,7 @@ void max_and_mean(Out out, const Layout& l, const CostSummary& costs, const Axis
 std::string render_svg_report(const Plan& plan, const PlanAnalysis& analysis) {
   const Layout l = layout_for(static_cast<std::size_t>(plan.cluster.num_devices));
   const std::vector<DeviceUsage> usage = device_usage(plan);
-  const std::optional<CostSummary> costs = summarise_costs(plan);
+  const std::optional<CostSummary> costs = chart_costs(plan);
   const double usable = static_cast<double>(std::max<int64_t>(plan.cluster.usable_bytes_per_device(), 1));
 
   std::string svg;
@@ -263,7 +253,7 @@ std::string render_svg_report(const Plan& plan, const PlanAnalysis& analysis) {
   // Cost panel.
   Axis cost_axis;
   if (costs) {
-    cost_axis = nice_axis(costs->max * 1.05);  // headroom for the bounding device's marker
+    cost_axis = nice_axis(costs->max_ms * 1.05);  // headroom for the bounding device's marker
     y_axis(out, l, l.cost_top, kCostHeight, cost_axis, "", "predicted ms per step");
   } else {
     text(out, kLeft + l.plot_width / 2, l.cost_top + kCostHeight / 2, "middle", "font-size=\"14\" fill=\"#555\"",
@@ -304,7 +294,7 @@ std::string render_svg_report(const Plan& plan, const PlanAnalysis& analysis) {
         y -= h;
         rect(out, x, y, l.bar, h, colour);
       }
-      if (r == costs->slowest) {
+      if (static_cast<int>(r) == costs->slowest) {
         double cx = l.centre_x(r);
         double w = std::clamp(l.bar, 8.0, 14.0) / 2;
         fmt::format_to(out, "<polygon points=\"{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}\" fill=\"{}\"/>", cx - w,

@@ -18,10 +18,12 @@
 
 namespace shardplan {
 
-double undisturbed_latency_ms(const ComputeSample& sample) {
-  if (sample.iterations_ms.empty()) return sample.latency_ms;
-  return *std::min_element(sample.iterations_ms.begin(), sample.iterations_ms.end());
+double fastest_ms(const std::vector<double>& iterations_ms, double fallback_ms) {
+  if (iterations_ms.empty()) return fallback_ms;
+  return *std::min_element(iterations_ms.begin(), iterations_ms.end());
 }
+
+double undisturbed_latency_ms(const ComputeSample& sample) { return fastest_ms(sample.iterations_ms, sample.latency_ms); }
 
 namespace fs = std::filesystem;
 

@@ -5,20 +5,27 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 
+#include "shardplan/costs/cost_data.hpp"
 #include "shardplan/dataset/random.hpp"
+#include "shardplan/errors.hpp"
 #include "shardplan/interrupt.hpp"
 #include "shardplan/progress.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan {
 
+namespace {
+
+// Bytes the benchmark allocates for a device's shards (fp32 weights, as collect-costs builds them).
 int64_t measured_weight_bytes(const std::vector<Table>& shards) {
   int64_t bytes = 0;
   for (const auto& shard : shards) bytes += shard_memory_bytes(shard.rows, shard.dim, DType::kFp32, Optimizer::kSgd);
   return bytes;
 }
 
+// Half of physical memory: room for the weights, their gradients and everything else running.
 int64_t default_measure_memory_cap() {
   long pages = sysconf(_SC_PHYS_PAGES);
   long page_size = sysconf(_SC_PAGE_SIZE);
@@ -26,38 +33,104 @@ int64_t default_measure_memory_cap() {
   return static_cast<int64_t>(pages) * page_size / 2;
 }
 
-PlanMeasurement measure_plan(const Plan& plan, const std::vector<Table>& tables, const PlanMeasureConfig& config) {
-  std::vector<DeviceShards> shards = device_shards(plan, tables);
-  const std::size_t devices = shards.size();
+// Everything about a piece the benchmark's work depends on.
+std::string piece_key(const Table& piece) {
+  std::string key = fmt::format("{}|{}|{}|{:.17g}|{}|", piece.name, piece.rows, piece.dim, piece.pooling_factor,
+                                static_cast<int>(piece.dtype));
+  for (double h : piece.reuse_hist_or_default()) key += fmt::format("{:.17g},", h);
+  return key + "\n";
+}
+
+// One distinct shard set: its pieces in a canonical order, and its measurement so far.
+struct ShardSet {
+  std::vector<Table> pieces;
+  uint64_t trace_seed = 0;
+  std::optional<double> fastest_ms;
+  std::string skipped;
+};
+
+}  // namespace
+
+std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans, const std::vector<Table>& tables,
+                                           const PlanMeasureConfig& config) {
+  if (config.rounds < 1) throw InputError(fmt::format("measure rounds: must be 1 or more, got {}", config.rounds));
   const int64_t cap = config.memory_cap_bytes > 0 ? config.memory_cap_bytes : default_measure_memory_cap();
 
-  PlanMeasurement result;
-  result.compute_ms.assign(devices, std::nullopt);
-  result.skipped.assign(devices, "");
+  // Distinct non-empty shard sets in first-seen order, and for every plan's device the set it holds.
+  std::vector<ShardSet> sets;
+  std::map<std::string, std::size_t> set_of_key;
+  std::vector<std::vector<std::optional<std::size_t>>> device_set(plans.size());
+  for (std::size_t p = 0; p < plans.size(); ++p) {
+    for (auto& device : device_shards(*plans[p], tables)) {
+      if (device.pieces.empty()) {
+        device_set[p].push_back(std::nullopt);
+        continue;
+      }
+      std::vector<std::pair<std::string, std::size_t>> keyed;
+      for (std::size_t i = 0; i < device.pieces.size(); ++i) keyed.emplace_back(piece_key(device.pieces[i]), i);
+      std::sort(keyed.begin(), keyed.end());
+      std::string key;
+      for (const auto& [piece, index] : keyed) key += piece;
+      auto [it, added] = set_of_key.emplace(key, sets.size());
+      if (added) {
+        ShardSet set;
+        for (const auto& [piece, index] : keyed) set.pieces.push_back(device.pieces[index]);
+        set.trace_seed = derive_seed(config.seed, fnv1a_hash(key));
+        if (int64_t bytes = measured_weight_bytes(set.pieces); bytes > cap) {
+          set.skipped = fmt::format("its weights need {}, over the measurement cap of {}", format_bytes(bytes),
+                                    format_bytes(cap));
+        }
+        sets.push_back(std::move(set));
+      }
+      device_set[p].push_back(it->second);
+    }
+  }
+
   install_interrupt_handlers();
-  Progress progress("devices measured", static_cast<int64_t>(devices), 0, config.quiet);
-  for (std::size_t r = 0; r < devices; ++r) {
-    if (interrupt_requested()) {
-      result.interrupted = true;
-      result.skipped[r] = "interrupted";
-      continue;
+  bool interrupted = false;
+  const int64_t total = static_cast<int64_t>(sets.size()) * config.rounds;
+  Progress progress("shard sets measured", total, 0, config.quiet);
+  int64_t done = 0;
+  // Round by round, so a slow stretch of the machine costs every set one round rather than one set all.
+  for (int round = 0; round < config.rounds && !interrupted; ++round) {
+    for (auto& set : sets) {
+      if (interrupt_requested()) {
+        interrupted = true;
+        break;
+      }
+      ++done;
+      if (!set.skipped.empty()) continue;
+      ComputeTiming timing = measure_compute_step(set.pieces, config.bench, set.trace_seed);
+      double fastest = fastest_ms(timing.iterations_ms, timing.median_ms);
+      set.fastest_ms = set.fastest_ms ? std::min(*set.fastest_ms, fastest) : fastest;
+      progress.update(done, fmt::format("round {} {:.2f} ms", round + 1, fastest));
     }
-    if (shards[r].pieces.empty()) {
-      result.compute_ms[r] = 0.0;
-    } else if (int64_t bytes = measured_weight_bytes(shards[r].pieces); bytes > cap) {
-      result.skipped[r] = fmt::format("its weights need {}, over the measurement cap of {}", format_bytes(bytes),
-                                      format_bytes(cap));
-      spdlog::warn("rank {}: not measured: {}", r, result.skipped[r]);
-    } else {
-      // Traces depend on the seed and the rank only, so a plan measures the same way every time.
-      ComputeTiming timing = measure_compute_step(shards[r].pieces, config.bench, derive_seed(config.seed, r));
-      result.compute_ms[r] = *std::min_element(timing.iterations_ms.begin(), timing.iterations_ms.end());
-    }
-    progress.update(static_cast<int64_t>(r) + 1,
-                    result.compute_ms[r] ? fmt::format("rank {} {:.2f} ms", r, *result.compute_ms[r]) : "");
   }
   progress.finish();
-  return result;
+  for (const auto& set : sets) {
+    if (!set.skipped.empty()) spdlog::warn("{} shards not measured: {}", set.pieces.size(), set.skipped);
+  }
+
+  std::vector<PlanMeasurement> results(plans.size());
+  for (std::size_t p = 0; p < plans.size(); ++p) {
+    PlanMeasurement& result = results[p];
+    result.interrupted = interrupted;
+    for (const auto& s : device_set[p]) {
+      if (!s) {
+        result.compute_ms.push_back(0.0);
+        result.skipped.push_back("");
+        continue;
+      }
+      const ShardSet& set = sets[*s];
+      result.compute_ms.push_back(set.fastest_ms);
+      result.skipped.push_back(set.fastest_ms ? "" : set.skipped.empty() ? "interrupted" : set.skipped);
+    }
+  }
+  return results;
+}
+
+PlanMeasurement measure_plan(const Plan& plan, const std::vector<Table>& tables, const PlanMeasureConfig& config) {
+  return measure_plans({&plan}, tables, config).front();
 }
 
 }  // namespace shardplan

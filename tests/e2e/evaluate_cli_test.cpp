@@ -97,6 +97,9 @@ TEST(EvaluateCli, BadMeasurementFlagsAreBadUsage) {
   r = run_cli({"evaluate", "--plan", plan, "--tables", kTables, "--measure-mem-cap", "lots"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--measure-mem-cap"), std::string::npos) << r.err;
+  r = run_cli({"evaluate", "--plan", plan, "--tables", kTables, "--measure-rounds", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--measure-rounds: must be in [1, 1000], got 0"), std::string::npos) << r.err;
 }
 
 }  // namespace

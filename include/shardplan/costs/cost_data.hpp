@@ -35,6 +35,8 @@ struct ComputeSample {
 // The fastest timed iteration (the median when none were recorded): other work on the machine only
 // ever adds time, so the minimum is the measurement least disturbed by it. Models train on this.
 double undisturbed_latency_ms(const ComputeSample& sample);
+// The same statistic for any timed steps: the fastest, or `fallback_ms` when there are none.
+double fastest_ms(const std::vector<double>& iterations_ms, double fallback_ms);
 
 // One all-to-all measurement across `world_size` ranks.
 struct CommSample {

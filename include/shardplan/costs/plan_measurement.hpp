@@ -16,6 +16,9 @@ struct PlanMeasureConfig {
   // A device whose shards' weights exceed this is skipped with a reason, not attempted.
   int64_t memory_cap_bytes = 0;  // 0: half of this machine's physical memory
   uint64_t seed = 0;             // index traces
+  // Every distinct shard set is built and timed this many times, in interleaved rounds, and keeps its
+  // fastest step: a fresh build lands its weights in fresh memory, and placement noise only adds time.
+  int rounds = 1;
   bool quiet = false;
 
   // The settings the bundled model's compute data was collected with (data/costs/*/compute/meta.json).
@@ -34,11 +37,12 @@ struct PlanMeasurement {
   bool interrupted = false;          // Ctrl-C: the devices not reached are skipped
 };
 
-// Bytes the benchmark allocates for a device's shards (fp32 weights, as collect-costs builds them).
-int64_t measured_weight_bytes(const std::vector<Table>& shards);
-
-// Half of physical memory: room for the weights, their gradients and everything else running.
-int64_t default_measure_memory_cap();
+// Measures plans of the same tables together. Devices holding the same shards (in any plan, in any
+// order) are one shard set, measured once per round with the same traces, so identical devices get
+// identical numbers and every plan sees the machine's drift alike. Traces are seeded by config.seed and
+// the set's contents, so a shard set measures the same way in every plan. Returns one result per plan.
+std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans, const std::vector<Table>& tables,
+                                           const PlanMeasureConfig& config);
 
 PlanMeasurement measure_plan(const Plan& plan, const std::vector<Table>& tables, const PlanMeasureConfig& config);
 
