@@ -273,11 +273,11 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
         std::vector<std::size_t> ids;
         for (std::size_t i : batch) ids.push_back(train_rows[i]);
         auto [x, y] = batch_of(ids);
-        return torch::mse_loss(t.net->forward(x), y);
+        return torch::l1_loss(t.net->forward(x), y);
       },
       [&] {
         torch::NoGradGuard no_grad;
-        return torch::mse_loss(t.net->forward(validation.first), validation.second).template item<double>();
+        return torch::l1_loss(t.net->forward(validation.first), validation.second).template item<double>();
       },
       comm_config, what, shuffle_stream);
   t.spec.net = t.net->to_plain();
@@ -422,7 +422,7 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
                 {"world_sizes", world_sizes}, {"weights", kCommWeightsFile}}},
       {"training", {{"seed", config.seed}, {"threads", config.threads}, {"learning_rate", config.learning_rate},
                     {"batch_size", config.batch_size}, {"max_epochs", config.epochs}, {"patience", config.patience},
-                    {"loss", "MSE on log latency (compute) and on standardised log transfer time (comm)"},
+                    {"loss", "MSE on log latency (compute); L1 on standardised log transfer time (comm)"},
                     {"compute_epochs", compute_outcome.epochs_run}, {"compute_best_epoch", compute_outcome.best_epoch},
                     {"comm_epochs", comm.outcome.epochs_run}, {"comm_best_epoch", comm.outcome.best_epoch},
                     {"command", config.command_line}}},
