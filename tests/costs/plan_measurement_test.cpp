@@ -3,20 +3,15 @@
 
 #include "shardplan/costs/plan_measurement.hpp"
 #include "shardplan/errors.hpp"
+#include "../unit/test_tables.hpp"
 
 namespace shardplan {
 namespace {
 
-Table table(const std::string& name, int64_t rows, int dim, double pf) {
-  Table t;
-  t.name = name;
-  t.rows = rows;
-  t.dim = dim;
-  t.pooling_factor = pf;
-  return t;
-}
+using testing::make_table;
 
-const std::vector<Table> kTables = {table("a", 4000, 16, 4), table("b", 2000, 32, 2), table("c", 3000, 16, 1)};
+const std::vector<Table> kTables = {make_table("a", 4000, 16, 4), make_table("b", 2000, 32, 2),
+                                    make_table("c", 3000, 16, 1)};
 
 // Places the named tables whole on the given ranks, listing them in the order given.
 Plan plan_of(const std::vector<std::pair<std::size_t, int>>& table_ranks) {
