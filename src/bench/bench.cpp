@@ -29,10 +29,9 @@ std::optional<Plan> plan_task(const Planner& planner, const ShardingTask& task, 
       outcome.error = "invalid plan: " + check.problems.front();
       return std::nullopt;
     }
-    for (const auto& device : score_plan(plan, task.tables, model)) {
-      outcome.cost_ms = std::max(outcome.cost_ms, device.total_ms());
-      outcome.predicted_max_compute_ms = std::max(outcome.predicted_max_compute_ms, device.compute_ms);
-    }
+    const CostSummary costs = summarise_costs(score_plan(plan, task.tables, model));
+    outcome.cost_ms = costs.max_ms;
+    outcome.predicted_max_compute_ms = costs.max_compute_ms;
     outcome.valid = true;
     return plan;
   } catch (const InfeasibleError& e) {
