@@ -19,6 +19,8 @@ struct TaskOutcome {
   std::string error;        // why there is no valid plan
   double predicted_max_compute_ms = 0.0;
   std::optional<double> measured_max_compute_ms;  // when the task was measured and every device could be
+  // The step, compute plus forward and backward all-to-all, max over devices (with --measure-comm):
+  std::optional<double> measured_max_step_ms;
 };
 
 struct AlgorithmSummary {
@@ -34,6 +36,11 @@ struct AlgorithmSummary {
   double mean_predicted_max_compute_ms = 0.0;
   double mean_measured_max_compute_ms = 0.0;
   int measured_wins = 0;           // measured tasks where its measured max compute is the lowest
+  // Over the tasks whose step was measured for every algorithm:
+  int step_measured = 0;
+  double mean_predicted_max_step_ms = 0.0;  // the plan cost
+  double mean_measured_max_step_ms = 0.0;
+  int step_wins = 0;
 };
 
 struct BenchResult {
@@ -42,6 +49,7 @@ struct BenchResult {
   int tasks = 0;
   std::vector<AlgorithmSummary> algorithms;  // in the order asked for
   int measured_tasks = 0;                    // tasks measured for every algorithm
+  int step_measured_tasks = 0;               // tasks whose whole step was measured for every algorithm
 };
 
 // Per-device measured compute of one plan (nullopt: a device that could not be measured).
@@ -50,9 +58,25 @@ using DeviceComputeMs = std::vector<std::optional<double>>;
 // measurement and every plan sees the machine alike; one result per plan.
 using ComputeMeasurer = std::function<std::vector<DeviceComputeMs>(const std::vector<const Plan*>&, const std::vector<Table>&)>;
 
+// One plan's all-to-alls, timed: per device, the forward (including its wait for devices that finish
+// their compute later) and the backward, in ms.
+struct MeasuredComm {
+  std::vector<double> fw_ms;
+  std::vector<double> bw_ms;
+};
+// One plan's all-to-all to time: per device, its output width and its measured compute.
+struct CommToMeasure {
+  std::vector<int64_t> dim_sums;
+  std::vector<double> compute_ms;
+};
+// Times the all-to-alls of many plans (of any world sizes), each device starting when its compute would
+// end; one result per plan, nullopt for a plan that could not be timed.
+using CommMeasurer = std::function<std::vector<std::optional<MeasuredComm>>(const std::vector<CommToMeasure>&)>;
+
 struct BenchMeasure {
   int tasks = 0;            // the first this many tasks are measured, for every algorithm
   ComputeMeasurer measure;
+  CommMeasurer measure_comm;  // empty: the all-to-alls are not timed
 };
 
 // Runs the benchmark; `config.cost_model` scores every plan (and drives neuroshard). With `measure`, the
@@ -62,7 +86,8 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
 
 // {"task_set", "cost_model", "tasks", "algorithms": {name: {mean_cost_ms, valid, tasks, median_plan_seconds,
 // max_plan_seconds, wins}}}; with per_task, each algorithm also lists its per-task costs. Measured runs add
-// "measured_tasks" and, per algorithm, a "measured" object (with per_task, its per-task measured maxima).
+// "measured_tasks" and, per algorithm, a "measured" object (with per_task, its per-task measured maxima);
+// runs that timed the all-to-alls add "step_measured_tasks" and the measured step to that object.
 nlohmann::ordered_json bench_to_json(const BenchResult& result, bool per_task);
 
 // The aligned table printed by `shard-plan bench`.

@@ -1,6 +1,7 @@
 #include "shardplan/bench.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -51,6 +52,16 @@ std::optional<double> measured_max(const DeviceComputeMs& devices) {
   return slowest;
 }
 
+// The slowest device's step: its compute, then the forward all-to-all (which waits for the devices that
+// finish later), then the backward.
+double measured_max_step(const CommToMeasure& plan, const MeasuredComm& comm) {
+  double slowest = 0.0;
+  for (std::size_t d = 0; d < plan.compute_ms.size(); ++d) {
+    slowest = std::max(slowest, plan.compute_ms[d] + comm.fw_ms.at(d) + comm.bw_ms.at(d));
+  }
+  return slowest;
+}
+
 // Counts a win for every algorithm whose value on task t is the lowest (ties: all of them); value_of gives
 // nullopt for an algorithm without a value there.
 template <typename ValueOf>
@@ -64,25 +75,35 @@ void count_wins(std::vector<AlgorithmSummary>& algorithms, int AlgorithmSummary:
   }
 }
 
+// Where a measured quantity and its prediction live in the summaries.
+struct MeasuredQuantity {
+  std::optional<double> TaskOutcome::*measured;
+  double TaskOutcome::*predicted;
+  int BenchResult::*tasks;
+  int AlgorithmSummary::*count;
+  double AlgorithmSummary::*mean_predicted;
+  double AlgorithmSummary::*mean_measured;
+  int AlgorithmSummary::*wins;
+};
+
 // Averages over the tasks every algorithm has a measurement for, so the means compare like with like.
-void summarise_measured(BenchResult& result, std::size_t measured_tasks) {
+void summarise_measured(BenchResult& result, std::size_t measured_tasks, const MeasuredQuantity& q) {
   for (std::size_t t = 0; t < measured_tasks; ++t) {
     bool everyone = std::all_of(result.algorithms.begin(), result.algorithms.end(),
-                                [&](const AlgorithmSummary& s) { return s.tasks[t].measured_max_compute_ms.has_value(); });
+                                [&](const AlgorithmSummary& s) { return (s.tasks[t].*q.measured).has_value(); });
     if (!everyone) continue;
-    ++result.measured_tasks;
+    ++(result.*q.tasks);
     for (auto& s : result.algorithms) {
-      ++s.measured;
-      s.mean_predicted_max_compute_ms += s.tasks[t].predicted_max_compute_ms;
-      s.mean_measured_max_compute_ms += *s.tasks[t].measured_max_compute_ms;
+      ++(s.*q.count);
+      s.*q.mean_predicted += s.tasks[t].*q.predicted;
+      s.*q.mean_measured += *(s.tasks[t].*q.measured);
     }
-    count_wins(result.algorithms, &AlgorithmSummary::measured_wins,
-               [t](const AlgorithmSummary& s) { return s.tasks[t].measured_max_compute_ms; });
+    count_wins(result.algorithms, q.wins, [&](const AlgorithmSummary& s) { return s.tasks[t].*q.measured; });
   }
   for (auto& s : result.algorithms) {
-    if (s.measured == 0) continue;
-    s.mean_predicted_max_compute_ms /= s.measured;
-    s.mean_measured_max_compute_ms /= s.measured;
+    if (s.*q.count == 0) continue;
+    s.*q.mean_predicted /= s.*q.count;
+    s.*q.mean_measured /= s.*q.count;
   }
 }
 
@@ -106,6 +127,10 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
   Progress progress("plans", static_cast<int64_t>(set.tasks.size() * algorithms.size()), 0, quiet);
   int64_t done = 0;
   const std::size_t measured_tasks = measure ? std::min(set.tasks.size(), static_cast<std::size_t>(measure->tasks)) : 0;
+  // Plans whose compute was measured on every device, and their all-to-alls to time at the end (in one go:
+  // timing them starts a process per rank).
+  std::vector<std::pair<std::size_t, std::size_t>> comm_plans;  // (task, algorithm)
+  std::vector<CommToMeasure> comms;
   for (std::size_t t = 0; t < set.tasks.size(); ++t) {
     std::vector<std::optional<Plan>> plans;
     for (std::size_t a = 0; a < planners.size(); ++a) {
@@ -122,10 +147,28 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
     progress.update(done, fmt::format("measuring task {}", t));
     std::vector<DeviceComputeMs> measured = measure->measure(valid, set.tasks[t].tables);
     for (std::size_t a = 0, v = 0; a < planners.size(); ++a) {
-      if (plans[a]) result.algorithms[a].tasks[t].measured_max_compute_ms = measured_max(measured.at(v++));
+      if (!plans[a]) continue;
+      const DeviceComputeMs& devices = measured.at(v++);
+      result.algorithms[a].tasks[t].measured_max_compute_ms = measured_max(devices);
+      if (measure->measure_comm && result.algorithms[a].tasks[t].measured_max_compute_ms) {
+        CommToMeasure comm;
+        for (const auto& device : device_shards(*plans[a], set.tasks[t].tables)) comm.dim_sums.push_back(device.dim_sum);
+        for (const auto& ms : devices) comm.compute_ms.push_back(*ms);
+        comm_plans.push_back({t, a});
+        comms.push_back(std::move(comm));
+      }
     }
   }
   progress.finish();
+  if (!comms.empty()) {
+    spdlog::info("timing the all-to-alls of {} measured plans", comms.size());
+    std::vector<std::optional<MeasuredComm>> timed = measure->measure_comm(comms);
+    for (std::size_t i = 0; i < comms.size(); ++i) {
+      if (!timed.at(i)) continue;
+      const auto [t, a] = comm_plans[i];
+      result.algorithms[a].tasks[t].measured_max_step_ms = measured_max_step(comms[i], *timed[i]);
+    }
+  }
 
   for (auto& summary : result.algorithms) {
     std::vector<double> seconds;
@@ -146,7 +189,15 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
       return s.tasks[t].valid ? std::optional<double>(s.tasks[t].cost_ms) : std::nullopt;
     });
   }
-  summarise_measured(result, measured_tasks);
+  summarise_measured(result, measured_tasks,
+                     {&TaskOutcome::measured_max_compute_ms, &TaskOutcome::predicted_max_compute_ms,
+                      &BenchResult::measured_tasks, &AlgorithmSummary::measured,
+                      &AlgorithmSummary::mean_predicted_max_compute_ms, &AlgorithmSummary::mean_measured_max_compute_ms,
+                      &AlgorithmSummary::measured_wins});
+  summarise_measured(result, measured_tasks,
+                     {&TaskOutcome::measured_max_step_ms, &TaskOutcome::cost_ms, &BenchResult::step_measured_tasks,
+                      &AlgorithmSummary::step_measured, &AlgorithmSummary::mean_predicted_max_step_ms,
+                      &AlgorithmSummary::mean_measured_max_step_ms, &AlgorithmSummary::step_wins});
   return result;
 }
 
@@ -170,21 +221,49 @@ nlohmann::ordered_json bench_to_json(const BenchResult& result, bool per_task) {
                            {"mean_predicted_max_compute_ms", s.mean_predicted_max_compute_ms},
                            {"mean_measured_max_compute_ms", s.mean_measured_max_compute_ms},
                            {"wins", s.measured_wins}};
+      if (result.step_measured_tasks > 0) {
+        entry["measured"]["step_tasks"] = s.step_measured;
+        entry["measured"]["mean_predicted_max_step_ms"] = s.mean_predicted_max_step_ms;
+        entry["measured"]["mean_measured_max_step_ms"] = s.mean_measured_max_step_ms;
+        entry["measured"]["step_wins"] = s.step_wins;
+      }
       if (per_task) {
-        ojson measured = ojson::array();
-        for (const auto& t : s.tasks) {
-          measured.push_back(t.measured_max_compute_ms ? ojson(*t.measured_max_compute_ms) : ojson(nullptr));
+        auto per_task_values = [&](std::optional<double> TaskOutcome::*value) {
+          ojson values = ojson::array();
+          for (const auto& t : s.tasks) values.push_back(t.*value ? ojson(*(t.*value)) : ojson(nullptr));
+          return values;
+        };
+        entry["measured"]["task_max_compute_ms"] = per_task_values(&TaskOutcome::measured_max_compute_ms);
+        if (result.step_measured_tasks > 0) {
+          entry["measured"]["task_max_step_ms"] = per_task_values(&TaskOutcome::measured_max_step_ms);
         }
-        entry["measured"]["task_max_compute_ms"] = measured;
       }
     }
     algorithms[s.name] = entry;
   }
   ojson doc = {{"task_set", result.task_set}, {"cost_model", result.cost_model}, {"tasks", result.tasks}};
   if (result.measured_tasks > 0) doc["measured_tasks"] = result.measured_tasks;
+  if (result.step_measured_tasks > 0) doc["step_measured_tasks"] = result.step_measured_tasks;
   doc["algorithms"] = algorithms;
   return doc;
 }
+
+namespace {
+
+// A measured-against-predicted table: per algorithm its mean predicted and measured values and wins.
+std::string format_measured_table(const BenchResult& result, double AlgorithmSummary::*predicted,
+                                  double AlgorithmSummary::*measured, int AlgorithmSummary::*wins) {
+  std::string out = fmt::format("{:<20} {:>14} {:>14} {:>8} {:>6}\n", "algorithm", "predicted ms", "measured ms",
+                                "error", "wins");
+  for (const auto& s : result.algorithms) {
+    double error = 100.0 * (s.*predicted - s.*measured) / s.*measured;
+    out += fmt::format("{:<20} {:>14.3f} {:>14.3f} {:>+7.1f}% {:>6}\n", s.name, s.*predicted, s.*measured, error,
+                       s.*wins);
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string format_bench(const BenchResult& result) {
   std::string out = fmt::format("task set {}: {} tasks, plans scored by {}\n", result.task_set, result.tasks, result.cost_model);
@@ -194,16 +273,18 @@ std::string format_bench(const BenchResult& result) {
     out += fmt::format("{:<20} {:>14.3f} {:>4}/{:<4} {:>10.4f} {:>10.4f} {:>6}\n", s.name, s.mean_cost_ms, s.valid,
                        result.tasks, s.median_plan_seconds, s.max_plan_seconds, s.wins);
   }
-  if (result.measured_tasks == 0) return out;
-  out += fmt::format("\nmax compute per plan on this machine's kernels, mean over the first {} tasks:\n",
-                     result.measured_tasks);
-  out += fmt::format("{:<20} {:>14} {:>14} {:>8} {:>6}\n", "algorithm", "predicted ms", "measured ms", "error",
-                     "wins");
-  for (const auto& s : result.algorithms) {
-    double error = 100.0 * (s.mean_predicted_max_compute_ms - s.mean_measured_max_compute_ms) /
-                   s.mean_measured_max_compute_ms;
-    out += fmt::format("{:<20} {:>14.3f} {:>14.3f} {:>+7.1f}% {:>6}\n", s.name, s.mean_predicted_max_compute_ms,
-                       s.mean_measured_max_compute_ms, error, s.measured_wins);
+  if (result.measured_tasks > 0) {
+    out += fmt::format("\nmax compute per plan on this machine's kernels, mean over the first {} tasks:\n",
+                       result.measured_tasks);
+    out += format_measured_table(result, &AlgorithmSummary::mean_predicted_max_compute_ms,
+                                 &AlgorithmSummary::mean_measured_max_compute_ms, &AlgorithmSummary::measured_wins);
+  }
+  if (result.step_measured_tasks > 0) {
+    out += fmt::format("\nstep per plan (measured compute, then the all-to-alls timed across ranks on this host), "
+                       "slowest device, mean over {} tasks:\n",
+                       result.step_measured_tasks);
+    out += format_measured_table(result, &AlgorithmSummary::mean_predicted_max_step_ms,
+                                 &AlgorithmSummary::mean_measured_max_step_ms, &AlgorithmSummary::step_wins);
   }
   return out;
 }

@@ -6,6 +6,7 @@
 
 #include "bench_flags.hpp"
 #include "cli_common.hpp"
+#include "comm_measure.hpp"
 #include "commands.hpp"
 #include "planning_flags.hpp"
 #include "shardplan/bench.hpp"
@@ -24,12 +25,15 @@ int run_bench_command(int argc, char** argv) {
   shard-plan bench --tasks data/tasks/paper-4gpu.json
   shard-plan bench --tasks data/tasks/all-128gpu.json --algos neuroshard,torchrec,dim_greedy --json
   shard-plan bench --tasks data/tasks/paper-4gpu.json --measure 10
+  shard-plan bench --tasks data/tasks/paper-8gpu.json --measure 10 --measure-comm
 
 --measure N runs every device of the first N tasks' plans on this machine's device (the kernel and traces
 of collect-costs, one device at a time) and compares the plans' measured max compute. A task's plans are
 measured together: devices with the same shards are measured once for all of them, in --measure-rounds
-interleaved rounds of fresh builds, keeping the fastest. Measure on an idle
-machine: other work only adds time.)");
+interleaved rounds of fresh builds, keeping the fastest. With --measure-comm, each measured plan's
+all-to-alls are then timed across ranks on this host (collect-costs comm --spawn --workloads: one process
+per GPU, each starting when its measured compute ends) and the whole step, compute plus all-to-alls, is
+compared too. Measure on an idle machine: other work only adds time.)");
   std::string tasks_path;
   std::vector<std::string> algorithms = planner_names();
   std::string model;
@@ -39,6 +43,7 @@ machine: other work only adds time.)");
   NeuroShardConfig search;
   int measure_tasks = 0;
   MeasureFlags measure_flags;
+  CommMeasureFlags comm_flags;
   LogOptions log_options;
   app.add_option("--tasks", tasks_path, "Task set file (gen-tasks writes them; data/tasks/ has the benchmark's)")->required();
   app.add_option("--algos", algorithms, "Comma-separated planners")
@@ -53,11 +58,13 @@ machine: other work only adds time.)");
   app.add_option("--measure", measure_tasks, "Also measure the plans of the first N tasks on this machine's device")
       ->capture_default_str();
   add_measure_options(app, measure_flags);
+  add_comm_measure_options(app, comm_flags);
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
   if (measure_tasks < 0) throw InputError(fmt::format("--measure: must be 0 or more tasks, got {}", measure_tasks));
   check_measure_options(measure_flags, measure_tasks > 0);
+  check_comm_measure_options(comm_flags, measure_tasks > 0);
 
   if (algorithms.empty()) throw InputError("--algos: names no planner");
   TaskSet set = load_task_set(tasks_path);
@@ -77,6 +84,11 @@ machine: other work only adds time.)");
     }
     return devices;
   };
+  if (comm_flags.enabled) {
+    measure.measure_comm = [&comm_flags, &log_options](const std::vector<CommToMeasure>& plans) {
+      return measure_comm_on_this_host(comm_flags, plans, log_options.quiet);
+    };
+  }
   BenchResult result = run_bench(set, algorithms, config, log_options.quiet, &measure);
   if (json) {
     std::cout << bench_to_json(result, per_task).dump(2) << "\n";

@@ -78,6 +78,8 @@ int run_collect_comm(int argc, char** argv) {
   configure_app(app);
   app.footer(R"(Examples:
   shard-plan collect-costs comm --world-size 4 --spawn --samples 1000 --out costs/comm/w4
+  # the all-to-alls of given plans (bench --measure-comm writes such a file):
+  shard-plan collect-costs comm --world-size 4 --spawn --workloads workloads.json --out costs/comm/plans
   # one process per device, on every host (torchrun-style environment):
   RANK=0 WORLD_SIZE=8 LOCAL_RANK=0 MASTER_ADDR=node0 MASTER_PORT=29500 \
     shard-plan collect-costs comm --samples 1000 --out costs/comm/w8
@@ -91,7 +93,12 @@ after the current sample; only complete samples are kept. Exit codes: 0 done or 
   bool spawn = false;
   LogOptions log_options;
   app.add_option("--world-size", world_size, "Number of ranks W (with --spawn: required; else WORLD_SIZE is used)");
-  app.add_option("--samples", config.samples, "Samples the --out directory should hold when done")->required();
+  std::string workloads_path;
+  auto* samples_option = app.add_option("--samples", config.samples,
+                 "Samples the --out directory should hold when done (required, except with --workloads: all)");
+  app.add_option("--workloads", workloads_path,
+                 "Time these workloads (a shard-plan-comm-workloads/1 file: per sample, every rank's width sum "
+                 "and start delay) instead of random ones; every rank reads the file");
   app.add_option("--out", config.out_dir, "Cost-data directory (created, or resumed when it exists)")->required();
   app.add_option("--batch-size", config.batch_size,
                  "Global batch B (a multiple of W); rank r sends (B/W) x width "
@@ -114,6 +121,20 @@ after the current sample; only complete samples are kept. Exit codes: 0 done or 
   config.quiet = log_options.quiet;
 
   // Check what can be checked before any rank starts, so bad usage fails once, with exit status 2.
+  const bool samples_given = samples_option->count() > 0;
+  if (workloads_path.empty() && !samples_given) throw InputError("--samples: required (or give --workloads)");
+  if (!workloads_path.empty()) {
+    const int expected = spawn ? world_size : static_cast<int>(*env_int("WORLD_SIZE", true, 2, 4096));
+    if (expected == 0) throw InputError("--world-size: required with --spawn");
+    config.given_workloads = read_comm_workloads(workloads_path, expected);
+    config.workloads_path = workloads_path;
+    const auto listed = static_cast<int64_t>(config.given_workloads.size());
+    if (!samples_given) config.samples = listed;
+    if (config.samples > listed) {
+      throw InputError(fmt::format("--samples: must not exceed the {} workloads of {}, got {}", listed, workloads_path,
+                                   config.samples));
+    }
+  }
   if (config.samples < 1) throw InputError(fmt::format("--samples: must be at least 1, got {}", config.samples));
   if (config.repeats < 1 || config.repeats > 1000) {
     throw InputError(fmt::format("--repeats: must be in [1, 1000], got {}", config.repeats));

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 
+#include "shardplan/atomic_file.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/json_fields.hpp"
+#include "shardplan/json_file.hpp"
 
 namespace shardplan {
 
@@ -75,6 +78,73 @@ CommWorkload draw_comm_workload(const CommWorkloadConfig& config, uint64_t seed,
     for (std::size_t r = 0; r < ranks; ++r) w.delays_ms[r] = spread * rng.uniform();
   }
   return w;
+}
+
+nlohmann::json comm_workloads_to_json(int world_size, const std::vector<CommWorkload>& workloads) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& w : workloads) list.push_back({{"dim_sums", w.dim_sums}, {"delays_ms", w.delays_ms}});
+  return {{"format", kCommWorkloadsFormat}, {"world_size", world_size}, {"workloads", list}};
+}
+
+std::vector<CommWorkload> comm_workloads_from_json(const nlohmann::json& doc, const std::string& source,
+                                                   int& world_size) {
+  read_object(doc, source, "(top level)");
+  const auto& format = require_member(doc, "format", source, "");
+  if (read_string(format, source, "format") != kCommWorkloadsFormat) {
+    throw_field_error(source, "format", fmt::format("must be \"{}\"", kCommWorkloadsFormat), format);
+  }
+  world_size = static_cast<int>(
+      read_int64(require_member(doc, "world_size", source, ""), source, "world_size", 2, kMaxWorldSize));
+  const auto& list = read_array(require_member(doc, "workloads", source, ""), source, "workloads");
+  if (list.empty()) throw_field_error(source, "workloads", "must list at least one workload", list);
+  std::vector<CommWorkload> workloads;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string path = fmt::format("workloads[{}]", i);
+    read_object(list[i], source, path);
+    CommWorkload w;
+    for (const char* field : {"dim_sums", "delays_ms"}) {
+      const std::string field_path = path + "." + field;
+      const auto& values = read_array(require_member(list[i], field, source, path), source, field_path);
+      if (values.size() != static_cast<std::size_t>(world_size)) {
+        throw_field_error(source, field_path, fmt::format("must list the {} ranks of world_size", world_size), values);
+      }
+      for (std::size_t r = 0; r < values.size(); ++r) {
+        const std::string value_path = fmt::format("{}[{}]", field_path, r);
+        if (field == std::string("dim_sums")) {
+          w.dim_sums.push_back(read_int64(values[r], source, value_path, 0, kMaxGivenDimSum));
+        } else {
+          w.delays_ms.push_back(read_double(values[r], source, value_path, 0.0, kMaxGivenDelayMs));
+        }
+      }
+    }
+    w.shard_counts.assign(w.dim_sums.size(), 0);  // not known for a given width
+    workloads.push_back(std::move(w));
+  }
+  return workloads;
+}
+
+std::vector<CommWorkload> read_comm_workloads(const std::string& path, int world_size) {
+  int file_world_size = 0;
+  std::vector<CommWorkload> workloads = comm_workloads_from_json(read_json_file(path), path, file_world_size);
+  if (file_world_size != world_size) {
+    throw InputError(fmt::format("{}: world_size: must be the collection's world size {}, got {}", path, world_size,
+                                 file_world_size));
+  }
+  return workloads;
+}
+
+void write_comm_workloads(const std::string& path, int world_size, const std::vector<CommWorkload>& workloads) {
+  write_file_atomically(path, comm_workloads_to_json(world_size, workloads).dump() + "\n");
+}
+
+uint64_t comm_workloads_digest(const std::vector<CommWorkload>& workloads) {
+  std::string text;
+  for (const auto& w : workloads) {
+    for (int64_t d : w.dim_sums) text += fmt::format("{},", d);
+    for (double d : w.delays_ms) text += fmt::format("{:.17g},", d);
+    text += ";";
+  }
+  return fnv1a_hash(text);
 }
 
 }  // namespace shardplan

@@ -50,6 +50,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kGlooThreads = 2;  // c10d's default worker threads per Gloo process group
+constexpr double kMaxGivenBufferBytes = 8.0 * (1ull << 30);
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -266,12 +267,15 @@ nlohmann::json collection_meta(const CommCollectConfig& config, const std::strin
                              {"device", device},
                              {"dtype", "float32"},
                              {"seed", config.seed},
-                             {"workload", kCommWorkloadScheme},
+                             {"workload", config.given_workloads.empty() ? kCommWorkloadScheme : "given"},
                              {"max_delay_ms", w.max_delay_ms},
                              {"zero_delay_fraction", w.zero_delay_fraction},
                              {"max_mean_shards", w.max_mean_shards},
                              {"max_skew", w.max_skew},
                              {"repeats", config.repeats}};
+  if (!config.given_workloads.empty()) {
+    settings["workloads_digest"] = fmt::format("{:016x}", comm_workloads_digest(config.given_workloads));
+  }
   return {{"kind", "comm"},
           {"config", settings},
           {"world_size", config.rendezvous.world_size},
@@ -292,6 +296,7 @@ nlohmann::json collection_meta(const CommCollectConfig& config, const std::strin
           {"date", utc_now()},
           {"load_average_at_start", load_average()},
           {"command", config.command_line},
+          {"workloads_file", config.workloads_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(config.workloads_path)},
           {"timeout_s", config.timeout_s},
           {"timing",
            "per rank: barrier, sleep delays_ms, then fw_ms = forward all-to-all (sends (B/W) x dim_sum[self] "
@@ -315,12 +320,13 @@ std::vector<int64_t> shared_settings(const CommCollectConfig& config) {
           config.workload.max_mean_shards,
           config.workload.max_skew,
           config.warmup_rounds,
-          config.repeats};
+          config.repeats,
+          static_cast<int64_t>(config.given_workloads.empty() ? 0 : comm_workloads_digest(config.given_workloads) >> 1)};
 }
 
 constexpr const char* kSharedSettingNames[] = {
     "--world-size", "--samples", "--batch-size",  "--seed", "--max-delay (us)", "zero-delay fraction (ppm)",
-    "mean shards",  "skew",      "warm-up rounds", "--repeats"};
+    "mean shards",  "skew",      "warm-up rounds", "--repeats", "--workloads (digest)"};
 
 // Reusable send and receive buffers that only grow, filled once, so no allocation or first-touch page
 // fault happens inside a timed all-to-all.
@@ -495,6 +501,32 @@ std::vector<std::string> exchange_host_names(const Job& job) {
   return hosts;
 }
 
+// Given workloads must fit the collection: one per sample, every rank listed, buffers within reason.
+void check_given_workloads(const CommCollectConfig& config, int64_t local_batch) {
+  const auto& given = config.given_workloads;
+  if (given.empty()) return;
+  const std::string source = config.workloads_path.empty() ? "--workloads" : config.workloads_path;
+  if (config.samples > static_cast<int64_t>(given.size())) {
+    throw InputError(fmt::format("--samples: must not exceed the {} workloads of {}, got {}", given.size(), source,
+                                 config.samples));
+  }
+  const auto ranks = static_cast<std::size_t>(config.rendezvous.world_size);
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    if (given[i].dim_sums.size() != ranks || given[i].delays_ms.size() != ranks) {
+      throw InputError(fmt::format("{}: workloads[{}]: must list the {} ranks of the world size", source, i, ranks));
+    }
+    // Each rank holds a send and a receive buffer of local_batch x (sum of widths) floats.
+    int64_t width = 0;
+    for (int64_t d : given[i].dim_sums) width += d;
+    const double bytes = 2.0 * static_cast<double>(local_batch) * static_cast<double>(width) * sizeof(float);
+    if (bytes > kMaxGivenBufferBytes) {
+      throw InputError(fmt::format("{}: workloads[{}].dim_sums: need {:.1f} GiB of buffers per rank at batch {}, over "
+                                   "the limit of {:.0f} GiB",
+                                   source, i, bytes / (1ull << 30), config.batch_size, kMaxGivenBufferBytes / (1ull << 30)));
+    }
+  }
+}
+
 }  // namespace
 
 std::string resolve_comm_backend(const std::string& requested) {
@@ -535,6 +567,11 @@ CollectSummary run_comm_collection(const CommCollectConfig& config) {
   const std::string backend = resolve_comm_backend(config.backend);
   const bool leader = where.rank == 0;
   const int64_t local_batch = config.batch_size / where.world_size;
+  check_given_workloads(config, local_batch);
+  auto workload_at = [&](int64_t index) {
+    return config.given_workloads.empty() ? draw_comm_workload(workload, config.seed, index)
+                                          : config.given_workloads[static_cast<std::size_t>(index)];
+  };
 
   install_interrupt_handlers();
   std::optional<SignalsBlocked> blocked(std::in_place);
@@ -569,7 +606,7 @@ CollectSummary run_comm_collection(const CommCollectConfig& config) {
                     config.batch_size);
       Buffers buffers(job.float_options);
       phase = "warm-up all-to-all";
-      CommWorkload first = draw_comm_workload(workload, config.seed, summary.existing);
+      CommWorkload first = workload_at(summary.existing);
       for (int round = 0; round < config.warmup_rounds; ++round) {
         Watched watched(dog, phase);
         run_sample(job, buffers, first, local_batch, /*timed=*/false);
@@ -582,7 +619,7 @@ CollectSummary run_comm_collection(const CommCollectConfig& config) {
           summary.interrupted = true;
           break;
         }
-        CommWorkload w = draw_comm_workload(workload, config.seed, current);
+        CommWorkload w = workload_at(current);
         phase = "the all-to-alls";
         Timing mine = run_sample_repeated(job, buffers, w, local_batch, config.repeats);
         phase = "gathering the timings";

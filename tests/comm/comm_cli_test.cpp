@@ -2,6 +2,8 @@
 // a launcher would), small batches, a handful of samples.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <csignal>
 #include <filesystem>
 #include <map>
@@ -275,6 +277,81 @@ TEST(CommCollect, BadOptionsAreRejectedBeforeAnyRankStarts) {
   EXPECT_EQ(run({"collect-costs", "comm", "--world-size", "2", "--spawn", "--samples", "3"}, &err), 2);
   EXPECT_NE(err.find("--out"), std::string::npos) << err;
   EXPECT_FALSE(std::filesystem::exists(out)) << "a rejected command created its output";
+}
+
+// --workloads: the given widths are timed, in order, instead of drawn ones; the file is checked first.
+TEST(CommCollect, GivenWorkloadsAreTimedInOrder) {
+  TempDir dir;
+  std::vector<CommWorkload> given(3);
+  given[0] = {{40, 8}, {}, {0.0, 2.0}};
+  given[1] = {{4, 4}, {}, {0.0, 0.0}};
+  given[2] = {{0, 128}, {}, {1.0, 0.0}};
+  const std::string file = dir.path("workloads.json");
+  write_comm_workloads(file, 2, given);
+  const std::string out = dir.path("timed");
+  const std::vector<std::string> args{"collect-costs", "comm",  "--world-size", "2",  "--spawn",
+                                      "--workloads",   file,    "--out",        out,  "--batch-size",
+                                      "16",            "--repeats", "3"};
+  std::string err;
+  ASSERT_EQ(run(args, &err), 0) << err;
+  std::vector<CommSample> samples = samples_in(out);
+  ASSERT_EQ(samples.size(), 3u);  // every workload when --samples is not given
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(samples[i].dim_sums, given[i].dim_sums);
+    for (std::size_t r = 0; r < 2; ++r) EXPECT_GE(samples[i].delays_ms[r] + 1e-3, given[i].delays_ms[r]);
+  }
+  nlohmann::json meta = nlohmann::json::parse(read_text(out + "/meta.json"));
+  EXPECT_EQ(meta["config"]["workload"], "given");
+  EXPECT_EQ(meta["config"]["workloads_digest"], fmt::format("{:016x}", comm_workloads_digest(given)));
+  EXPECT_EQ(meta["workloads_file"], file);
+
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"collect-costs", "comm", "--world-size", "4", "--spawn", "--workloads", file, "--out", dir.path("a")},
+       "world_size: must be the collection's world size 4, got 2"},
+      {{"collect-costs", "comm", "--world-size", "2", "--spawn", "--workloads", file, "--samples", "4", "--out",
+        dir.path("b")},
+       "--samples: must not exceed the 3 workloads"},
+      {{"collect-costs", "comm", "--world-size", "2", "--spawn", "--workloads", dir.path("none.json"), "--out",
+        dir.path("c")},
+       "none.json"},
+      {{"collect-costs", "comm", "--world-size", "2", "--spawn", "--out", dir.path("d")},
+       "--samples: required (or give --workloads)"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(run(c.args, &err), 2) << c.expected;
+    EXPECT_NE(err.find(c.expected), std::string::npos) << err;
+  }
+}
+
+// bench --measure-comm: the measured plans' all-to-alls are timed on 4 spawned ranks and added to their
+// measured compute. Small batches keep it quick; only the bookkeeping is checked, not the timings.
+TEST(BenchMeasureComm, StepIsComputePlusTimedAllToAlls) {
+  Process process({"bench", "--tasks", std::string(SHARDPLAN_SOURCE_DIR) + "/data/tasks/paper-4gpu.json", "--algos",
+                   "dim_greedy,size_greedy", "--measure", "1", "--measure-rounds", "1", "--measure-batch-size", "64",
+                   "--measure-comm", "--measure-comm-batch-size", "16", "--measure-comm-repeats", "2", "--json",
+                   "--per-task", "-q"});
+  auto code = process.wait_for(kRunLimit);
+  ASSERT_TRUE(code.has_value());
+  ASSERT_EQ(*code, 0) << process.err();
+  nlohmann::json doc = nlohmann::json::parse(process.out());
+  EXPECT_EQ(doc["step_measured_tasks"], 1);
+  for (const char* name : {"dim_greedy", "size_greedy"}) {
+    const auto& measured = doc["algorithms"][name]["measured"];
+    EXPECT_EQ(measured["step_tasks"], 1) << name;
+    EXPECT_GT(measured["task_max_step_ms"][0].get<double>(), measured["task_max_compute_ms"][0].get<double>()) << name;
+    EXPECT_TRUE(measured["task_max_step_ms"][1].is_null()) << name;
+  }
+
+  std::string err;
+  EXPECT_EQ(run({"bench", "--tasks", std::string(SHARDPLAN_SOURCE_DIR) + "/data/tasks/paper-4gpu.json",
+                 "--measure-comm"},
+                &err),
+            2);
+  EXPECT_NE(err.find("--measure-comm: needs --measure"), std::string::npos) << err;
 }
 
 TEST(CommCollect, NcclIsRefusedClearlyWithoutCuda) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "shardplan/errors.hpp"
@@ -106,6 +107,64 @@ TEST(CommWorkload, InvalidSettingsNameTheirFlag) {
   negative_delay.max_delay_ms = -1.0;
   expect_error(negative_delay, "--max-delay");
   EXPECT_NO_THROW(validate_comm_workload(config_for(2)));
+}
+
+TEST(CommWorkloads, GivenListRoundTripsThroughItsFile) {
+  std::vector<CommWorkload> given(2);
+  given[0].dim_sums = {400, 0, 128};
+  given[0].delays_ms = {0.0, 1.25, 3.5};
+  given[1].dim_sums = {8, 16, 24};
+  given[1].delays_ms = {0.0, 0.0, 0.0};
+  int world_size = 0;
+  std::vector<CommWorkload> back = comm_workloads_from_json(comm_workloads_to_json(3, given), "w.json", world_size);
+  EXPECT_EQ(world_size, 3);
+  ASSERT_EQ(back.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(back[i].dim_sums, given[i].dim_sums);
+    EXPECT_EQ(back[i].delays_ms, given[i].delays_ms);
+  }
+  EXPECT_EQ(comm_workloads_digest(back), comm_workloads_digest(given));
+  back[1].delays_ms[2] = 0.5;
+  EXPECT_NE(comm_workloads_digest(back), comm_workloads_digest(given));
+}
+
+TEST(CommWorkloads, BadFilesNameTheFieldAndValue) {
+  auto good = [] {
+    return nlohmann::json::parse(R"({"format": "shard-plan-comm-workloads/1", "world_size": 2,
+        "workloads": [{"dim_sums": [8, 16], "delays_ms": [0, 1.5]}]})");
+  };
+  auto expect_error = [](const nlohmann::json& doc, const std::string& expected) {
+    int world_size = 0;
+    try {
+      comm_workloads_from_json(doc, "w.json", world_size);
+      ADD_FAILURE() << "accepted " << doc.dump();
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  int world_size = 0;
+  EXPECT_EQ(comm_workloads_from_json(good(), "w.json", world_size).size(), 1u);
+  auto doc = good();
+  doc["format"] = "something/2";
+  expect_error(doc, "w.json: format: must be \"shard-plan-comm-workloads/1\", got \"something/2\"");
+  doc = good();
+  doc["world_size"] = 1;
+  expect_error(doc, "world_size: must be an integer in [2, 4096], got 1");
+  doc = good();
+  doc["workloads"] = nlohmann::json::array();
+  expect_error(doc, "workloads: must list at least one workload");
+  doc = good();
+  doc["workloads"][0]["dim_sums"] = {8, 16, 24};
+  expect_error(doc, "workloads[0].dim_sums: must list the 2 ranks of world_size");
+  doc = good();
+  doc["workloads"][0]["dim_sums"][1] = -4;
+  expect_error(doc, "workloads[0].dim_sums[1]: must be an integer in [0, 1048576], got -4");
+  doc = good();
+  doc["workloads"][0]["delays_ms"][0] = "soon";
+  expect_error(doc, "workloads[0].delays_ms[0]: must be a finite number");
+  doc = good();
+  doc["workloads"][0].erase("delays_ms");
+  expect_error(doc, "workloads[0].delays_ms: missing required field");
 }
 
 }  // namespace

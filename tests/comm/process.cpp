@@ -95,6 +95,7 @@ std::optional<int> Process::wait_for(std::chrono::duration<double> limit) {
 }
 
 std::string Process::err() const { return read_text((capture_dir_ / "stderr").string()); }
+std::string Process::out() const { return read_text((capture_dir_ / "stdout").string()); }
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -33,6 +33,7 @@ class Process {
   std::optional<int> wait_for(std::chrono::duration<double> limit);
   int wait() { return *wait_for(std::chrono::hours(1)); }
   std::string err() const;  // everything it wrote to stderr so far
+  std::string out() const;  // and to stdout
 
  private:
   pid_t pid_ = -1;

@@ -1,6 +1,8 @@
 // Reading plans back (plan_reader), scoring them (evaluate) and the bench's measured summary.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "shardplan/bench.hpp"
@@ -150,6 +152,68 @@ TEST(BenchMeasured, AveragesOnlyTasksEveryAlgorithmMeasured) {
   EXPECT_GE(wins, 2);
   EXPECT_NE(format_bench(result).find("measured ms"), std::string::npos);
   EXPECT_EQ(bench_to_json(result, false)["measured_tasks"], 2);
+}
+
+// The step: a device's measured compute (its width sum, as above), then its all-to-alls (stand-ins: the
+// forward 1 ms per device index, the backward 0.5 ms), and the slowest device bounds the plan.
+TEST(BenchMeasured, StepAddsTheTimedAllToAllsToTheMeasuredCompute) {
+  TaskSet set;
+  set.name = "tiny";
+  set.num_devices = 3;
+  set.memory_per_device_bytes = 1ll << 30;
+  for (int t = 0; t < 3; ++t) set.tasks.push_back(ShardingTask{testing::varied_tables(7 + t)});
+  BenchMeasure measure;
+  measure.tasks = 2;
+  measure.measure = [](const std::vector<const Plan*>& plans, const std::vector<Table>&) {
+    std::vector<DeviceComputeMs> out;
+    for (const Plan* plan : plans) {
+      out.emplace_back();
+      for (const auto& usage : device_usage(*plan)) out.back().push_back(static_cast<double>(usage.dim_sum));
+    }
+    return out;
+  };
+  int calls = 0;
+  std::vector<CommToMeasure> seen;
+  measure.measure_comm = [&](const std::vector<CommToMeasure>& plans) {
+    ++calls;
+    seen = plans;
+    std::vector<std::optional<MeasuredComm>> out;
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      if (i == 1) {  // not timed: that task drops out of the step means
+        out.emplace_back();
+        continue;
+      }
+      MeasuredComm comm;
+      for (std::size_t d = 0; d < plans[i].dim_sums.size(); ++d) {
+        comm.fw_ms.push_back(static_cast<double>(d));
+        comm.bw_ms.push_back(0.5);
+      }
+      out.emplace_back(comm);
+    }
+    return out;
+  };
+  BenchResult result = run_bench(set, {"dim_greedy", "size_greedy"}, testing::planner_config(), true, &measure);
+  EXPECT_EQ(calls, 1);  // every measured plan's all-to-alls in one go
+  ASSERT_EQ(seen.size(), 4u);  // 2 tasks x 2 algorithms, task by task
+  for (const auto& plan : seen) {
+    ASSERT_EQ(plan.dim_sums.size(), 3u);
+    for (std::size_t d = 0; d < 3; ++d) EXPECT_DOUBLE_EQ(plan.compute_ms[d], static_cast<double>(plan.dim_sums[d]));
+  }
+  // seen[1] is task 0's size_greedy plan, which was not timed, so only task 1 has a step for everyone.
+  EXPECT_EQ(result.step_measured_tasks, 1);
+  const TaskOutcome& timed = result.algorithms[0].tasks[1];
+  double expected = 0.0;
+  for (std::size_t d = 0; d < 3; ++d) expected = std::max(expected, seen[2].compute_ms[d] + static_cast<double>(d) + 0.5);
+  ASSERT_TRUE(timed.measured_max_step_ms.has_value());
+  EXPECT_DOUBLE_EQ(*timed.measured_max_step_ms, expected);
+  EXPECT_DOUBLE_EQ(result.algorithms[0].mean_measured_max_step_ms, expected);
+  EXPECT_DOUBLE_EQ(result.algorithms[0].mean_predicted_max_step_ms, timed.cost_ms);
+  EXPECT_FALSE(result.algorithms[1].tasks[0].measured_max_step_ms.has_value());
+  EXPECT_NE(format_bench(result).find("step per plan"), std::string::npos);
+  auto doc = bench_to_json(result, true);
+  EXPECT_EQ(doc["step_measured_tasks"], 1);
+  EXPECT_DOUBLE_EQ(doc["algorithms"]["dim_greedy"]["measured"]["task_max_step_ms"][1].get<double>(), expected);
+  EXPECT_TRUE(doc["algorithms"]["size_greedy"]["measured"]["task_max_step_ms"][0].is_null());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // Rank 0 writes the samples (cost-data format, kind "comm"). No LibTorch types here.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "shardplan/costs/cost_data.hpp"
 
@@ -29,6 +30,10 @@ struct CommCollectConfig {
   std::string backend = "auto";  // gloo, nccl, or auto (nccl when LibTorch has CUDA and NCCL)
   double timeout_s = 60.0;       // bound on every wait for a peer (rendezvous, collectives)
   CommWorkloadConfig workload;
+  // --workloads: sample i times given_workloads[i] (the list's world size is the collection's) instead of
+  // drawing one; `samples` must not exceed the list.
+  std::vector<CommWorkload> given_workloads;
+  std::string workloads_path;  // recorded in the metadata
   int warmup_rounds = 3;  // untimed all-to-alls before the first sample (connections, buffers)
   int repeats = 5;        // timed runs of each sample; each rank records its medians (scheduling noise)
   bool quiet = false;

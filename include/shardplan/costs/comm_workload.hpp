@@ -2,6 +2,7 @@
 // The random workload of one all-to-all sample ("comm-workload/1"): each rank's pooled-embedding width
 // sum and its start delay. Every rank draws the same sample from (seed, index), so ranks agree without
 // exchanging it, and a resumed collection continues the sequence an uninterrupted one would have drawn.
+#include <nlohmann/json.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,5 +35,24 @@ int64_t max_comm_dim_sum(const CommWorkloadConfig& config);
 
 // Throws InputError naming the flag (--world-size, --max-delay) when a setting is out of range.
 void validate_comm_workload(const CommWorkloadConfig& config);
+
+// Given workloads, timed by `collect-costs comm --workloads FILE` instead of drawn ones: the all-to-alls of
+// particular plans (`bench --measure-comm` writes one per plan, delays = the plan's compute skew).
+// {"format": "shard-plan-comm-workloads/1", "world_size": W,
+//  "workloads": [{"dim_sums": [W integers], "delays_ms": [W numbers]}, ...]}
+inline constexpr const char* kCommWorkloadsFormat = "shard-plan-comm-workloads/1";
+inline constexpr int64_t kMaxGivenDimSum = 1 << 20;        // a rank's output width
+inline constexpr double kMaxGivenDelayMs = 60'000.0;       // a rank's start delay
+
+nlohmann::json comm_workloads_to_json(int world_size, const std::vector<CommWorkload>& workloads);
+// Throws InputError naming `source` and the field (`workloads[3].dim_sums[1]`) and the value.
+std::vector<CommWorkload> comm_workloads_from_json(const nlohmann::json& doc, const std::string& source,
+                                                   int& world_size);
+// Reads a workloads file; its world size must be `world_size` (InputError naming the file otherwise).
+std::vector<CommWorkload> read_comm_workloads(const std::string& path, int world_size);
+// Written atomically.
+void write_comm_workloads(const std::string& path, int world_size, const std::vector<CommWorkload>& workloads);
+// A digest of the widths and delays, so ranks (and a resumed directory) can check they time the same list.
+uint64_t comm_workloads_digest(const std::vector<CommWorkload>& workloads);
 
 }  // namespace shardplan
