@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "shardplan/dataset/task_set.hpp"
+#include "shardplan/measured_comm.hpp"
 #include "shardplan/planner.hpp"
 
 namespace shardplan {
@@ -58,17 +59,6 @@ using DeviceComputeMs = std::vector<std::optional<double>>;
 // measurement and every plan sees the machine alike; one result per plan.
 using ComputeMeasurer = std::function<std::vector<DeviceComputeMs>(const std::vector<const Plan*>&, const std::vector<Table>&)>;
 
-// One plan's all-to-alls, timed: per device, the forward (including its wait for devices that finish
-// their compute later) and the backward, in ms.
-struct MeasuredComm {
-  std::vector<double> fw_ms;
-  std::vector<double> bw_ms;
-};
-// One plan's all-to-all to time: per device, its output width and its measured compute.
-struct CommToMeasure {
-  std::vector<int64_t> dim_sums;
-  std::vector<double> compute_ms;
-};
 // Times the all-to-alls of many plans (of any world sizes), each device starting when its compute would
 // end; one result per plan, nullopt for a plan that could not be timed.
 using CommMeasurer = std::function<std::vector<std::optional<MeasuredComm>>(const std::vector<CommToMeasure>&)>;

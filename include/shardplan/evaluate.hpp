@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "shardplan/cost_model.hpp"
+#include "shardplan/measured_comm.hpp"
 #include "shardplan/plan.hpp"
 
 namespace shardplan {
@@ -16,6 +17,8 @@ struct DeviceEvaluation {
   DeviceCost predicted;
   std::optional<double> measured_compute_ms;  // when measured
   std::string not_measured;                   // why a device was skipped, when it was
+  std::optional<double> measured_fw_ms;       // with the all-to-alls timed
+  std::optional<double> measured_bw_ms;
 };
 
 struct MeasuredSummary {
@@ -25,6 +28,9 @@ struct MeasuredSummary {
   double predicted_max_compute_ms = 0.0;  // the model's max over the same devices
   double mape_percent = 0.0;         // |predicted - measured| / measured over non-empty measured devices
   double spearman = 0.0;             // rank agreement of predicted and measured per-device compute
+  // With the all-to-alls timed: the slowest device's step (compute, forward, backward).
+  std::optional<double> max_total_ms;
+  int max_total_rank = 0;
 };
 
 struct PlanEvaluation {
@@ -40,6 +46,10 @@ PlanEvaluation evaluate_plan(const Plan& plan, const std::vector<Table>& tables,
 // One measured compute latency per device (nullopt: skipped, with the reason in `skipped`).
 void attach_measurements(PlanEvaluation& evaluation, const std::vector<std::optional<double>>& measured_ms,
                          const std::vector<std::string>& skipped);
+
+// The plan's all-to-alls timed with its measured compute as start delays (after attach_measurements,
+// with every device measured): adds each device's measured step.
+void attach_comm_measurements(PlanEvaluation& evaluation, const MeasuredComm& comm);
 
 nlohmann::ordered_json evaluation_to_json(const PlanEvaluation& evaluation);
 std::string format_evaluation(const PlanEvaluation& evaluation);

@@ -52,16 +52,6 @@ std::optional<double> measured_max(const DeviceComputeMs& devices) {
   return slowest;
 }
 
-// The slowest device's step: its compute, then the forward all-to-all (which waits for the devices that
-// finish later), then the backward.
-double measured_max_step(const CommToMeasure& plan, const MeasuredComm& comm) {
-  double slowest = 0.0;
-  for (std::size_t d = 0; d < plan.compute_ms.size(); ++d) {
-    slowest = std::max(slowest, plan.compute_ms[d] + comm.fw_ms.at(d) + comm.bw_ms.at(d));
-  }
-  return slowest;
-}
-
 // Counts a win for every algorithm whose value on task t is the lowest (ties: all of them); value_of gives
 // nullopt for an algorithm without a value there.
 template <typename ValueOf>
@@ -166,7 +156,8 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
     for (std::size_t i = 0; i < comms.size(); ++i) {
       if (!timed.at(i)) continue;
       const auto [t, a] = comm_plans[i];
-      result.algorithms[a].tasks[t].measured_max_step_ms = measured_max_step(comms[i], *timed[i]);
+      const std::vector<double> steps = measured_step_ms(comms[i].compute_ms, *timed[i]);
+      result.algorithms[a].tasks[t].measured_max_step_ms = *std::max_element(steps.begin(), steps.end());
     }
   }
 

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "bench_flags.hpp"
 #include "cli_common.hpp"
+#include "comm_measure.hpp"
 #include "commands.hpp"
 #include "planning_flags.hpp"
 #include "shardplan/evaluate.hpp"
@@ -27,11 +29,14 @@ int run_evaluate(int argc, char** argv) {
   app.footer(R"(Examples:
   shard-plan evaluate --plan plan.json --tables data/examples/tables.json
   shard-plan evaluate --plan plan.json --tables tables.json --measure --json > evaluation.json
+  shard-plan evaluate --plan plan.json --tables tables.json --measure --measure-comm
 
 Measured compute is the fastest of --measure-iterations timed training steps (forward, backward, sparse
 SGD update) over --measure-rounds fresh builds of each device's shards, the statistic the bundled model
 is trained on; it describes this machine's device, which is the device the model describes only when the
-model was pre-trained on costs collected here.
+model was pre-trained on costs collected here. --measure-comm then times the plan's all-to-alls across
+ranks on this host (one process per GPU, each starting when its measured compute ends; the protocol of
+collect-costs comm) and shows each device's measured step.
 Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an invalid plan.)");
   std::string plan_path;
   std::string tables_path;
@@ -40,6 +45,7 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an in
   bool json = false;
   uint64_t seed = 0;
   MeasureFlags measure_flags;
+  CommMeasureFlags comm_flags;
   LogOptions log_options;
   app.add_option("--plan", plan_path, "Plan file (format shard-plan/1)")->required();
   app.add_option("--tables", tables_path, "The tables file the plan was made for")->required();
@@ -48,10 +54,12 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an in
   app.add_flag("--json", json, "Print the evaluation as JSON on stdout");
   app.add_option("--seed", seed, "Seed of the measured index traces")->capture_default_str();
   add_measure_options(app, measure_flags);
+  add_comm_measure_options(app, comm_flags);
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
   check_measure_options(measure_flags, measure);
+  check_comm_measure_options(comm_flags, measure);
 
   std::vector<Table> tables = load_tables(tables_path);
   Plan plan = read_plan_file(plan_path, tables);
@@ -65,6 +73,18 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an in
     PlanMeasurement measured = measure_on_this_machine(measure_flags, {&plan}, tables, seed, log_options.quiet).front();
     attach_measurements(evaluation, measured.compute_ms, measured.skipped);
     if (measured.interrupted) spdlog::warn("interrupted: the devices not reached are reported as not measured");
+    const bool all_measured = std::all_of(measured.compute_ms.begin(), measured.compute_ms.end(),
+                                          [](const auto& ms) { return ms.has_value(); });
+    if (comm_flags.enabled && !all_measured) {
+      spdlog::warn("--measure-comm: not every device's compute was measured, so the all-to-alls are not timed");
+    } else if (comm_flags.enabled) {
+      CommToMeasure comm;
+      for (const auto& device : evaluation.devices) comm.dim_sums.push_back(device.usage.dim_sum);
+      for (const auto& ms : measured.compute_ms) comm.compute_ms.push_back(*ms);
+      if (auto timed = measure_comm_on_this_host(comm_flags, {comm}, log_options.quiet).front()) {
+        attach_comm_measurements(evaluation, *timed);
+      }
+    }
   }
 
   if (json) {

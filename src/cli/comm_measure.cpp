@@ -26,6 +26,9 @@ void add_comm_measure_options(CLI::App& app, CommMeasureFlags& flags) {
       ->capture_default_str();
   app.add_option("--measure-comm-repeats", flags.repeats, "Timed runs of each plan's all-to-alls (median per rank)")
       ->capture_default_str();
+  app.add_option("--measure-comm-rounds", flags.rounds,
+                 "Interleaved passes over all plans' all-to-alls; each rank keeps its fastest")
+      ->capture_default_str();
   app.add_option("--measure-comm-max-ranks", flags.max_ranks, "Plans on more GPUs than this are not timed")
       ->capture_default_str();
 }
@@ -37,6 +40,9 @@ void check_comm_measure_options(const CommMeasureFlags& flags, bool measuring) {
   }
   if (flags.repeats < 1 || flags.repeats > 1000) {
     throw InputError(fmt::format("--measure-comm-repeats: must be in [1, 1000], got {}", flags.repeats));
+  }
+  if (flags.rounds < 1 || flags.rounds > 1000) {
+    throw InputError(fmt::format("--measure-comm-rounds: must be in [1, 1000], got {}", flags.rounds));
   }
   if (flags.max_ranks < 2 || flags.max_ranks > 4096) {
     throw InputError(fmt::format("--measure-comm-max-ranks: must be in [2, 4096], got {}", flags.max_ranks));
@@ -71,12 +77,14 @@ std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flag
                                                     const std::vector<const CommToMeasure*>& plans, bool quiet) {
   std::vector<std::optional<MeasuredComm>> results(plans.size());
   std::vector<CommWorkload> workloads;
-  for (const CommToMeasure* plan : plans) {
-    CommWorkload w;
-    w.dim_sums = plan->dim_sums;
-    const double earliest = *std::min_element(plan->compute_ms.begin(), plan->compute_ms.end());
-    for (double ms : plan->compute_ms) w.delays_ms.push_back(ms - earliest);
-    workloads.push_back(std::move(w));
+  for (int round = 0; round < flags.rounds; ++round) {
+    for (const CommToMeasure* plan : plans) {
+      CommWorkload w;
+      w.dim_sums = plan->dim_sums;
+      const double earliest = *std::min_element(plan->compute_ms.begin(), plan->compute_ms.end());
+      for (double ms : plan->compute_ms) w.delays_ms.push_back(ms - earliest);
+      workloads.push_back(std::move(w));
+    }
   }
   ScratchDir scratch;
   const std::string workloads_path = scratch.path("workloads.json");
@@ -91,14 +99,26 @@ std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flag
                 "--repeats",     std::to_string(flags.repeats), "--timeout", fmt::format("{}", flags.timeout_s)};
   if (quiet) spawn.args.emplace_back("--quiet");
   spawn.launch_command = "shard-plan bench --measure-comm";
-  spdlog::info("timing the all-to-alls of {} plans on {} ranks", plans.size(), world_size);
+  spdlog::info("timing the all-to-alls of {} plans on {} ranks, {} rounds", plans.size(), world_size, flags.rounds);
   if (int status = spawn_local_ranks(spawn); status != 0) {
     spdlog::warn("--measure-comm: timing the all-to-alls on {} ranks failed (exit {}); their steps are not measured",
                  world_size, status);
   }
+  // Sample k is plan k % plans.size() in round k / plans.size(); an interrupted run leaves later ones out.
   std::optional<CostData> timed = find_cost_data(out, CostKind::kComm);
-  const std::size_t done = timed ? std::min(timed->comm.size(), plans.size()) : 0;
-  for (std::size_t i = 0; i < done; ++i) results[i] = MeasuredComm{timed->comm[i].fw_ms, timed->comm[i].bw_ms};
+  const std::size_t done = timed ? timed->comm.size() : 0;
+  for (std::size_t k = 0; k < done; ++k) {
+    const CommSample& sample = timed->comm[k];
+    std::optional<MeasuredComm>& result = results[k % plans.size()];
+    if (!result) {
+      result = MeasuredComm{sample.fw_ms, sample.bw_ms};
+      continue;
+    }
+    for (std::size_t r = 0; r < sample.fw_ms.size(); ++r) {
+      result->fw_ms[r] = std::min(result->fw_ms[r], sample.fw_ms[r]);
+      result->bw_ms[r] = std::min(result->bw_ms[r], sample.bw_ms[r]);
+    }
+  }
   return results;
 }
 

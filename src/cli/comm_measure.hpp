@@ -16,6 +16,9 @@ struct CommMeasureFlags {
   bool enabled = false;
   int64_t batch_size = 2048;  // global batch: the bundled comm data's
   int repeats = 15;           // timed runs per plan, median per rank: the bundled comm data's
+  // Every plan is timed this many times, in interleaved rounds (each a pass over all plans), and each
+  // rank keeps its fastest: a busy stretch of the host then costs every plan one round, not one plan all.
+  int rounds = 3;
   int max_ranks = 16;         // larger plans would start more processes than a host should run
   double timeout_s = 120.0;
 };

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "shardplan/errors.hpp"
 #include "shardplan/pretrain.hpp"
 #include "shardplan/units.hpp"
 
@@ -16,7 +17,10 @@ PlanEvaluation evaluate_plan(const Plan& plan, const std::vector<Table>& tables,
   std::vector<DeviceUsage> usage = device_usage(plan);
   std::vector<DeviceCost> costs = score_plan(plan, tables, model);
   for (std::size_t r = 0; r < usage.size(); ++r) {
-    evaluation.devices.push_back(DeviceEvaluation{usage[r], costs[r], std::nullopt, ""});
+    DeviceEvaluation device;
+    device.usage = usage[r];
+    device.predicted = costs[r];
+    evaluation.devices.push_back(std::move(device));
   }
   evaluation.predicted = summarise_costs(costs);
   return evaluation;
@@ -51,6 +55,26 @@ void attach_measurements(PlanEvaluation& evaluation, const std::vector<std::opti
   evaluation.measured = summary;
 }
 
+void attach_comm_measurements(PlanEvaluation& evaluation, const MeasuredComm& comm) {
+  if (!evaluation.measured) throw InputError("attach_comm_measurements: the compute must be measured first");
+  std::vector<double> compute;
+  for (const auto& device : evaluation.devices) {
+    if (!device.measured_compute_ms) throw InputError("attach_comm_measurements: a device's compute was not measured");
+    compute.push_back(*device.measured_compute_ms);
+  }
+  const std::vector<double> steps = measured_step_ms(compute, comm);
+  MeasuredSummary& summary = *evaluation.measured;
+  summary.max_total_ms = 0.0;
+  for (std::size_t r = 0; r < steps.size(); ++r) {
+    evaluation.devices[r].measured_fw_ms = comm.fw_ms[r];
+    evaluation.devices[r].measured_bw_ms = comm.bw_ms[r];
+    if (steps[r] >= *summary.max_total_ms) {
+      summary.max_total_ms = steps[r];
+      summary.max_total_rank = static_cast<int>(r);
+    }
+  }
+}
+
 nlohmann::ordered_json evaluation_to_json(const PlanEvaluation& evaluation) {
   using ojson = nlohmann::ordered_json;
   ojson devices = ojson::array();
@@ -67,6 +91,11 @@ nlohmann::ordered_json evaluation_to_json(const PlanEvaluation& evaluation) {
     if (evaluation.measured) {
       row["measured_compute_ms"] = d.measured_compute_ms ? ojson(*d.measured_compute_ms) : ojson(nullptr);
       if (!d.not_measured.empty()) row["not_measured"] = d.not_measured;
+      if (d.measured_fw_ms && d.measured_bw_ms) {
+        row["measured_fw_comm_ms"] = *d.measured_fw_ms;
+        row["measured_bw_comm_ms"] = *d.measured_bw_ms;
+        row["measured_total_ms"] = *d.measured_compute_ms + *d.measured_fw_ms + *d.measured_bw_ms;
+      }
     }
     devices.push_back(std::move(row));
   }
@@ -86,6 +115,10 @@ nlohmann::ordered_json evaluation_to_json(const PlanEvaluation& evaluation) {
                             {"predicted_max_compute_ms", m.predicted_max_compute_ms},
                             {"compute_mape_percent", m.mape_percent},
                             {"compute_spearman", m.spearman}};
+    if (m.max_total_ms) {
+      doc["measured"]["max_total_ms"] = *m.max_total_ms;
+      doc["measured"]["max_total_rank"] = m.max_total_rank;
+    }
   }
   return doc;
 }
@@ -96,7 +129,9 @@ std::string format_evaluation(const PlanEvaluation& evaluation) {
                                 evaluation.cost_model);
   out += fmt::format("{:>6} {:>6} {:>11} {:>7} {:>9} {:>9} {:>9} {:>9}", "rank", "shards", "memory", "width", "compute",
                      "fw_comm", "bw_comm", "total");
-  out += measured ? fmt::format(" {:>9} {:>7}\n", "measured", "error") : "\n";
+  const bool comm_measured = measured && evaluation.measured->max_total_ms.has_value();
+  out += measured ? fmt::format(" {:>9} {:>7}", "measured", "error") : "";
+  out += comm_measured ? fmt::format(" {:>9} {:>9} {:>9}\n", "m_fw", "m_bw", "m_total") : "\n";
   for (std::size_t r = 0; r < evaluation.devices.size(); ++r) {
     const DeviceEvaluation& d = evaluation.devices[r];
     out += fmt::format("{:>6} {:>6} {:>11} {:>7} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f}", r, d.usage.num_shards,
@@ -106,11 +141,18 @@ std::string format_evaluation(const PlanEvaluation& evaluation) {
       out += "\n";
     } else if (!d.measured_compute_ms) {
       out += fmt::format("  not measured: {}\n", d.not_measured);
-    } else if (*d.measured_compute_ms > 0.0) {
-      double error = 100.0 * (d.predicted.compute_ms - *d.measured_compute_ms) / *d.measured_compute_ms;
-      out += fmt::format(" {:>9.3f} {:>+6.1f}%\n", *d.measured_compute_ms, error);
     } else {
-      out += fmt::format(" {:>9.3f} {:>7}\n", *d.measured_compute_ms, "-");
+      if (*d.measured_compute_ms > 0.0) {
+        double error = 100.0 * (d.predicted.compute_ms - *d.measured_compute_ms) / *d.measured_compute_ms;
+        out += fmt::format(" {:>9.3f} {:>+6.1f}%", *d.measured_compute_ms, error);
+      } else {
+        out += fmt::format(" {:>9.3f} {:>7}", *d.measured_compute_ms, "-");
+      }
+      if (comm_measured && d.measured_fw_ms && d.measured_bw_ms) {
+        out += fmt::format(" {:>9.3f} {:>9.3f} {:>9.3f}", *d.measured_fw_ms, *d.measured_bw_ms,
+                           *d.measured_compute_ms + *d.measured_fw_ms + *d.measured_bw_ms);
+      }
+      out += "\n";
     }
   }
   out += fmt::format("predicted: {}, max compute {:.3f} ms\n", format_cost_summary(evaluation.predicted),
@@ -122,6 +164,12 @@ std::string format_evaluation(const PlanEvaluation& evaluation) {
         "per-device error {:.1f}% (MAPE), rank correlation {:.3f}\n",
         m.devices, evaluation.devices.size(), m.max_compute_ms, m.max_rank, m.predicted_max_compute_ms, m.mape_percent,
         m.spearman);
+    if (m.max_total_ms) {
+      out += fmt::format(
+          "measured step (compute, then the all-to-alls timed across ranks on this host): max {:.3f} ms on rank {} "
+          "(predicted max {:.3f} ms)\n",
+          *m.max_total_ms, m.max_total_rank, evaluation.predicted.max_ms);
+    }
   }
   return out;
 }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <map>
@@ -352,6 +353,32 @@ TEST(BenchMeasureComm, StepIsComputePlusTimedAllToAlls) {
                 &err),
             2);
   EXPECT_NE(err.find("--measure-comm: needs --measure"), std::string::npos) << err;
+}
+
+TEST(EvaluateMeasureComm, EveryDeviceGetsItsMeasuredStep) {
+  TempDir dir;
+  const std::string tables = std::string(SHARDPLAN_SOURCE_DIR) + "/tests/fixtures/tables_small.json";
+  const std::string plan = dir.path("plan.json");
+  std::string err;
+  ASSERT_EQ(run({"--tables", tables, "--gpus", "2", "-q", "-o", plan}, &err), 0) << err;
+  Process process({"evaluate", "--plan", plan, "--tables", tables, "--measure", "--measure-rounds", "1",
+                   "--measure-batch-size", "64", "--measure-comm", "--measure-comm-batch-size", "16",
+                   "--measure-comm-repeats", "2", "--measure-comm-rounds", "2", "--json", "-q"});
+  auto code = process.wait_for(kRunLimit);
+  ASSERT_TRUE(code.has_value());
+  ASSERT_EQ(*code, 0) << process.err();
+  nlohmann::json doc = nlohmann::json::parse(process.out());
+  double slowest = 0.0;
+  for (const auto& device : doc["devices"]) {
+    const double total = device["measured_total_ms"].get<double>();
+    EXPECT_DOUBLE_EQ(total, device["measured_compute_ms"].get<double>() + device["measured_fw_comm_ms"].get<double>() +
+                                device["measured_bw_comm_ms"].get<double>());
+    EXPECT_GT(device["measured_bw_comm_ms"].get<double>(), 0.0);
+    slowest = std::max(slowest, total);
+  }
+  EXPECT_DOUBLE_EQ(doc["measured"]["max_total_ms"].get<double>(), slowest);
+  EXPECT_EQ(run({"evaluate", "--plan", plan, "--tables", tables, "--measure", "--measure-comm-rounds", "0"}, &err), 2);
+  EXPECT_NE(err.find("--measure-comm-rounds: must be in [1, 1000], got 0"), std::string::npos) << err;
 }
 
 TEST(CommCollect, NcclIsRefusedClearlyWithoutCuda) {

@@ -117,6 +117,25 @@ TEST(Evaluate, MeasurementsGiveErrorAndSkippedDevices) {
   EXPECT_NE(format_evaluation(e).find("not measured: too big"), std::string::npos);
 }
 
+TEST(Evaluate, TimedAllToAllsGiveEachDevicesMeasuredStep) {
+  auto model = make_analytic_cost_model(AnalyticCostConfig{});
+  PlanEvaluation e = evaluate_plan(two_table_plan(), two_tables(), *model);
+  EXPECT_THROW(attach_comm_measurements(e, MeasuredComm{{1.0, 1.0}, {1.0, 1.0}}), InputError);  // compute first
+  attach_measurements(e, {2.0, 3.0}, {"", ""});
+  attach_comm_measurements(e, MeasuredComm{{4.0, 1.0}, {0.5, 0.25}});
+  ASSERT_TRUE(e.measured->max_total_ms.has_value());
+  EXPECT_DOUBLE_EQ(*e.measured->max_total_ms, 6.5);  // rank 0: 2 + 4 + 0.5; rank 1: 3 + 1 + 0.25
+  EXPECT_EQ(e.measured->max_total_rank, 0);
+  auto doc = evaluation_to_json(e);
+  EXPECT_DOUBLE_EQ(doc["devices"][1]["measured_total_ms"].get<double>(), 4.25);
+  EXPECT_DOUBLE_EQ(doc["devices"][0]["measured_fw_comm_ms"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(doc["measured"]["max_total_ms"].get<double>(), 6.5);
+  const std::string text = format_evaluation(e);
+  EXPECT_NE(text.find("m_total"), std::string::npos) << text;
+  EXPECT_NE(text.find("measured step (compute, then the all-to-alls"), std::string::npos) << text;
+  EXPECT_NE(text.find("max 6.500 ms on rank 0"), std::string::npos) << text;
+}
+
 // A stand-in for real kernels: a device's "measured" compute is its width sum, so the bench's
 // bookkeeping can be checked exactly.
 TEST(BenchMeasured, AveragesOnlyTasksEveryAlgorithmMeasured) {

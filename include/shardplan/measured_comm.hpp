@@ -1,0 +1,26 @@
+#pragma once
+// A plan's all-to-alls timed on real collectives (bench and evaluate --measure-comm), and the step they
+// make with the measured compute. Plain numbers: the timing itself lives in the CLI and collector.
+#include <cstdint>
+#include <vector>
+
+namespace shardplan {
+
+// One plan's all-to-all to time: per device, its output width and its measured compute (which delays its
+// start: a device that finishes early waits in the forward all-to-all).
+struct CommToMeasure {
+  std::vector<int64_t> dim_sums;
+  std::vector<double> compute_ms;
+};
+
+// One plan's all-to-alls, timed: per device, the forward (including its wait for devices that finish
+// their compute later) and the backward, in ms.
+struct MeasuredComm {
+  std::vector<double> fw_ms;
+  std::vector<double> bw_ms;
+};
+
+// Per device: its compute, then the forward all-to-all, then the backward.
+std::vector<double> measured_step_ms(const std::vector<double>& compute_ms, const MeasuredComm& comm);
+
+}  // namespace shardplan
