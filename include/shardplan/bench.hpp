@@ -70,7 +70,8 @@ struct BenchMeasure {
 };
 
 // Runs the benchmark; `config.cost_model` scores every plan (and drives neuroshard). With `measure`, the
-// first measure->tasks tasks' plans are also measured. Shows progress.
+// first measure->tasks tasks' plans are also measured, and with measure->measure_comm their all-to-alls are
+// timed after the last task, all in one call. Shows progress.
 BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algorithms, const PlannerConfig& config,
                       bool quiet, const BenchMeasure* measure = nullptr);
 

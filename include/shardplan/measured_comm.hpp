@@ -2,7 +2,10 @@
 // A plan's all-to-alls timed on real collectives (bench and evaluate --measure-comm), and the step they
 // make with the measured compute. Plain numbers: the timing itself lives in the CLI and collector.
 #include <cstdint>
+#include <optional>
 #include <vector>
+
+#include "shardplan/plan.hpp"
 
 namespace shardplan {
 
@@ -19,6 +22,9 @@ struct MeasuredComm {
   std::vector<double> fw_ms;
   std::vector<double> bw_ms;
 };
+
+// The all-to-all of `plan` with each device's measured compute; nullopt when a device was not measured.
+std::optional<CommToMeasure> comm_to_measure(const Plan& plan, const std::vector<std::optional<double>>& compute_ms);
 
 // Per device: its compute, then the forward all-to-all, then the backward.
 std::vector<double> measured_step_ms(const std::vector<double>& compute_ms, const MeasuredComm& comm);

@@ -140,12 +140,10 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
       if (!plans[a]) continue;
       const DeviceComputeMs& devices = measured.at(v++);
       result.algorithms[a].tasks[t].measured_max_compute_ms = measured_max(devices);
-      if (measure->measure_comm && result.algorithms[a].tasks[t].measured_max_compute_ms) {
-        CommToMeasure comm;
-        for (const auto& device : device_shards(*plans[a], set.tasks[t].tables)) comm.dim_sums.push_back(device.dim_sum);
-        for (const auto& ms : devices) comm.compute_ms.push_back(*ms);
+      if (!measure->measure_comm) continue;
+      if (auto comm = comm_to_measure(*plans[a], devices)) {
         comm_plans.push_back({t, a});
-        comms.push_back(std::move(comm));
+        comms.push_back(std::move(*comm));
       }
     }
   }

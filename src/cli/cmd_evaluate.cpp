@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <iostream>
 
 #include "bench_flags.hpp"
@@ -73,15 +72,11 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an in
     PlanMeasurement measured = measure_on_this_machine(measure_flags, {&plan}, tables, seed, log_options.quiet).front();
     attach_measurements(evaluation, measured.compute_ms, measured.skipped);
     if (measured.interrupted) spdlog::warn("interrupted: the devices not reached are reported as not measured");
-    const bool all_measured = std::all_of(measured.compute_ms.begin(), measured.compute_ms.end(),
-                                          [](const auto& ms) { return ms.has_value(); });
-    if (comm_flags.enabled && !all_measured) {
+    const std::optional<CommToMeasure> comm = comm_to_measure(plan, measured.compute_ms);
+    if (comm_flags.enabled && !comm) {
       spdlog::warn("--measure-comm: not every device's compute was measured, so the all-to-alls are not timed");
     } else if (comm_flags.enabled) {
-      CommToMeasure comm;
-      for (const auto& device : evaluation.devices) comm.dim_sums.push_back(device.usage.dim_sum);
-      for (const auto& ms : measured.compute_ms) comm.compute_ms.push_back(*ms);
-      if (auto timed = measure_comm_on_this_host(comm_flags, {comm}, log_options.quiet).front()) {
+      if (auto timed = measure_comm_on_this_host(comm_flags, {*comm}, log_options.quiet).front()) {
         attach_comm_measurements(evaluation, *timed);
       }
     }

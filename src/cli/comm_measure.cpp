@@ -76,16 +76,16 @@ class ScratchDir {
 std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flags, int world_size,
                                                     const std::vector<const CommToMeasure*>& plans, bool quiet) {
   std::vector<std::optional<MeasuredComm>> results(plans.size());
-  std::vector<CommWorkload> workloads;
-  for (int round = 0; round < flags.rounds; ++round) {
-    for (const CommToMeasure* plan : plans) {
-      CommWorkload w;
-      w.dim_sums = plan->dim_sums;
-      const double earliest = *std::min_element(plan->compute_ms.begin(), plan->compute_ms.end());
-      for (double ms : plan->compute_ms) w.delays_ms.push_back(ms - earliest);
-      workloads.push_back(std::move(w));
-    }
+  std::vector<CommWorkload> round;
+  for (const CommToMeasure* plan : plans) {
+    CommWorkload w;
+    w.dim_sums = plan->dim_sums;
+    const double earliest = *std::min_element(plan->compute_ms.begin(), plan->compute_ms.end());
+    for (double ms : plan->compute_ms) w.delays_ms.push_back(ms - earliest);
+    round.push_back(std::move(w));
   }
+  std::vector<CommWorkload> workloads;
+  for (int r = 0; r < flags.rounds; ++r) workloads.insert(workloads.end(), round.begin(), round.end());
   ScratchDir scratch;
   const std::string workloads_path = scratch.path("workloads.json");
   const std::string out = scratch.path("timed");

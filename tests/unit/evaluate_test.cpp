@@ -136,26 +136,36 @@ TEST(Evaluate, TimedAllToAllsGiveEachDevicesMeasuredStep) {
   EXPECT_NE(text.find("max 6.500 ms on rank 0"), std::string::npos) << text;
 }
 
-// A stand-in for real kernels: a device's "measured" compute is its width sum, so the bench's
-// bookkeeping can be checked exactly.
-TEST(BenchMeasured, AveragesOnlyTasksEveryAlgorithmMeasured) {
+// Three tasks of `first_tables`, `first_tables` + 1, ... varied tables on `devices` GPUs.
+TaskSet tiny_task_set(int devices, int first_tables) {
   TaskSet set;
   set.name = "tiny";
-  set.num_devices = 2;
+  set.num_devices = devices;
   set.memory_per_device_bytes = 1ll << 30;
-  for (int t = 0; t < 3; ++t) set.tasks.push_back(ShardingTask{testing::varied_tables(6 + t)});
+  for (int t = 0; t < 3; ++t) set.tasks.push_back(ShardingTask{testing::varied_tables(first_tables + t)});
+  return set;
+}
+
+// A stand-in for real kernels: a device's "measured" compute is its width sum, so the bench's
+// bookkeeping can be checked exactly.
+std::vector<DeviceComputeMs> width_sums_as_compute(const std::vector<const Plan*>& plans) {
+  std::vector<DeviceComputeMs> out;
+  for (const Plan* plan : plans) {
+    out.emplace_back();
+    for (const auto& usage : device_usage(*plan)) out.back().push_back(static_cast<double>(usage.dim_sum));
+  }
+  return out;
+}
+
+TEST(BenchMeasured, AveragesOnlyTasksEveryAlgorithmMeasured) {
+  TaskSet set = tiny_task_set(2, 6);
   BenchMeasure measure;
   measure.tasks = 2;
   int calls = 0;
   measure.measure = [&calls](const std::vector<const Plan*>& plans, const std::vector<Table>&) {
     ++calls;
     EXPECT_EQ(plans.size(), 2u);  // a task's plans are measured together
-    std::vector<DeviceComputeMs> out;
-    for (const Plan* plan : plans) {
-      out.emplace_back();
-      for (const auto& usage : device_usage(*plan)) out.back().push_back(static_cast<double>(usage.dim_sum));
-    }
-    return out;
+    return width_sums_as_compute(plans);
   };
   BenchResult result = run_bench(set, {"dim_greedy", "size_greedy"}, testing::planner_config(), true, &measure);
   EXPECT_EQ(calls, 2);  // once per measured task
@@ -176,20 +186,11 @@ TEST(BenchMeasured, AveragesOnlyTasksEveryAlgorithmMeasured) {
 // The step: a device's measured compute (its width sum, as above), then its all-to-alls (stand-ins: the
 // forward 1 ms per device index, the backward 0.5 ms), and the slowest device bounds the plan.
 TEST(BenchMeasured, StepAddsTheTimedAllToAllsToTheMeasuredCompute) {
-  TaskSet set;
-  set.name = "tiny";
-  set.num_devices = 3;
-  set.memory_per_device_bytes = 1ll << 30;
-  for (int t = 0; t < 3; ++t) set.tasks.push_back(ShardingTask{testing::varied_tables(7 + t)});
+  TaskSet set = tiny_task_set(3, 7);
   BenchMeasure measure;
   measure.tasks = 2;
   measure.measure = [](const std::vector<const Plan*>& plans, const std::vector<Table>&) {
-    std::vector<DeviceComputeMs> out;
-    for (const Plan* plan : plans) {
-      out.emplace_back();
-      for (const auto& usage : device_usage(*plan)) out.back().push_back(static_cast<double>(usage.dim_sum));
-    }
-    return out;
+    return width_sums_as_compute(plans);
   };
   int calls = 0;
   std::vector<CommToMeasure> seen;
