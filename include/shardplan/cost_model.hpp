@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "shardplan/costs/cost_data.hpp"
+#include "shardplan/model_hardware.hpp"
 #include "shardplan/plan.hpp"
 
 namespace shardplan {
@@ -17,6 +18,8 @@ class CostModel {
  public:
   virtual ~CostModel() = default;
   virtual std::string name() const = 0;
+  // The hardware the model's costs were measured on (empty fields: unknown).
+  virtual ModelHardware hardware() const { return {}; }
 
   // Compute latency is g(sum over the set's shards of a per-shard summary vector): the sum-over-shards
   // form of the method's compute model (the analytic model is the one-wide case with g the identity).
@@ -24,6 +27,11 @@ class CostModel {
   virtual int summary_size() const = 0;
   virtual void shard_summary(const ShardFeatures& shard, float* summary) const = 0;
   virtual double compute_from_summary(const float* summary_sum) const = 0;
+  // Makes a shard's summary that of a shard `factor` times slower alone (summary[0] is always the shard's
+  // latency alone); a measured correction (cost_correction.hpp) applies it.
+  virtual void scale_shard_summary(float* summary, double factor) const {
+    for (int i = 0; i < summary_size(); ++i) summary[i] = static_cast<float>(summary[i] * factor);
+  }
 
   // Compute latency in ms of each shard set (one device's shards each), batched. An empty set costs 0.
   virtual std::vector<double> predict_compute(const std::vector<std::vector<ShardFeatures>>& sets) const;

@@ -17,4 +17,7 @@ std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir);
 // install prefix (share/shard-plan/models/default). Empty when neither exists.
 std::string find_default_model_dir();
 
+// A file shipped with shard-plan ("data/pool.json"), found the same way; empty when it is not there.
+std::string find_bundled_path(const std::string& relative);
+
 }  // namespace shardplan

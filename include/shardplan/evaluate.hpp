@@ -36,6 +36,7 @@ struct MeasuredSummary {
 struct PlanEvaluation {
   std::string algorithm;
   std::string cost_model;
+  ModelHardware cost_model_hardware;
   std::vector<DeviceEvaluation> devices;
   CostSummary predicted;  // its slowest is the device with the largest predicted total
   std::optional<MeasuredSummary> measured;

@@ -72,6 +72,8 @@ class NeuralCostModel final : public CostModel {
  public:
   NeuralCostModel(std::string name, ComputeModelSpec compute, CommModelSpec comm);
   std::string name() const override { return name_; }
+  ModelHardware hardware() const override { return hardware_; }
+  void set_hardware(ModelHardware hardware) { hardware_ = std::move(hardware); }
   // Summary: [alone latency, 1, w A h] with A the head's first layer over the context embedding and w the
   // alone latency (latency-weighted context) or 1. A is linear, so the weighted mean of A h is A applied
   // to the weighted mean of h: a device's cost then needs no matrix product, only the head's remaining
@@ -79,6 +81,8 @@ class NeuralCostModel final : public CostModel {
   int summary_size() const override { return 2 + projected_width(); }
   void shard_summary(const ShardFeatures& shard, float* summary) const override;
   double compute_from_summary(const float* summary_sum) const override;
+  // The latency and, with a latency-weighted context, the weighted embedding scale; the count does not.
+  void scale_shard_summary(float* summary, double factor) const override;
   void predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
                     std::vector<double>& fw_ms, std::vector<double>& bw_ms) const override;
 
@@ -91,6 +95,7 @@ class NeuralCostModel final : public CostModel {
   std::vector<float> count_weight_;      // the first layer's column for log count
   std::vector<float> projection_;        // the first layer's columns for the mean embedding, [out][in]
   CommModelSpec comm_;
+  ModelHardware hardware_;
 };
 
 }  // namespace shardplan

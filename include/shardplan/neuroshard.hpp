@@ -11,4 +11,11 @@ namespace shardplan {
 
 std::unique_ptr<Planner> make_neuroshard_planner(std::shared_ptr<const CostModel> model, const NeuroShardConfig& config);
 
+// The search's plan first (the one make_neuroshard_planner returns), then up to max_plans - 1 other
+// distinct plans it met (the best split states of its beams, each refined), by predicted cost. Unscored.
+// Throws InfeasibleError like the planner.
+std::vector<Plan> neuroshard_candidate_plans(const std::vector<Table>& tables, const Cluster& cluster,
+                                             std::shared_ptr<const CostModel> model, const NeuroShardConfig& config,
+                                             int max_plans);
+
 }  // namespace shardplan

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "shardplan/cluster.hpp"
+#include "shardplan/model_hardware.hpp"
 #include "shardplan/table.hpp"
 
 namespace shardplan {
@@ -58,6 +59,25 @@ CostSummary summarise_costs(const std::vector<DeviceCost>& costs);
 // "max 12.345 ms on rank 3, mean 10.000 ms, imbalance 1.234"
 std::string format_cost_summary(const CostSummary& summary);
 
+// What measured-in-the-loop planning (measure_loop.hpp) did for a plan.
+struct MeasuredDevice {
+  int rank = 0;
+  double predicted_ms = 0.0;  // the uncorrected model's compute
+  double measured_ms = 0.0;   // this machine's fastest step
+};
+
+struct MeasureLoopSummary {
+  int budget = 0;             // shard sets it could measure
+  int sets_measured = 0;
+  int rounds = 0;             // searches run
+  int candidates = 0;         // distinct plans compared at the end
+  int chosen = 0;             // the chosen plan's rank among them by uncorrected prediction (0: the model's pick)
+  double compute_scale = 1.0; // the fitted machine factor on every device's compute
+  int corrected_tables = 0;   // tables with a fitted factor of their own
+  double estimated_max_ms = 0.0;  // the chosen plan's slowest device, measured compute where measured
+  std::vector<MeasuredDevice> devices;  // the chosen plan's measured devices, by rank
+};
+
 struct Plan {
   std::string algorithm;
   Cluster cluster;
@@ -66,6 +86,8 @@ struct Plan {
   // Per-device predictions, when the plan was scored by a cost model (named in cost_model).
   std::optional<std::vector<DeviceCost>> device_costs;
   std::string cost_model;
+  std::optional<ModelHardware> cost_model_hardware;  // what the cost model was measured on
+  std::optional<MeasureLoopSummary> measure_loop;     // when its devices were measured while planning
   double planning_seconds = 0.0;
 };
 
@@ -102,6 +124,11 @@ struct DeviceShards {
 
 // Per device, in rank order. `tables` must hold every table the plan names.
 std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Table>& tables);
+
+// Everything about a piece that a device's compute depends on, as one line.
+std::string shard_piece_key(const Table& piece);
+// A device's shard set as a key: the same for the same pieces in any order, in any plan.
+std::string shard_set_key(const std::vector<Table>& pieces);
 
 // A table placed whole on one rank.
 TableSharding table_wise_sharding(const Table& table, int rank);

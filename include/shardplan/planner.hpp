@@ -8,6 +8,7 @@
 
 #include "shardplan/cluster.hpp"
 #include "shardplan/cost_model.hpp"
+#include "shardplan/measure_loop_config.hpp"
 #include "shardplan/neuroshard_config.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/table.hpp"
@@ -18,6 +19,9 @@ struct PlannerConfig {
   uint64_t seed = 0;
   std::shared_ptr<const CostModel> cost_model;  // what neuroshard searches against
   NeuroShardConfig neuroshard;
+  // neuroshard_measured: its loop, and how it measures shard sets on this machine (unset: unavailable).
+  MeasureLoopConfig measure_loop;
+  ShardSetMeasurer measure_sets;
 };
 
 class Planner {
@@ -32,6 +36,10 @@ class Planner {
 std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig& config);
 
 const std::vector<std::string>& planner_names();
+
+// Planners that measure on this machine while planning (make_planner builds them only with
+// PlannerConfig::measure_sets): not among planner_names(), which every build can run anywhere.
+const std::vector<std::string>& measuring_planner_names();
 
 // Refuses tables larger than the whole cluster, which no sharding can hold.
 void check_total_capacity(const std::vector<Table>& tables, const Cluster& cluster);

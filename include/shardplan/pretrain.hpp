@@ -10,6 +10,9 @@ namespace shardplan {
 struct PretrainConfig {
   std::string data_dir;   // cost data: compute and comm directories at or below it
   std::string out_dir;    // the model directory to write
+  // A model directory whose communication part the new model keeps (compute-only data: a single GPU
+  // cannot time all-to-alls). Empty: the comm model is trained on the data's comm samples.
+  std::string comm_from;
   int epochs = 300;       // at most; early stopping usually ends sooner
   int patience = 30;      // epochs without a better validation loss before stopping
   double learning_rate = 1e-3;

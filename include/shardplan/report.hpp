@@ -47,6 +47,8 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
 // "bounded by rank 3 (compute 1.0 ms, all-to-all 2.5 ms): its largest cost drivers are tables a (cols 64,
 // pooling 20.0), ...; without each its total falls 1.200, 0.800 ms". `cost` is the rank's.
 std::string format_bounding_device(const BoundingDevice& bound, const DeviceCost& cost);
+// What measured-in-the-loop planning did: sets measured, the choice, each measured device's error.
+std::string format_measure_loop(const MeasureLoopSummary& loop);
 // "44.2% lower", "3.0% higher" or "the same": a plan's max against a baseline's.
 std::string format_change(double baseline_ms, double plan_ms);
 // The baseline with the lowest predicted max; nullptr when none found a plan.

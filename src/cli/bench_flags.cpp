@@ -1,7 +1,9 @@
 #include "bench_flags.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/units.hpp"
 
@@ -57,6 +59,44 @@ void check_measure_options(MeasureFlags& flags, bool measuring) {
 #else
   (void)measuring;
 #endif
+}
+
+void warn_if_measuring_other_hardware(const CostModel& model, const MeasureFlags& flags) {
+#if SHARDPLAN_WITH_TORCH
+  const ModelHardware hardware = model.hardware();
+  const std::string here = device_model(flags.bench.device);
+  if (!same_compute_hardware(hardware, flags.bench.device, here)) {
+    spdlog::warn("the cost model's compute was measured on {}, but this machine measures on {} ({}): predicted and "
+                 "measured compute differ by the machines' speed as well as by the model's error (`shard-plan "
+                 "calibrate` adapts a model to this machine)",
+                 describe_hardware(hardware), flags.bench.device, here);
+  }
+#else
+  (void)model, (void)flags;
+#endif
+}
+
+ShardSetMeasurer shard_set_measurer(const MeasureFlags& flags, uint64_t seed) {
+#if SHARDPLAN_WITH_TORCH
+  constexpr uint64_t kLoopTraceStream = 0x6c6f6f70ull;  // "loop"
+  PlanMeasureConfig config;
+  config.bench = flags.bench;
+  config.memory_cap_bytes = flags.memory_cap_bytes;
+  config.seed = derive_seed(seed, kLoopTraceStream);
+  config.rounds = flags.rounds;
+  config.quiet = true;
+  return [config](const std::vector<std::vector<Table>>& sets) { return measure_shard_sets(sets, config); };
+#else
+  (void)flags, (void)seed;
+  return {};
+#endif
+}
+
+void add_measure_loop_options(CLI::App& app, MeasureLoopConfig& config) {
+  app.add_option("--measure-loop-candidates", config.candidates,
+                 "Measured-in-the-loop planning: distinct plans each search hands over, compared on measured compute "
+                 "at the end")
+      ->capture_default_str();
 }
 
 std::vector<PlanMeasurement> measure_on_this_machine(const MeasureFlags& flags, const std::vector<const Plan*>& plans,

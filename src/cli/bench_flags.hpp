@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/cost_model.hpp"
 #include "shardplan/costs/compute_benchmark.hpp"
 #include "shardplan/costs/plan_measurement.hpp"
+#include "shardplan/measure_loop_config.hpp"
 
 namespace shardplan::cli {
 
@@ -28,6 +30,17 @@ void add_measure_options(CLI::App& app, MeasureFlags& flags);
 // Checks the flags and parses the cap; when `measuring`, also that this build can measure (it needs
 // LibTorch). Throws InputError naming the flag.
 void check_measure_options(MeasureFlags& flags, bool measuring);
+// Warns when this machine's measuring device is not the one the model's compute part was measured on:
+// then measured and predicted compute differ by the machines' speed, not only by the model's error.
+void warn_if_measuring_other_hardware(const CostModel& model, const MeasureFlags& flags);
+// How measured-in-the-loop planning times shard sets here: measure_shard_sets with the flags, quietly,
+// with traces of their own (another stream of `seed` than bench's and evaluate's, so that a plan chosen
+// on a lucky measurement is not judged by the same one). Empty in a build without LibTorch.
+ShardSetMeasurer shard_set_measurer(const MeasureFlags& flags, uint64_t seed);
+
+// --measure-loop-candidates, shared by plan and bench.
+void add_measure_loop_options(CLI::App& app, MeasureLoopConfig& config);
+
 // Runs each device of `plans` on this machine's device (measure_plans: identical devices measured once).
 std::vector<PlanMeasurement> measure_on_this_machine(const MeasureFlags& flags, const std::vector<const Plan*>& plans,
                                                      const std::vector<Table>& tables, uint64_t seed, bool quiet);

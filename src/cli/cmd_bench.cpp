@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "bench_flags.hpp"
@@ -26,6 +27,7 @@ int run_bench_command(int argc, char** argv) {
   shard-plan bench --tasks data/tasks/all-128gpu.json --algos neuroshard,torchrec,dim_greedy --json
   shard-plan bench --tasks data/tasks/paper-4gpu.json --measure 10
   shard-plan bench --tasks data/tasks/paper-8gpu.json --measure 10 --measure-comm
+  shard-plan bench --tasks data/tasks/paper-4gpu.json --algos neuroshard_measured,neuroshard,torchrec --measure 20
 
 --measure N runs every device of the first N tasks' plans on this machine's device (the kernel and traces
 of collect-costs, one device at a time) and compares the plans' measured max compute. A task's plans are
@@ -33,7 +35,11 @@ measured together: devices with the same shards are measured once for all of the
 interleaved rounds of fresh builds, keeping the fastest. With --measure-comm, each measured plan's
 all-to-alls are then timed across ranks on this host (collect-costs comm --spawn --workloads: one process
 per GPU, each starting when its measured compute ends) and the whole step, compute plus all-to-alls, is
-compared too. Measure on an idle machine: other work only adds time.)");
+compared too. Measure on an idle machine: other work only adds time.
+
+neuroshard_measured (only when named in --algos) is neuroshard with measured-in-the-loop planning: it
+measures up to --measure-loop shard sets per task on this machine's device while planning, with traces of
+its own, so --measure judges its plans on fresh measurements; its planning time includes them.)");
   std::string tasks_path;
   std::vector<std::string> algorithms = planner_names();
   std::string model;
@@ -43,6 +49,7 @@ compared too. Measure on an idle machine: other work only adds time.)");
   NeuroShardConfig search;
   int measure_tasks = 0;
   MeasureFlags measure_flags;
+  MeasureLoopConfig loop;
   CommMeasureFlags comm_flags;
   LogOptions log_options;
   app.add_option("--tasks", tasks_path, "Task set file (gen-tasks writes them; data/tasks/ has the benchmark's)")->required();
@@ -58,12 +65,17 @@ compared too. Measure on an idle machine: other work only adds time.)");
   app.add_option("--measure", measure_tasks, "Also measure the plans of the first N tasks on this machine's device")
       ->capture_default_str();
   add_measure_options(app, measure_flags);
+  app.add_option("--measure-loop", loop.budget, "Shard sets neuroshard_measured may measure per task while planning")
+      ->capture_default_str();
+  add_measure_loop_options(app, loop);
   add_comm_measure_options(app, comm_flags);
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
   if (measure_tasks < 0) throw InputError(fmt::format("--measure: must be 0 or more tasks, got {}", measure_tasks));
-  check_measure_options(measure_flags, measure_tasks > 0);
+  const bool loop_planner = std::find(algorithms.begin(), algorithms.end(), "neuroshard_measured") != algorithms.end();
+  check_measure_options(measure_flags, measure_tasks > 0 || loop_planner);
+  if (loop_planner) validate_measure_loop_config(loop);
   check_comm_measure_options(comm_flags, measure_tasks > 0);
 
   if (algorithms.empty()) throw InputError("--algos: names no planner");
@@ -71,7 +83,15 @@ compared too. Measure on an idle machine: other work only adds time.)");
   PlannerConfig config;
   config.seed = seed;
   config.cost_model = load_model_flag(model, set.cluster().devices_per_host);
+  if (std::string beyond = comm_extrapolation_warning(config.cost_model->hardware(), set.num_devices); !beyond.empty()) {
+    spdlog::warn("{}", beyond);
+  }
+  if (measure_tasks > 0 || loop_planner) warn_if_measuring_other_hardware(*config.cost_model, measure_flags);
   config.neuroshard = search;
+  if (loop_planner) {
+    config.measure_loop = loop;
+    config.measure_sets = shard_set_measurer(measure_flags, seed);
+  }
   spdlog::info("{}: {} tasks on {} GPUs, {} algorithms", tasks_path, set.tasks.size(), set.num_devices, algorithms.size());
   BenchMeasure measure;
   measure.tasks = measure_tasks;

@@ -64,6 +64,7 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an in
   Plan plan = read_plan_file(plan_path, tables);
   auto cost_model = load_model_flag(model, plan.cluster.devices_per_host);
   PlanEvaluation evaluation = evaluate_plan(plan, tables, *cost_model);
+  if (measure) warn_if_measuring_other_hardware(*cost_model, measure_flags);
 
   if (measure) {
     const ComputeBenchConfig& bench = measure_flags.bench;

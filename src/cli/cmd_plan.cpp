@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "bench_flags.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "planning_flags.hpp"
@@ -28,6 +29,7 @@ namespace shardplan::cli {
 namespace {
 
 constexpr const char* kDefaultAlgorithm = "neuroshard";
+constexpr const char* kMeasuredAlgorithm = "neuroshard_measured";
 
 std::string footer() {
   std::string text =
@@ -68,11 +70,16 @@ int run_plan(int argc, char** argv) {
   bool no_compare = false;
   std::string model;
   NeuroShardConfig search;
+  int measure_loop = 0;
+  MeasureLoopConfig loop;
+  MeasureFlags measure_flags;
   ClusterFlags cluster_flags;
   LogOptions log_options;
   app.add_option("--tables", tables_path, "Tables file: a JSON array of tables or {\"tables\": [...]}")->required();
   add_cluster_options(app, cluster_flags, /*gpus_required=*/true);
-  app.add_option("--algo", algorithm, fmt::format("Planner: {}", fmt::join(planner_names(), ", ")))
+  app.add_option("--algo", algorithm,
+                 fmt::format("Planner: {}; {} (what --measure-loop runs)", fmt::join(planner_names(), ", "),
+                             fmt::join(measuring_planner_names(), ", ")))
       ->capture_default_str();
   app.add_option("--seed", seed, "Seed for randomised planners; same input and seed give the same plan")
       ->capture_default_str();
@@ -80,6 +87,15 @@ int run_plan(int argc, char** argv) {
       ->capture_default_str();
   add_model_option(app, model);
   add_search_options(app, search);
+  const char* loop_group = "Measured-in-the-loop planning";
+  app.add_option("--measure-loop", measure_loop,
+                 "Measure up to N shard sets on this machine's device while searching: the sets that bound the best "
+                 "plans correct the model for the rest of the search, and the final choice among the search's best "
+                 "plans is made on measured compute (neuroshard only; plans then depend on the measurements)")
+      ->capture_default_str()
+      ->group(loop_group);
+  add_measure_loop_options(app, loop);
+  add_measure_options(app, measure_flags);
   app.add_flag("--full-report", full_report, "List every device in the report, however many");
   app.add_option("--report", chart_path,
                  "Also draw the plan as an SVG chart: per-device predicted cost and memory against capacity")
@@ -91,6 +107,17 @@ int run_plan(int argc, char** argv) {
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
   if (!chart_path.empty()) check_chart_path(chart_path);
+  if (measure_loop < 0) throw InputError(fmt::format("--measure-loop: must be 0 (off) or more shard sets, got {}", measure_loop));
+  if (measure_loop > 0) {
+    if (algorithm != kDefaultAlgorithm && algorithm != kMeasuredAlgorithm) {
+      throw InputError(fmt::format("--measure-loop: only the neuroshard search measures while planning, not --algo {}", algorithm));
+    }
+    algorithm = kMeasuredAlgorithm;
+    loop.budget = measure_loop;
+  }
+  const bool measuring = algorithm == kMeasuredAlgorithm;
+  check_measure_options(measure_flags, measuring);
+  if (measuring) validate_measure_loop_config(loop);
 
   Cluster cluster = cluster_from_flags(cluster_flags);
   std::vector<Table> tables = load_tables(tables_path);
@@ -98,8 +125,16 @@ int run_plan(int argc, char** argv) {
   PlannerConfig config;
   config.seed = seed;
   config.cost_model = load_model_flag(model, cluster.devices_per_host);
+  if (std::string beyond = comm_extrapolation_warning(config.cost_model->hardware(), cluster.num_devices); !beyond.empty()) {
+    spdlog::warn("{}", beyond);
+  }
   search.show_progress = !log_options.quiet;
   config.neuroshard = search;
+  if (measuring) {
+    config.measure_loop = loop;
+    config.measure_sets = shard_set_measurer(measure_flags, seed);
+    warn_if_measuring_other_hardware(*config.cost_model, measure_flags);
+  }
   auto planner = make_planner(algorithm, config);
 
   auto start = std::chrono::steady_clock::now();
@@ -109,6 +144,7 @@ int run_plan(int argc, char** argv) {
   // Every planner's plan is scored by the same model, so reports compare like with like.
   plan.device_costs = score_plan(plan, tables, *config.cost_model);
   plan.cost_model = config.cost_model->name();
+  plan.cost_model_hardware = config.cost_model->hardware();
 
   write_plan(plan, output);
   if (output != "-") spdlog::info("wrote {}", output);
@@ -116,7 +152,7 @@ int run_plan(int argc, char** argv) {
 
   PlanAnalysis analysis;
   analysis.bound = bounding_drivers(plan, tables, *config.cost_model);
-  if (algorithm == kDefaultAlgorithm && !no_compare) {
+  if ((algorithm == kDefaultAlgorithm || algorithm == kMeasuredAlgorithm) && !no_compare) {
     analysis.baselines = compare_with_baselines(baseline_planner_names(), tables, cluster, config, *config.cost_model);
   }
   if (!chart_path.empty()) {

@@ -15,8 +15,11 @@ void print_metrics(const nlohmann::json& meta) {
   const auto& m = meta["metrics"];
   fmt::print("test metrics:\n");
   print_metrics_line("compute", m["compute"]);
-  print_metrics_line("comm forward", m["comm"]["fw"]);
-  print_metrics_line("comm backward", m["comm"]["bw"]);
+  if (m.contains("comm_source")) fmt::print("communication model carried over from {}:\n", m["comm_source"].get<std::string>());
+  if (!m["comm"].is_null()) {
+    print_metrics_line("comm forward", m["comm"]["fw"]);
+    print_metrics_line("comm backward", m["comm"]["bw"]);
+  }
   if (!m["comm_holdout"].is_null()) {
     int w = m["comm_holdout"]["world_size"];
     print_metrics_line(fmt::format("comm forward, unseen W={}", w), m["comm_holdout"]["fw"]);
@@ -33,12 +36,17 @@ int run_pretrain(int argc, char** argv) {
   configure_app(app);
   app.footer(R"(Example:
   shard-plan pretrain-cost-model --data data/costs/cpu-2core --out models/default
+  shard-plan pretrain-cost-model --data costs/my-gpu --comm-from models/default --out models/my-gpu
 
 The same seed and thread count give the same model.)");
   PretrainConfig config;
   LogOptions log_options;
   app.add_option("--data", config.data_dir, "Cost data: compute and comm directories at or below it")->required();
   app.add_option("--out", config.out_dir, "Model directory to write (meta.json, compute.pt, comm.pt)")->required();
+  app.add_option("--comm-from", config.comm_from,
+                 "Model directory whose communication model to keep, for compute-only data (a machine with one "
+                 "GPU cannot time all-to-alls); without it the data must hold comm samples")
+      ->type_name("MODEL_DIR");
   app.add_option("--epochs", config.epochs, "Most epochs per model")->capture_default_str();
   app.add_option("--patience", config.patience, "Stop after this many epochs without a better validation loss")
       ->capture_default_str();

@@ -14,6 +14,7 @@ PlanEvaluation evaluate_plan(const Plan& plan, const std::vector<Table>& tables,
   PlanEvaluation evaluation;
   evaluation.algorithm = plan.algorithm;
   evaluation.cost_model = model.name();
+  evaluation.cost_model_hardware = model.hardware();
   std::vector<DeviceUsage> usage = device_usage(plan);
   std::vector<DeviceCost> costs = score_plan(plan, tables, model);
   for (std::size_t r = 0; r < usage.size(); ++r) {
@@ -101,6 +102,7 @@ nlohmann::ordered_json evaluation_to_json(const PlanEvaluation& evaluation) {
   }
   ojson doc{{"algorithm", evaluation.algorithm},
             {"cost_model", evaluation.cost_model},
+            {"cost_model_hardware", hardware_to_json(evaluation.cost_model_hardware)},
             {"devices", std::move(devices)},
             {"predicted",
              {{"max_total_ms", evaluation.predicted.max_ms},
@@ -125,8 +127,9 @@ nlohmann::ordered_json evaluation_to_json(const PlanEvaluation& evaluation) {
 
 std::string format_evaluation(const PlanEvaluation& evaluation) {
   const bool measured = evaluation.measured.has_value();
-  std::string out = fmt::format("plan: {} on {} GPUs, scored by {}\n", evaluation.algorithm, evaluation.devices.size(),
-                                evaluation.cost_model);
+  std::string out = fmt::format("plan: {} on {} GPUs, scored by {} (measured on: {})\n", evaluation.algorithm,
+                                evaluation.devices.size(), evaluation.cost_model,
+                                describe_hardware(evaluation.cost_model_hardware));
   out += fmt::format("{:>6} {:>6} {:>11} {:>7} {:>9} {:>9} {:>9} {:>9}", "rank", "shards", "memory", "width", "compute",
                      "fw_comm", "bw_comm", "total");
   const bool comm_measured = measured && evaluation.measured->max_total_ms.has_value();

@@ -76,6 +76,23 @@ std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Tabl
   return devices;
 }
 
+std::string shard_piece_key(const Table& piece) {
+  std::string key = fmt::format("{}|{}|{}|{:.17g}|{}|", piece.name, piece.rows, piece.dim, piece.pooling_factor,
+                                static_cast<int>(piece.dtype));
+  for (double h : piece.reuse_hist_or_default()) key += fmt::format("{:.17g},", h);
+  return key + "\n";
+}
+
+std::string shard_set_key(const std::vector<Table>& pieces) {
+  std::vector<std::string> keys;
+  keys.reserve(pieces.size());
+  for (const auto& piece : pieces) keys.push_back(shard_piece_key(piece));
+  std::sort(keys.begin(), keys.end());
+  std::string key;
+  for (const auto& k : keys) key += k;
+  return key;
+}
+
 TableSharding table_wise_sharding(const Table& table, int rank) {
   return sharding_of(table, {Shard{rank, 0, 0, table.rows, table.dim}});
 }

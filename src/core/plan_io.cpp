@@ -41,6 +41,25 @@ ojson table_to_plan_json(const TableSharding& table, int devices_per_host) {
                {"shards", shards}};
 }
 
+ojson measure_loop_to_json(const MeasureLoopSummary& loop) {
+  ojson devices = ojson::array();
+  for (const auto& d : loop.devices) {
+    devices.push_back(ojson{{"rank", d.rank},
+                            {"predicted_compute_ms", d.predicted_ms},
+                            {"measured_compute_ms", d.measured_ms},
+                            {"error_percent", d.measured_ms > 0 ? 100.0 * (d.predicted_ms - d.measured_ms) / d.measured_ms : 0.0}});
+  }
+  return ojson{{"budget_sets", loop.budget},
+               {"sets_measured", loop.sets_measured},
+               {"searches", loop.rounds},
+               {"candidates", loop.candidates},
+               {"chosen_by_prediction_rank", loop.chosen},
+               {"compute_scale", loop.compute_scale},
+               {"corrected_tables", loop.corrected_tables},
+               {"estimated_max_total_ms", loop.estimated_max_ms},
+               {"measured_devices", std::move(devices)}};
+}
+
 }  // namespace
 
 ojson plan_to_json(const Plan& plan) {
@@ -54,7 +73,9 @@ ojson plan_to_json(const Plan& plan) {
                {"optimizer", std::string(optimizer_name(cluster.optimizer))},
                {"reserve_fraction", cluster.reserve_fraction},
                {"usable_memory_per_device_bytes", cluster.usable_bytes_per_device()},
-               {"cost_model", plan.cost_model.empty() ? ojson(nullptr) : ojson(plan.cost_model)}};
+               {"cost_model", plan.cost_model.empty() ? ojson(nullptr) : ojson(plan.cost_model)},
+               {"cost_model_hardware",
+                plan.cost_model_hardware ? hardware_to_json(*plan.cost_model_hardware) : ojson(nullptr)}};
 
   ojson tables = ojson::array();
   for (const auto& table : plan.tables) tables.push_back(table_to_plan_json(table, cluster.devices_per_host));
@@ -73,6 +94,7 @@ ojson plan_to_json(const Plan& plan) {
                             {"total_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.total_ms(); })}});
   }
   doc["devices"] = std::move(devices);
+  if (plan.measure_loop) doc["measure_loop"] = measure_loop_to_json(*plan.measure_loop);
 
   int64_t max_memory = 0;
   for (const auto& u : usage) max_memory = std::max(max_memory, u.memory_bytes);

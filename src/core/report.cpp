@@ -87,10 +87,16 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
     const auto& costs = *plan.device_costs;
     const CostSummary summary = summarise_costs(costs);
     out += fmt::format("cost ({}): {}\n", plan.cost_model, format_cost_summary(summary));
+    if (plan.cost_model_hardware) {
+      out += fmt::format("cost model measured on: {}\n", describe_hardware(*plan.cost_model_hardware));
+      std::string beyond = comm_extrapolation_warning(*plan.cost_model_hardware, c.num_devices);
+      if (!beyond.empty()) out += fmt::format("note: {}\n", beyond);
+    }
     if (analysis.bound) {
       out += format_bounding_device(*analysis.bound, costs.at(static_cast<std::size_t>(analysis.bound->rank)));
     }
     out += format_baseline_comparison(analysis.baselines, summary.max_ms);
+    if (plan.measure_loop) out += format_measure_loop(*plan.measure_loop);
   } else {
     out += "cost: not predicted (no cost model was used)\n";
   }
@@ -111,6 +117,23 @@ std::string format_bounding_device(const BoundingDevice& bound, const DeviceCost
   }
   return fmt::format("{}: its largest cost drivers are tables {}; without each its total falls {} ms\n", device,
                      fmt::join(names, ", "), fmt::join(savings, ", "));
+}
+
+std::string format_measure_loop(const MeasureLoopSummary& loop) {
+  std::string out = fmt::format(
+      "measured in the loop: {} of {} shard sets over {} searches; chose the plan the model ranked {} of {} "
+      "candidates; the model's compute scaled x{:.3f} with {} tables corrected\n",
+      loop.sets_measured, loop.budget, loop.rounds, loop.chosen + 1, loop.candidates, loop.compute_scale,
+      loop.corrected_tables);
+  if (loop.devices.empty()) return out + "  none of its devices was measured\n";
+  std::vector<std::string> rows;
+  for (const auto& d : loop.devices) {
+    rows.push_back(fmt::format("rank {} {:.3f} -> {:.3f} ms ({:+.1f}%)", d.rank, d.predicted_ms, d.measured_ms,
+                               d.measured_ms > 0 ? 100.0 * (d.measured_ms / d.predicted_ms - 1.0) : 0.0));
+  }
+  return out + fmt::format("  its measured devices, predicted -> measured compute: {}; slowest device {:.3f} ms with "
+                           "measured compute\n",
+                           fmt::join(rows, ", "), loop.estimated_max_ms);
 }
 
 const BaselineOutcome* best_baseline(const std::vector<BaselineOutcome>& baselines) {

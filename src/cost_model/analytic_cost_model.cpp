@@ -39,6 +39,11 @@ class AnalyticCostModel final : public CostModel {
  public:
   explicit AnalyticCostModel(const AnalyticCostConfig& config) : config_(config) {}
   std::string name() const override { return "analytic-torchrec"; }
+  ModelHardware hardware() const override {
+    ModelHardware h;
+    h.note = "TorchRec's analytic estimate: nominal bandwidths, nothing measured";
+    return h;
+  }
 
   // The estimate is additive over shards: the summary is the shard's own cost.
   int summary_size() const override { return 1; }

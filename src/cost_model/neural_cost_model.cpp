@@ -92,6 +92,13 @@ void NeuralCostModel::shard_summary(const ShardFeatures& shard, float* summary) 
   }
 }
 
+void NeuralCostModel::scale_shard_summary(float* summary, double factor) const {
+  const auto f = static_cast<float>(factor);
+  summary[0] *= f;
+  if (!compute_.latency_weighted_context) return;
+  for (int o = 0; o < projected_width(); ++o) summary[2 + o] *= f;
+}
+
 double NeuralCostModel::compute_from_summary(const float* summary_sum) const {
   const float count = summary_sum[1];
   if (count <= 0.0f) return 0.0;

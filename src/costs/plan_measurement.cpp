@@ -33,14 +33,6 @@ int64_t default_measure_memory_cap() {
   return static_cast<int64_t>(pages) * page_size / 2;
 }
 
-// Everything about a piece the benchmark's work depends on.
-std::string piece_key(const Table& piece) {
-  std::string key = fmt::format("{}|{}|{}|{:.17g}|{}|", piece.name, piece.rows, piece.dim, piece.pooling_factor,
-                                static_cast<int>(piece.dtype));
-  for (double h : piece.reuse_hist_or_default()) key += fmt::format("{:.17g},", h);
-  return key + "\n";
-}
-
 // One distinct shard set: its pieces in a canonical order, and its measurement so far.
 struct ShardSet {
   std::vector<Table> pieces;
@@ -49,43 +41,8 @@ struct ShardSet {
   std::string skipped;
 };
 
-}  // namespace
-
-std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans, const std::vector<Table>& tables,
-                                           const PlanMeasureConfig& config) {
-  if (config.rounds < 1) throw InputError(fmt::format("measure rounds: must be 1 or more, got {}", config.rounds));
-  const int64_t cap = config.memory_cap_bytes > 0 ? config.memory_cap_bytes : default_measure_memory_cap();
-
-  // Distinct non-empty shard sets in first-seen order, and for every plan's device the set it holds.
-  std::vector<ShardSet> sets;
-  std::map<std::string, std::size_t> set_of_key;
-  std::vector<std::vector<std::optional<std::size_t>>> device_set(plans.size());
-  for (std::size_t p = 0; p < plans.size(); ++p) {
-    for (auto& device : device_shards(*plans[p], tables)) {
-      if (device.pieces.empty()) {
-        device_set[p].push_back(std::nullopt);
-        continue;
-      }
-      std::vector<std::pair<std::string, std::size_t>> keyed;
-      for (std::size_t i = 0; i < device.pieces.size(); ++i) keyed.emplace_back(piece_key(device.pieces[i]), i);
-      std::sort(keyed.begin(), keyed.end());
-      std::string key;
-      for (const auto& [piece, index] : keyed) key += piece;
-      auto [it, added] = set_of_key.emplace(key, sets.size());
-      if (added) {
-        ShardSet set;
-        for (const auto& [piece, index] : keyed) set.pieces.push_back(device.pieces[index]);
-        set.trace_seed = derive_seed(config.seed, fnv1a_hash(key));
-        if (int64_t bytes = measured_weight_bytes(set.pieces); bytes > cap) {
-          set.skipped = fmt::format("its weights need {}, over the measurement cap of {}", format_bytes(bytes),
-                                    format_bytes(cap));
-        }
-        sets.push_back(std::move(set));
-      }
-      device_set[p].push_back(it->second);
-    }
-  }
-
+// Measures the sets in interleaved rounds, each keeping its fastest step.
+bool measure_sets(std::vector<ShardSet>& sets, const PlanMeasureConfig& config) {
   install_interrupt_handlers();
   bool interrupted = false;
   const int64_t total = static_cast<int64_t>(sets.size()) * config.rounds;
@@ -110,6 +67,58 @@ std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans
   for (const auto& set : sets) {
     if (!set.skipped.empty()) spdlog::warn("{} shards not measured: {}", set.pieces.size(), set.skipped);
   }
+  return interrupted;
+}
+
+// The set of `pieces` in canonical order, with its key (the same for any order of the same pieces).
+std::pair<std::string, ShardSet> canonical_set(const std::vector<Table>& pieces, const PlanMeasureConfig& config,
+                                               int64_t cap) {
+  std::vector<std::pair<std::string, std::size_t>> keyed;
+  for (std::size_t i = 0; i < pieces.size(); ++i) keyed.emplace_back(shard_piece_key(pieces[i]), i);
+  std::sort(keyed.begin(), keyed.end());
+  std::string key;
+  for (const auto& [piece, index] : keyed) key += piece;
+  ShardSet set;
+  for (const auto& [piece, index] : keyed) set.pieces.push_back(pieces[index]);
+  set.trace_seed = derive_seed(config.seed, fnv1a_hash(key));
+  if (int64_t bytes = measured_weight_bytes(set.pieces); bytes > cap) {
+    set.skipped = fmt::format("its weights need {}, over the measurement cap of {}", format_bytes(bytes), format_bytes(cap));
+  }
+  return {std::move(key), std::move(set)};
+}
+
+void check_rounds(const PlanMeasureConfig& config) {
+  if (config.rounds < 1) throw InputError(fmt::format("measure rounds: must be 1 or more, got {}", config.rounds));
+}
+
+int64_t measurement_cap(const PlanMeasureConfig& config) {
+  return config.memory_cap_bytes > 0 ? config.memory_cap_bytes : default_measure_memory_cap();
+}
+
+}  // namespace
+
+std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans, const std::vector<Table>& tables,
+                                           const PlanMeasureConfig& config) {
+  check_rounds(config);
+  const int64_t cap = measurement_cap(config);
+
+  // Distinct non-empty shard sets in first-seen order, and for every plan's device the set it holds.
+  std::vector<ShardSet> sets;
+  std::map<std::string, std::size_t> set_of_key;
+  std::vector<std::vector<std::optional<std::size_t>>> device_set(plans.size());
+  for (std::size_t p = 0; p < plans.size(); ++p) {
+    for (auto& device : device_shards(*plans[p], tables)) {
+      if (device.pieces.empty()) {
+        device_set[p].push_back(std::nullopt);
+        continue;
+      }
+      auto [key, set] = canonical_set(device.pieces, config, cap);
+      auto [it, added] = set_of_key.emplace(std::move(key), sets.size());
+      if (added) sets.push_back(std::move(set));
+      device_set[p].push_back(it->second);
+    }
+  }
+  const bool interrupted = measure_sets(sets, config);
 
   std::vector<PlanMeasurement> results(plans.size());
   for (std::size_t p = 0; p < plans.size(); ++p) {
@@ -127,6 +136,21 @@ std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans
     }
   }
   return results;
+}
+
+std::vector<std::optional<double>> measure_shard_sets(const std::vector<std::vector<Table>>& shard_sets,
+                                                      const PlanMeasureConfig& config) {
+  check_rounds(config);
+  const int64_t cap = measurement_cap(config);
+  std::vector<ShardSet> sets;
+  for (const auto& pieces : shard_sets) {
+    if (pieces.empty()) throw InputError("measure_shard_sets: an empty shard set");
+    sets.push_back(canonical_set(pieces, config, cap).second);
+  }
+  measure_sets(sets, config);
+  std::vector<std::optional<double>> out;
+  for (const auto& set : sets) out.push_back(set.fastest_ms);
+  return out;
 }
 
 PlanMeasurement measure_plan(const Plan& plan, const std::vector<Table>& tables, const PlanMeasureConfig& config) {

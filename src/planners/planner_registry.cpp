@@ -5,6 +5,7 @@
 
 #include "greedy_baselines.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/measure_loop.hpp"
 #include "shardplan/neuroshard.hpp"
 #include "torchrec_planner.hpp"
 #include "shardplan/planner.hpp"
@@ -17,8 +18,16 @@ const std::vector<std::string>& planner_names() {
   return names;
 }
 
+const std::vector<std::string>& measuring_planner_names() {
+  static const std::vector<std::string> names = {"neuroshard_measured"};
+  return names;
+}
+
 std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig& config) {
   if (name == "neuroshard") return make_neuroshard_planner(config.cost_model, config.neuroshard);
+  if (name == "neuroshard_measured") {
+    return make_measured_neuroshard_planner(config.cost_model, config.neuroshard, config.measure_loop, config.measure_sets);
+  }
   if (name == "torchrec") return make_torchrec_planner();
   if (name == "random") return make_random_baseline(config.seed);
   if (name == "size_greedy") {
@@ -38,7 +47,8 @@ std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig
       return t.dim * t.pooling_factor * std::log10(static_cast<double>(t.rows));
     });
   }
-  throw InputError(fmt::format("--algo: unknown planner \"{}\" (known: {})", name, fmt::join(planner_names(), ", ")));
+  throw InputError(fmt::format("--algo: unknown planner \"{}\" (known: {}, {})", name, fmt::join(planner_names(), ", "),
+                               fmt::join(measuring_planner_names(), ", ")));
 }
 
 }  // namespace shardplan

@@ -131,6 +131,12 @@ class NeuroShardPlanner final : public Planner {
   std::string_view name() const override { return "neuroshard"; }
 
   Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const override {
+    return std::move(search(tables, cluster, 1).front());
+  }
+
+  // The best plan first, then up to max_plans - 1 other distinct ones: the best split states the search
+  // met, each placement refined, ordered by predicted cost.
+  std::vector<Plan> search(const std::vector<Table>& tables, const Cluster& cluster, int max_plans) const {
     validate_cluster(cluster);
     check_total_capacity(tables, cluster);
     const int threads = resolve_threads(config_.threads);
@@ -146,6 +152,8 @@ class NeuroShardPlanner final : public Planner {
     const int steps = config_.steps > 0 ? config_.steps
                                         : auto_split_steps(static_cast<int>(tables.size()), cluster.num_devices);
     SplitState best = start;
+    std::vector<SplitState> finalists;  // the best distinct states met, best first (only when asked for several)
+    if (max_plans > 1) keep_finalist(finalists, start, max_plans);
     std::vector<SplitState> beam{std::move(start)};
     int evaluated = 1;
     int last_improvement = 0;
@@ -168,6 +176,9 @@ class NeuroShardPlanner final : public Planner {
         best = children.front();
         last_improvement = step;
       }
+      if (max_plans > 1) {
+        for (const SplitState& child : children) keep_finalist(finalists, child, max_plans);
+      }
       spdlog::debug("neuroshard step {}/{}: beam best {:.4f} ms, best {:.4f} ms ({} splits)", step, steps,
                     children.front().placement.max_cost, best.placement.max_cost, best.splits);
       beam = std::move(children);
@@ -180,13 +191,7 @@ class NeuroShardPlanner final : public Planner {
       }
     }
     if (progress) progress->finish();
-    if (best.placement.feasible && config_.refine_rounds > 0) {
-      const double searched = best.placement.max_cost;
-      RefineOptions refine;
-      refine.max_rounds = config_.refine_rounds;
-      best.placement = refine_placement(best.pieces, best.placement, catalog, *model_, cluster.usable_bytes_per_device(), refine);
-      spdlog::debug("neuroshard: refinement {:.4f} -> {:.4f} ms", searched, best.placement.max_cost);
-    }
+    refine(best, catalog, cluster);
     if (!best.placement.feasible) {
       throw InfeasibleError(fmt::format(
           "neuroshard: no placement found: {} of the tables' memory found no device even after {} column-wise "
@@ -195,10 +200,55 @@ class NeuroShardPlanner final : public Planner {
     }
     spdlog::debug("neuroshard: {} candidate plans scored, {} column-wise splits, predicted {:.4f} ms", evaluated,
                   best.splits, best.placement.max_cost);
-    return to_plan(best, tables, cluster, catalog);
+    std::vector<Plan> plans{to_plan(best, tables, cluster, catalog)};
+    // The other finalists, refined; the best state itself is already first.
+    std::vector<SplitState> others;
+    for (SplitState& state : finalists) {
+      if (same_pieces(state, best) || !state.placement.feasible) continue;
+      refine(state, catalog, cluster);
+      others.push_back(std::move(state));
+    }
+    std::stable_sort(others.begin(), others.end(), [](const SplitState& a, const SplitState& b) {
+      return better_placement(a.placement, b.placement);
+    });
+    for (const SplitState& state : others) {
+      if (static_cast<int>(plans.size()) >= max_plans) break;
+      plans.push_back(to_plan(state, tables, cluster, catalog));
+    }
+    return plans;
   }
 
  private:
+  void refine(SplitState& state, const ShardCatalog& catalog, const Cluster& cluster) const {
+    if (!state.placement.feasible || config_.refine_rounds <= 0) return;
+    const double searched = state.placement.max_cost;
+    RefineOptions options;
+    options.max_rounds = config_.refine_rounds;
+    state.placement = refine_placement(state.pieces, state.placement, catalog, *model_, cluster.usable_bytes_per_device(), options);
+    spdlog::debug("neuroshard: refinement {:.4f} -> {:.4f} ms", searched, state.placement.max_cost);
+  }
+
+  static bool same_pieces(const SplitState& a, const SplitState& b) {
+    return a.hash == b.hash && std::equal(a.pieces.begin(), a.pieces.end(), b.pieces.begin(), b.pieces.end(),
+                                          [](const Piece& x, const Piece& y) {
+                                            return x.variant == y.variant && x.col_offset == y.col_offset;
+                                          });
+  }
+
+  // Keeps the best `limit` distinct split states met so far, best first (ties: the earlier one).
+  static void keep_finalist(std::vector<SplitState>& finalists, const SplitState& state, int limit) {
+    if (!state.placement.feasible) return;
+    for (const SplitState& kept : finalists) {
+      if (same_pieces(kept, state)) return;
+    }
+    auto at = std::upper_bound(finalists.begin(), finalists.end(), state, [](const SplitState& a, const SplitState& b) {
+      return better_placement(a.placement, b.placement);
+    });
+    if (at - finalists.begin() >= limit) return;
+    finalists.insert(at, state);
+    if (static_cast<int>(finalists.size()) > limit) finalists.pop_back();
+  }
+
   // Every table whole, except those larger than a device: halved until each piece fits.
   static std::vector<Piece> fitting_pieces(const std::vector<Table>& tables, const Cluster& cluster,
                                            const ShardCatalog& catalog) {
@@ -300,6 +350,14 @@ class NeuroShardPlanner final : public Planner {
 std::unique_ptr<Planner> make_neuroshard_planner(std::shared_ptr<const CostModel> model, const NeuroShardConfig& config) {
   if (!model) throw InputError("neuroshard: needs a cost model (--model)");
   return std::make_unique<NeuroShardPlanner>(std::move(model), config);
+}
+
+std::vector<Plan> neuroshard_candidate_plans(const std::vector<Table>& tables, const Cluster& cluster,
+                                             std::shared_ptr<const CostModel> model, const NeuroShardConfig& config,
+                                             int max_plans) {
+  if (!model) throw InputError("neuroshard: needs a cost model (--model)");
+  if (max_plans < 1) throw InputError(fmt::format("neuroshard: max_plans must be at least 1, got {}", max_plans));
+  return NeuroShardPlanner(std::move(model), config).search(tables, cluster, max_plans);
 }
 
 }  // namespace shardplan

@@ -10,6 +10,7 @@
 #include "shardplan/errors.hpp"
 #include "shardplan/json_fields.hpp"
 #include "shardplan/json_file.hpp"
+#include "shardplan/model_hardware.hpp"
 
 namespace shardplan {
 
@@ -77,12 +78,14 @@ void save_model_directory(const std::string& dir, const nlohmann::json& meta, Co
   write_file_atomically((root / "meta.json").string(), meta.dump(2) + "\n");
 }
 
-std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir) {
+ModelFiles load_model_files(const std::string& dir) {
   fs::path root(dir);
   std::error_code ec;
   if (!fs::is_directory(root, ec)) throw InputError(fmt::format("{}: not a model directory", dir));
   const std::string source = (root / "meta.json").string();
-  nlohmann::json meta = read_json_file(source);
+  ModelFiles files;
+  nlohmann::json& meta = files.meta;
+  meta = read_json_file(source);
   read_object(meta, source, "(top level)");
   if (meta.value("format", "") != kModelFormat) {
     throw_field_error(source, "format", fmt::format("expected \"{}\"", kModelFormat), meta.value("format", nlohmann::json()));
@@ -95,7 +98,7 @@ std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir) {
   read_object(require_member(meta, "compute", source, ""), source, "compute");
   read_object(require_member(meta, "comm", source, ""), source, "comm");
 
-  ComputeModelSpec compute;
+  ComputeModelSpec& compute = files.compute_spec;
   compute.features = read_normaliser(meta["compute"], "compute", kComputeFeatures, source);
   compute.interaction_range = static_cast<float>(read_double(
       require_member(meta["compute"], "interaction_range", source, "compute"), source, "compute.interaction_range", 0.0, 10.0));
@@ -110,15 +113,15 @@ std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir) {
     }
     compute.latency_weighted_context = true;
   }
-  ComputeNet compute_net(kComputeFeatures, read_widths(meta, "compute", "shard_layers", source),
-                         read_widths(meta, "compute", "head_layers", source), compute.interaction_range,
-                         /*learn_step_cost=*/step_cost != nullptr, compute.latency_weighted_context);
-  load_weights(compute_net, root / kComputeWeightsFile);
-  compute.shard_net = compute_net->shard_net->to_plain();
-  compute.alone = compute_net->alone->to_plain();
-  compute.head = compute_net->head->to_plain();
+  files.compute = ComputeNet(kComputeFeatures, read_widths(meta, "compute", "shard_layers", source),
+                             read_widths(meta, "compute", "head_layers", source), compute.interaction_range,
+                             /*learn_step_cost=*/step_cost != nullptr, compute.latency_weighted_context);
+  load_weights(files.compute, root / kComputeWeightsFile);
+  compute.shard_net = files.compute->shard_net->to_plain();
+  compute.alone = files.compute->alone->to_plain();
+  compute.head = files.compute->head->to_plain();
 
-  CommModelSpec comm;
+  CommModelSpec& comm = files.comm_spec;
   comm.features = read_normaliser(meta["comm"], "comm", kCommFeatures, source);
   for (int k = 0; k < 2; ++k) {
     for (const char* key : {"target_mean", "target_std"}) {
@@ -130,12 +133,18 @@ std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir) {
   }
   std::vector<int> comm_widths = read_widths(meta, "comm", "layers", source);
   comm_widths.push_back(2);
-  MlpNet comm_net(kCommFeatures, comm_widths, false);
-  load_weights(comm_net, root / kCommWeightsFile);
-  comm.net = comm_net->to_plain();
+  files.comm = MlpNet(kCommFeatures, comm_widths, false);
+  load_weights(files.comm, root / kCommWeightsFile);
+  comm.net = files.comm->to_plain();
+  return files;
+}
 
-  std::string name = meta.value("name", root.filename().string());
-  return std::make_unique<NeuralCostModel>("neural:" + name, std::move(compute), std::move(comm));
+std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir) {
+  ModelFiles files = load_model_files(dir);
+  std::string name = files.meta.value("name", fs::path(dir).filename().string());
+  auto model = std::make_unique<NeuralCostModel>("neural:" + name, std::move(files.compute_spec), std::move(files.comm_spec));
+  model->set_hardware(hardware_from_model_meta(files.meta));
+  return model;
 }
 
 }  // namespace shardplan

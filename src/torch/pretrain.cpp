@@ -15,12 +15,14 @@
 
 #include "mlp_module.hpp"
 #include "model_files.hpp"
+#include "training.hpp"
 #include "shardplan/atomic_file.hpp"
 #include "shardplan/cost_features.hpp"
 #include "shardplan/cost_model_io.hpp"
 #include "shardplan/costs/cost_data.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/model_hardware.hpp"
 #include "shardplan/progress.hpp"
 
 namespace shardplan {
@@ -28,6 +30,7 @@ namespace shardplan {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace training;
 
 const std::vector<int> kShardWidths = {128, 32};
 const std::vector<int> kHeadWidths = {64};
@@ -42,156 +45,6 @@ constexpr uint64_t kCommSplitStream = 2;
 constexpr uint64_t kComputeShuffleStream = 3;
 constexpr uint64_t kCommShuffleStream = 4;
 constexpr uint64_t kHoldoutShuffleStream = 5;
-
-struct Split {
-  std::vector<std::size_t> train, validation, test;
-};
-
-Split split_indices(std::size_t n, const PretrainConfig& config, uint64_t stream) {
-  std::vector<std::size_t> order(n);
-  for (std::size_t i = 0; i < n; ++i) order[i] = i;
-  Rng rng(derive_seed(config.seed, stream));
-  rng.shuffle(order);
-  auto n_test = static_cast<std::size_t>(std::round(config.test_fraction * static_cast<double>(n)));
-  auto n_val = static_cast<std::size_t>(std::round(config.validation_fraction * static_cast<double>(n)));
-  if (n_test + n_val >= n) throw InputError(fmt::format("{} samples are too few to split for training", n));
-  Split split;
-  split.test.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n_test));
-  split.validation.assign(order.begin() + static_cast<std::ptrdiff_t>(n_test),
-                          order.begin() + static_cast<std::ptrdiff_t>(n_test + n_val));
-  split.train.assign(order.begin() + static_cast<std::ptrdiff_t>(n_test + n_val), order.end());
-  return split;
-}
-
-// Mean and standard deviation of each column; constant columns get std 1 so they pass through as 0.
-template <std::size_t N>
-Normaliser fit_normaliser(const std::vector<std::array<float, N>>& rows) {
-  Normaliser norm;
-  norm.mean.assign(N, 0.0f);
-  norm.std.assign(N, 1.0f);
-  std::array<double, N> sum{};
-  std::array<double, N> sq{};
-  for (const auto& r : rows) {
-    for (std::size_t i = 0; i < N; ++i) {
-      sum[i] += r[i];
-      sq[i] += static_cast<double>(r[i]) * r[i];
-    }
-  }
-  double n = std::max<double>(1.0, static_cast<double>(rows.size()));
-  for (std::size_t i = 0; i < N; ++i) {
-    double mean = sum[i] / n;
-    double var = std::max(0.0, sq[i] / n - mean * mean);
-    norm.mean[i] = static_cast<float>(mean);
-    norm.std[i] = var > 1e-12 ? static_cast<float>(std::sqrt(var)) : 1.0f;
-  }
-  return norm;
-}
-
-template <std::size_t N>
-torch::Tensor normalised_tensor(const std::vector<const std::array<float, N>*>& rows, const Normaliser& norm) {
-  torch::Tensor x = torch::empty({static_cast<int64_t>(rows.size()), static_cast<int64_t>(N)});
-  float* p = x.data_ptr<float>();
-  for (const auto* r : rows) {
-    for (std::size_t i = 0; i < N; ++i) *p++ = ((*r)[i] - norm.mean[i]) / norm.std[i];
-  }
-  return x;
-}
-
-// Adam with early stopping on the validation loss; the best validation weights are restored at the end.
-struct TrainOutcome {
-  int epochs_run = 0;
-  int best_epoch = 0;
-  double best_validation_loss = 0.0;
-};
-
-template <typename Module, typename LossFn>
-TrainOutcome train(Module& module, std::size_t train_size, const LossFn& loss_of_batch,
-                   const std::function<double()>& validation_loss, const PretrainConfig& config, const std::string& what,
-                   uint64_t shuffle_stream) {
-  torch::optim::Adam optimizer(module->parameters(), torch::optim::AdamOptions(config.learning_rate));
-  std::vector<std::size_t> order(train_size);
-  for (std::size_t i = 0; i < train_size; ++i) order[i] = i;
-  Rng rng(derive_seed(config.seed, shuffle_stream));
-  TrainOutcome outcome;
-  outcome.best_validation_loss = std::numeric_limits<double>::infinity();
-  std::vector<torch::Tensor> best;
-  Progress progress(what + " epochs", config.epochs, 0, config.quiet);
-  for (int epoch = 1; epoch <= config.epochs; ++epoch) {
-    rng.shuffle(order);
-    module->train();
-    double train_loss = 0.0;
-    std::size_t batches = 0;
-    for (std::size_t start = 0; start < order.size(); start += static_cast<std::size_t>(config.batch_size)) {
-      std::size_t end = std::min(order.size(), start + static_cast<std::size_t>(config.batch_size));
-      std::vector<std::size_t> batch(order.begin() + static_cast<std::ptrdiff_t>(start),
-                                     order.begin() + static_cast<std::ptrdiff_t>(end));
-      optimizer.zero_grad();
-      torch::Tensor loss = loss_of_batch(batch);
-      loss.backward();
-      optimizer.step();
-      train_loss += loss.item<double>();
-      ++batches;
-    }
-    module->eval();
-    double val = validation_loss();
-    outcome.epochs_run = epoch;
-    if (val < outcome.best_validation_loss) {
-      outcome.best_validation_loss = val;
-      outcome.best_epoch = epoch;
-      torch::NoGradGuard no_grad;
-      best.clear();
-      for (const auto& p : module->parameters()) best.push_back(p.detach().clone());
-    }
-    progress.update(epoch, fmt::format("train {:.4f} val {:.4f} (best {:.4f} @{})", train_loss / static_cast<double>(batches),
-                                       val, outcome.best_validation_loss, outcome.best_epoch));
-    if (epoch - outcome.best_epoch >= config.patience) break;
-  }
-  progress.finish();
-  torch::NoGradGuard no_grad;
-  auto params = module->parameters();
-  for (std::size_t i = 0; i < params.size(); ++i) params[i].copy_(best[i]);
-  spdlog::info("{}: {} epochs, best validation loss {:.5f} at epoch {}", what, outcome.epochs_run,
-               outcome.best_validation_loss, outcome.best_epoch);
-  return outcome;
-}
-
-// ---- compute model ----
-
-struct ComputeSet {
-  std::vector<std::vector<ComputeFeatureVector>> shards;  // per sample
-  std::vector<double> latency_ms;
-};
-
-ComputeSet compute_set(const CostData& data) {
-  ComputeSet set;
-  for (const auto& sample : data.compute) {
-    std::vector<ComputeFeatureVector> features;
-    for (const auto& shard : sample.shards) features.push_back(compute_features(shard));
-    set.shards.push_back(std::move(features));
-    set.latency_ms.push_back(undisturbed_latency_ms(sample));
-  }
-  return set;
-}
-
-struct ComputeBatch {
-  torch::Tensor x, device, target;
-  int64_t devices;
-};
-
-ComputeBatch compute_batch(const ComputeSet& set, const std::vector<std::size_t>& samples, const Normaliser& norm) {
-  std::vector<const ComputeFeatureVector*> rows;
-  std::vector<int64_t> device;
-  std::vector<float> target;
-  for (std::size_t b = 0; b < samples.size(); ++b) {
-    for (const auto& f : set.shards[samples[b]]) {
-      rows.push_back(&f);
-      device.push_back(static_cast<int64_t>(b));
-    }
-    target.push_back(static_cast<float>(std::log(set.latency_ms[samples[b]])));
-  }
-  return {normalised_tensor(rows, norm), torch::tensor(device, torch::kInt64), torch::tensor(target),
-          static_cast<int64_t>(samples.size())};
-}
 
 // ---- communication model ----
 
@@ -225,6 +78,17 @@ std::vector<std::size_t> rows_of_samples(const CommRows& rows, const std::vector
     if (wanted.count(rows.sample_of_row[r])) out.push_back(r);
   }
   return out;
+}
+
+TrainSettings train_settings(const PretrainConfig& config) {
+  TrainSettings settings;
+  settings.epochs = config.epochs;
+  settings.patience = config.patience;
+  settings.learning_rate = config.learning_rate;
+  settings.batch_size = config.batch_size;
+  settings.seed = config.seed;
+  settings.quiet = config.quiet;
+  return settings;
 }
 
 struct CommTrained {
@@ -265,8 +129,8 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
                           torch::tensor(target).view({static_cast<int64_t>(row_ids.size()), 2}));
   };
   auto validation = batch_of(val_rows);
-  PretrainConfig comm_config = config;
-  comm_config.batch_size = config.batch_size * 8;  // rows are devices: a sample contributes W of them
+  TrainSettings comm_settings = train_settings(config);
+  comm_settings.batch_size = config.batch_size * 8;  // rows are devices: a sample contributes W of them
   t.outcome = train(
       t.net, train_rows.size(),
       [&](const std::vector<std::size_t>& batch) {
@@ -279,7 +143,7 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
         torch::NoGradGuard no_grad;
         return torch::l1_loss(t.net->forward(validation.first), validation.second).template item<double>();
       },
-      comm_config, what, shuffle_stream);
+      comm_settings, what, shuffle_stream);
   t.spec.net = t.net->to_plain();
   return t;
 }
@@ -303,19 +167,92 @@ nlohmann::json comm_metrics(const NeuralCostModel& model, const std::vector<Comm
   return {{"fw", compute_metrics(fw_pred, fw_true).to_json()}, {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
 }
 
-template <typename T>
-std::vector<T> pick(const std::vector<T>& values, const std::vector<std::size_t>& ids) {
-  std::vector<T> out;
-  for (std::size_t i : ids) out.push_back(values[i]);
-  return out;
+// The first source's meta when a data root held several directories of one kind.
+const nlohmann::json& first_source(const nlohmann::json& meta) {
+  if (meta.contains("sources") && meta["sources"].is_array() && !meta["sources"].empty()) return meta["sources"][0];
+  return meta;
 }
 
-nlohmann::json provenance(const nlohmann::json& meta) {
-  nlohmann::json out;
-  for (const char* key : {"device", "device_model", "cpu_model", "threads", "torch_version", "batch_size", "host", "date", "world_size", "backend"}) {
-    if (meta.contains(key)) out[key] = meta[key];
+// Where the compute part was measured, from the compute data's provenance.
+nlohmann::json compute_hardware(const nlohmann::json& compute_meta) {
+  const nlohmann::json& meta = first_source(compute_meta);
+  return {{"device", meta.value("device", "")}, {"device_model", meta.value("device_model", "")},
+          {"host", meta.value("host", "")}, {"date", meta.value("date", "")}};
+}
+
+// Where the all-to-alls were timed, from the comm data's provenance.
+nlohmann::json comm_hardware(const nlohmann::json& comm_meta, const std::set<int>& world_sizes) {
+  const nlohmann::json& meta = first_source(comm_meta);
+  return {{"device_model", meta.value("device_model", "")}, {"backend", meta.value("backend", "")},
+          {"world_sizes", world_sizes}, {"host", meta.value("host", "")}, {"date", meta.value("date", "")}};
+}
+
+// The communication part of a model: trained on comm data, or carried over from another model.
+struct CommPart {
+  MlpNet net{nullptr};
+  nlohmann::json meta_section;  // meta.json's "comm"
+  nlohmann::json hardware;      // meta.json's "hardware.comm"
+  nlohmann::json data;          // meta.json's "data.comm"
+  nlohmann::json test_metrics = nullptr;
+  nlohmann::json holdout_metrics = nullptr;
+  TrainOutcome outcome;
+};
+
+CommPart comm_from_model(const std::string& dir) {
+  ModelFiles base = load_model_files(dir);
+  CommPart part;
+  part.net = base.comm;
+  part.meta_section = base.meta["comm"];
+  ModelHardware hardware = hardware_from_model_meta(base.meta);
+  part.hardware = hardware_to_json(hardware).value("comm", nlohmann::ordered_json::object());
+  part.hardware["from_model"] = dir;
+  part.data = {{"from_model", dir}, {"samples", base.meta.value("/data/comm/samples"_json_pointer, nlohmann::json(nullptr))}};
+  if (base.meta.contains("metrics")) {
+    part.test_metrics = base.meta["metrics"].value("comm", nlohmann::json(nullptr));
+    part.holdout_metrics = base.meta["metrics"].value("comm_holdout", nlohmann::json(nullptr));
   }
-  return out;
+  spdlog::info("communication model: carried over from {} (trained on {})", dir, describe_hardware(hardware));
+  return part;
+}
+
+CommPart train_comm_part(const CostData& comm_data, const PretrainConfig& config, const ComputeModelSpec& compute_spec) {
+  CommPart part;
+  CommRows rows = comm_rows(comm_data.comm);
+  Split comm_split = split_indices(comm_data.comm.size(), config.validation_fraction, config.test_fraction, config.seed,
+                                   kCommSplitStream);
+  CommTrained comm = train_comm(rows, rows_of_samples(rows, comm_split.train), rows_of_samples(rows, comm_split.validation),
+                                config, "comm model", kCommShuffleStream);
+
+  // Generalisation across device counts: retrain without one world size, test on it.
+  std::set<int> world_sizes;
+  for (const auto& s : comm_data.comm) world_sizes.insert(s.world_size);
+  int holdout = config.holdout_world_size;
+  if (holdout == 0 && world_sizes.size() >= 3) holdout = *std::next(world_sizes.begin(), static_cast<std::ptrdiff_t>(world_sizes.size() / 2));
+  if (holdout != 0 && world_sizes.count(holdout)) {
+    std::vector<std::size_t> seen_train, seen_val;
+    std::vector<CommSample> held;
+    for (std::size_t s : comm_split.train) if (comm_data.comm[s].world_size != holdout) seen_train.push_back(s);
+    for (std::size_t s : comm_split.validation) if (comm_data.comm[s].world_size != holdout) seen_val.push_back(s);
+    for (const auto& s : comm_data.comm) if (s.world_size == holdout) held.push_back(s);
+    CommTrained without = train_comm(rows, rows_of_samples(rows, seen_train), rows_of_samples(rows, seen_val), config,
+                                     fmt::format("comm model without W={}", holdout), kHoldoutShuffleStream);
+    NeuralCostModel probe("holdout", compute_spec, without.spec);
+    part.holdout_metrics = comm_metrics(probe, held);
+    part.holdout_metrics["world_size"] = holdout;
+  }
+  NeuralCostModel trained("trained", compute_spec, comm.spec);
+  part.test_metrics = comm_metrics(trained, pick(comm_data.comm, comm_split.test));
+  part.net = comm.net;
+  part.outcome = comm.outcome;
+  part.meta_section = {{"features", kCommFeatures}, {"layers", kCommWidths}, {"feature_mean", comm.spec.features.mean},
+                       {"feature_std", comm.spec.features.std},
+                       {"target", "standardised log ms of the transfers: forward minus the wait, backward"},
+                       {"target_mean", comm.spec.target_mean}, {"target_std", comm.spec.target_std},
+                       {"world_sizes", world_sizes}, {"weights", kCommWeightsFile}};
+  part.hardware = comm_hardware(comm_data.meta, world_sizes);
+  part.data = {{"samples", comm_data.comm.size()}, {"train", comm_split.train.size()},
+               {"validation", comm_split.validation.size()}, {"test", comm_split.test.size()}};
+  return part;
 }
 
 }  // namespace
@@ -334,24 +271,31 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
 
   CostData compute_data = load_cost_data(config.data_dir, CostKind::kCompute);
   std::size_t collected = compute_data.compute.size();
+  std::size_t dropped = drop_disturbed(compute_data.compute, config.max_iteration_spread);
   if (config.max_iteration_spread > 0) {
-    auto disturbed = [&](const ComputeSample& s) {
-      if (s.iterations_ms.size() < 2) return false;
-      auto [lo, hi] = std::minmax_element(s.iterations_ms.begin(), s.iterations_ms.end());
-      return (*hi - *lo) > config.max_iteration_spread * s.latency_ms;
-    };
-    auto& samples = compute_data.compute;
-    samples.erase(std::remove_if(samples.begin(), samples.end(), disturbed), samples.end());
     spdlog::info("left out {} of {} compute samples whose timed iterations spread over {:.0f}% of their median",
-                 collected - samples.size(), collected, 100 * config.max_iteration_spread);
+                 dropped, collected, 100 * config.max_iteration_spread);
   }
-  CostData comm_data = load_cost_data(config.data_dir, CostKind::kComm);
-  spdlog::info("training on {} compute samples and {} comm samples from {}", compute_data.compute.size(),
-               comm_data.comm.size(), config.data_dir);
+  // Compute-only data (one GPU cannot time all-to-alls) takes its communication part from another model.
+  std::optional<CostData> comm_data;
+  if (config.comm_from.empty()) {
+    comm_data = find_cost_data(config.data_dir, CostKind::kComm);
+    if (!comm_data) {
+      throw InputError(fmt::format("{}: no comm cost data to train the communication model; to train on compute "
+                                   "data alone, pass --comm-from MODEL_DIR (e.g. models/default) to keep that "
+                                   "model's communication part",
+                                   config.data_dir));
+    }
+  }
+  spdlog::info("training on {} compute samples and {} from {}", compute_data.compute.size(),
+               comm_data ? fmt::format("{} comm samples", comm_data->comm.size())
+                         : fmt::format("the communication model of {}", config.comm_from),
+               config.data_dir);
 
   // Compute model.
-  ComputeSet set = compute_set(compute_data);
-  Split split = split_indices(set.latency_ms.size(), config, kComputeSplitStream);
+  ComputeSet set = compute_set(compute_data.compute);
+  Split split = split_indices(set.latency_ms.size(), config.validation_fraction, config.test_fraction, config.seed,
+                              kComputeSplitStream);
   std::vector<ComputeFeatureVector> train_rows;
   for (std::size_t i : split.train) train_rows.insert(train_rows.end(), set.shards[i].begin(), set.shards[i].end());
   ComputeModelSpec compute_spec;
@@ -370,43 +314,23 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
         return torch::mse_loss(compute_net->forward(validation.x, validation.device, validation.devices), validation.target)
             .item<double>();
       },
-      config, "compute model", kComputeShuffleStream);
+      train_settings(config), "compute model", kComputeShuffleStream);
   compute_spec.shard_net = compute_net->shard_net->to_plain();
   compute_spec.alone = compute_net->alone->to_plain();
   compute_spec.head = compute_net->head->to_plain();
   compute_spec.step_cost_ms = static_cast<float>(compute_net->step_cost_ms());
   compute_spec.latency_weighted_context = true;
 
-  // Communication model on every collected world size; split by sample so no collective leaks across.
-  CommRows rows = comm_rows(comm_data.comm);
-  Split comm_split = split_indices(comm_data.comm.size(), config, kCommSplitStream);
-  CommTrained comm = train_comm(rows, rows_of_samples(rows, comm_split.train), rows_of_samples(rows, comm_split.validation),
-                                config, "comm model", kCommShuffleStream);
-
-  // Generalisation across device counts: retrain without one world size, test on it.
-  std::set<int> world_sizes;
-  for (const auto& s : comm_data.comm) world_sizes.insert(s.world_size);
-  nlohmann::json holdout_metrics = nullptr;
-  int holdout = config.holdout_world_size;
-  if (holdout == 0 && world_sizes.size() >= 3) holdout = *std::next(world_sizes.begin(), static_cast<std::ptrdiff_t>(world_sizes.size() / 2));
-  if (holdout != 0 && world_sizes.count(holdout)) {
-    std::vector<std::size_t> seen_train, seen_val;
-    std::vector<CommSample> held;
-    for (std::size_t s : comm_split.train) if (comm_data.comm[s].world_size != holdout) seen_train.push_back(s);
-    for (std::size_t s : comm_split.validation) if (comm_data.comm[s].world_size != holdout) seen_val.push_back(s);
-    for (const auto& s : comm_data.comm) if (s.world_size == holdout) held.push_back(s);
-    CommTrained without = train_comm(rows, rows_of_samples(rows, seen_train), rows_of_samples(rows, seen_val), config,
-                                     fmt::format("comm model without W={}", holdout), kHoldoutShuffleStream);
-    NeuralCostModel probe("holdout", compute_spec, without.spec);
-    holdout_metrics = comm_metrics(probe, held);
-    holdout_metrics["world_size"] = holdout;
-  }
+  // Communication model on every collected world size (split by sample so no collective leaks across), or
+  // the one of --comm-from.
+  CommPart comm = comm_data ? train_comm_part(*comm_data, config, compute_spec) : comm_from_model(config.comm_from);
 
   // Write the directory, then evaluate through the same loading and plain-C++ inference the planner uses.
   nlohmann::json meta = {
       {"format", kModelFormat},
       {"name", fs::path(config.out_dir).filename().string()},
       {"feature_schema", kFeatureSchemaVersion},
+      {"hardware", {{"compute", compute_hardware(compute_data.meta)}, {"comm", comm.hardware}}},
       {"compute", {{"features", kComputeFeatures}, {"shard_layers", kShardWidths}, {"head_layers", kHeadWidths},
                    {"interaction_range", config.interaction_range},
                    {"step_cost_ms", compute_spec.step_cost_ms},
@@ -415,23 +339,23 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
                    {"target", "log ms of the fastest timed iteration: log(sum of shards' ms x "
                               "exp(interaction_range x tanh(head)) + step_cost_ms)"},
                    {"weights", kComputeWeightsFile}}},
-      {"comm", {{"features", kCommFeatures}, {"layers", kCommWidths}, {"feature_mean", comm.spec.features.mean},
-                {"feature_std", comm.spec.features.std},
-                {"target", "standardised log ms of the transfers: forward minus the wait, backward"},
-                {"target_mean", comm.spec.target_mean}, {"target_std", comm.spec.target_std},
-                {"world_sizes", world_sizes}, {"weights", kCommWeightsFile}}},
+      {"comm", comm.meta_section},
       {"training", {{"seed", config.seed}, {"threads", config.threads}, {"learning_rate", config.learning_rate},
                     {"batch_size", config.batch_size}, {"max_epochs", config.epochs}, {"patience", config.patience},
                     {"loss", "MSE on log latency (compute); L1 on standardised log transfer time (comm)"},
                     {"compute_epochs", compute_outcome.epochs_run}, {"compute_best_epoch", compute_outcome.best_epoch},
-                    {"comm_epochs", comm.outcome.epochs_run}, {"comm_best_epoch", comm.outcome.best_epoch},
                     {"command", config.command_line}}},
       {"data", {{"dir", config.data_dir},
-                {"compute", {{"provenance", provenance(compute_data.meta)}, {"collected", collected},
+                {"compute", {{"provenance", data_provenance(first_source(compute_data.meta))}, {"collected", collected},
                              {"max_iteration_spread", config.max_iteration_spread}, {"samples", set.latency_ms.size()},
                              {"train", split.train.size()}, {"validation", split.validation.size()}, {"test", split.test.size()}}},
-                {"comm", {{"samples", comm_data.comm.size()}, {"train", comm_split.train.size()},
-                          {"validation", comm_split.validation.size()}, {"test", comm_split.test.size()}}}}}};
+                {"comm", comm.data}}}};
+  if (comm_data) {
+    meta["training"]["comm_epochs"] = comm.outcome.epochs_run;
+    meta["training"]["comm_best_epoch"] = comm.outcome.best_epoch;
+  } else {
+    meta["training"]["comm_from"] = config.comm_from;
+  }
   save_model_directory(config.out_dir, meta, compute_net, comm.net);
 
   std::unique_ptr<NeuralCostModel> loaded = load_cost_model(config.out_dir);
@@ -442,8 +366,9 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
     test_latency.push_back(undisturbed_latency_ms(compute_data.compute[i]));
   }
   meta["metrics"] = {{"compute", compute_metrics(loaded->predict_compute(test_sets), test_latency).to_json()},
-                     {"comm", comm_metrics(*loaded, pick(comm_data.comm, comm_split.test))},
-                     {"comm_holdout", holdout_metrics}};
+                     {"comm", comm.test_metrics},
+                     {"comm_holdout", comm.holdout_metrics}};
+  if (!comm_data) meta["metrics"]["comm_source"] = fmt::format("{} (its own test metrics)", config.comm_from);
   meta["training"]["seconds"] = std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   write_file_atomically((fs::path(config.out_dir) / "meta.json").string(), meta.dump(2) + "\n");
   return meta;

@@ -131,6 +131,40 @@ TEST(Pretrain, LeavesOutDisturbedMeasurements) {
   fs::remove_all(data);
 }
 
+TEST(Pretrain, ComputeOnlyDataKeepsTheCommModelOfAnother) {
+  fs::path data = write_synthetic_data("compute-only", 200, 40);
+  fs::path full = data / "full-model";
+  pretrain_cost_models(quick_config(data, full, 5));
+  fs::path compute_only = data / "compute-only";
+  fs::create_directories(compute_only);
+  fs::copy(data / "compute", compute_only / "compute");
+
+  // Without --comm-from, compute-only data cannot make a whole model; the error says what to do.
+  try {
+    pretrain_cost_models(quick_config(compute_only, data / "refused", 5));
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--comm-from"), std::string::npos) << e.what();
+  }
+
+  PretrainConfig config = quick_config(compute_only, data / "kept-comm", 5);
+  config.comm_from = full.string();
+  nlohmann::json meta = pretrain_cost_models(config);
+  EXPECT_EQ(meta["training"]["comm_from"], full.string());
+  EXPECT_EQ(meta["hardware"]["comm"]["from_model"], full.string());
+  EXPECT_NE(meta["metrics"]["comm_source"].get<std::string>().find(full.string()), std::string::npos);
+  auto kept = load_cost_model((data / "kept-comm").string());
+  auto donor = load_cost_model(full.string());
+  std::vector<double> fw_a, bw_a, fw_b, bw_b;
+  kept->predict_comm({16, 400, 80, 8}, {0.0, 1.0, 0.3, 2.0}, fw_a, bw_a);
+  donor->predict_comm({16, 400, 80, 8}, {0.0, 1.0, 0.3, 2.0}, fw_b, bw_b);
+  EXPECT_EQ(fw_a, fw_b);
+  EXPECT_EQ(bw_a, bw_b);
+  EXPECT_EQ(kept->hardware().comm_world_sizes, (std::vector<int>{2, 4, 8}));
+  EXPECT_LT(meta["metrics"]["compute"]["mape_percent"].get<double>(), 100.0);
+  fs::remove_all(data);
+}
+
 TEST(ModelFiles, MissingOrCorruptFilesAreBadInput) {
   fs::path data = write_synthetic_data("corrupt", 150, 20);
   fs::path model = data / "model";

@@ -46,4 +46,9 @@ std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans
 
 PlanMeasurement measure_plan(const Plan& plan, const std::vector<Table>& tables, const PlanMeasureConfig& config);
 
+// Measures shard sets given directly (each a device's pieces, non-empty), with the same rounds, cap and
+// content-seeded traces as measure_plans: the fastest step of each, nullopt when skipped or interrupted.
+std::vector<std::optional<double>> measure_shard_sets(const std::vector<std::vector<Table>>& sets,
+                                                      const PlanMeasureConfig& config);
+
 }  // namespace shardplan

@@ -1,0 +1,21 @@
+#pragma once
+// Measured-in-the-loop planning (`plan --measure-loop N`, bench's `neuroshard_measured`): the NeuroShard
+// search, with the shard sets that decide its plans measured on this machine's device while it runs.
+// Measurements correct the model for the rest of the search (cost_correction.hpp), and the final choice
+// among the search's best distinct plans is made on measured compute where it was measured. A search
+// that minimises predicted cost seeks out the model's under-estimates; the loop checks exactly those.
+// No LibTorch here: the measurer is handed in.
+#include <memory>
+
+#include "shardplan/cost_model.hpp"
+#include "shardplan/measure_loop_config.hpp"
+#include "shardplan/neuroshard_config.hpp"
+#include "shardplan/planner.hpp"
+
+namespace shardplan {
+
+std::unique_ptr<Planner> make_measured_neuroshard_planner(std::shared_ptr<const CostModel> model,
+                                                          const NeuroShardConfig& search,
+                                                          const MeasureLoopConfig& loop, ShardSetMeasurer measure);
+
+}  // namespace shardplan

@@ -1,0 +1,24 @@
+#pragma once
+// The parameters of measured-in-the-loop planning (measure_loop.hpp), and how it measures.
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "shardplan/table.hpp"
+
+namespace shardplan {
+
+struct MeasureLoopConfig {
+  int budget = 8;       // shard sets measured at most
+  int candidates = 4;   // distinct plans the search hands over per round, compared at the end
+  double ridge = 0.5;   // the table factors' shrinkage (fit_cost_correction)
+};
+
+// Throws InputError naming the flag.
+void validate_measure_loop_config(const MeasureLoopConfig& config);
+
+// Times shard sets (each a device's pieces) on this machine's device: the fastest step in ms of each,
+// nullopt for a set that could not be measured.
+using ShardSetMeasurer = std::function<std::vector<std::optional<double>>(const std::vector<std::vector<Table>>&)>;
+
+}  // namespace shardplan

@@ -1,0 +1,44 @@
+#pragma once
+// Which hardware a cost model describes: where its compute data and its communication data were measured.
+// A cost model is only true for that hardware, so plans, reports and measurements name it, and callers
+// warn when they step outside it (another device, more GPUs than any measured all-to-all).
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace shardplan {
+
+struct ModelHardware {
+  std::string compute_device;        // "cpu" or "cuda"; empty when unknown
+  std::string compute_device_model;  // "AMD EPYC", "NVIDIA H100 80GB HBM3"
+  std::string comm_device_model;     // where the all-to-alls were timed
+  std::string comm_backend;          // "gloo", "nccl"
+  std::vector<int> comm_world_sizes; // the device counts whose all-to-alls were measured, ascending
+  std::string calibrated_on;         // UTC date of the calibration that fitted the compute part; empty: none
+  std::string note;                  // what the model is when it was not measured ("analytic estimate")
+
+  bool known() const { return !compute_device_model.empty() || !note.empty(); }
+  int max_comm_world_size() const { return comm_world_sizes.empty() ? 0 : comm_world_sizes.back(); }
+};
+
+// "compute cpu (AMD EPYC); all-to-all gloo on AMD EPYC, 2-8 ranks" (and ", calibrated 2026-11-22"); the
+// note, or "unknown hardware", when nothing was measured.
+std::string describe_hardware(const ModelHardware& hardware);
+
+// The plan file's and meta.json's form: {"compute": {"device", "device_model"}, "comm": {"device_model",
+// "backend", "world_sizes"}, "calibrated_on"}; only what is known.
+nlohmann::ordered_json hardware_to_json(const ModelHardware& hardware);
+
+// Reads a model directory's meta.json: its "hardware" section, or for models written before it, what the
+// training data's provenance says (data.compute.provenance, comm.world_sizes). Unknown fields stay empty.
+ModelHardware hardware_from_model_meta(const nlohmann::json& meta);
+
+// Whether a measurement on `device_model` describes the hardware the model was measured on. False only
+// when both are known and differ.
+bool same_compute_hardware(const ModelHardware& hardware, const std::string& device, const std::string& device_model);
+
+// Why a plan for `devices` GPUs leans on extrapolated all-to-alls: more devices than any measured world
+// size. Empty when the comm data covers it or its world sizes are unknown.
+std::string comm_extrapolation_warning(const ModelHardware& hardware, int devices);
+
+}  // namespace shardplan

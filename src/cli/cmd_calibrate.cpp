@@ -1,0 +1,99 @@
+// shard-plan calibrate: adapt a pre-trained cost model to this machine's device in minutes.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "bench_flags.hpp"
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "shardplan/calibrate.hpp"
+#include "shardplan/cost_model_io.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/tables_io.hpp"
+#include "shardplan/units.hpp"
+
+namespace shardplan::cli {
+
+namespace {
+
+// The bundled file, or an error that says which flag to pass instead.
+std::string bundled_or_error(const std::string& relative, const char* flag) {
+  std::string path = relative == "models/default" ? find_default_model_dir() : find_bundled_path(relative);
+  if (path.empty()) throw InputError(fmt::format("{}: no bundled {} found beside the executable; pass {}", flag, relative, flag));
+  return path;
+}
+
+int run_calibrate(int argc, char** argv) {
+  CLI::App app{"Adapts a cost model to this machine: measures plan-like shard sets on this device (devices of "
+               "plans of small drawn tasks, alternating with random draws), fine-tunes the base model's compute "
+               "part on them and reports its error before and after on a held-out part. The communication "
+               "model is kept from the base (one device cannot time all-to-alls).",
+               "shard-plan calibrate"};
+  configure_app(app);
+  app.footer(R"(Examples:
+  shard-plan calibrate --out models/this-machine
+  shard-plan calibrate --out models/my-gpu --device cuda --batch-size 65536 --mem-cap 16GiB --minutes 10
+  shard-plan --tables tables.json --gpus 8 --model models/this-machine
+
+The measured sets go to MODEL_DIR/calibration/ (cost-data format). Ctrl-C stops after the current set and
+keeps the measured ones; re-running the same command resumes, then fine-tunes. --minutes bounds the whole
+run: measuring stops early enough to leave time to fine-tune.)");
+  CalibrateConfig config;
+  config.bench.timed_iterations = 3;
+  std::string mem_cap = "1GiB";
+  LogOptions log_options;
+  app.add_option("--out", config.out_dir, "Model directory to write (created, or resumed when it holds a calibration)")
+      ->required();
+  app.add_option("--base", config.base_dir, "Model to start from; default: the bundled model")->type_name("DIR");
+  app.add_option("--tables", config.pool_path, "Table pool the sets are drawn from; default: the bundled data/pool.json");
+  app.add_option("--samples", config.samples, "Shard sets to measure")->capture_default_str();
+  app.add_option("--minutes", config.minutes, "Time for the whole run, measuring and fine-tuning")->capture_default_str();
+  app.add_option("--mem-cap", mem_cap, "A device's memory share: no measured set's weights exceed it")->capture_default_str();
+  app.add_option("--max-tables", config.sampling.max_tables, "Tables per random draw")->capture_default_str();
+  app.add_option("--seed", config.sampling.seed, "Seed; set i depends only on (seed, i) and the base model")
+      ->capture_default_str();
+  app.add_option("--holdout-fraction", config.holdout_fraction, "Share of the sets kept out of fine-tuning to measure it")
+      ->capture_default_str();
+  add_bench_options(app, config.bench);
+  const char* tuning = "Fine-tuning";
+  app.add_option("--epochs", config.epochs, "Most fine-tuning epochs")->capture_default_str()->group(tuning);
+  app.add_option("--patience", config.patience, "Stop after this many epochs without a better validation loss")
+      ->capture_default_str()
+      ->group(tuning);
+  app.add_option("--lr", config.learning_rate, "Adam learning rate")->capture_default_str()->group(tuning);
+  app.add_option("--train-batch-size", config.batch_size, "Sets per step")->capture_default_str()->group(tuning);
+  app.add_option("--train-threads", config.threads, "CPU threads for fine-tuning")->capture_default_str()->group(tuning);
+  add_log_options(app, log_options);
+  if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  apply_log_options(log_options);
+  config.quiet = log_options.quiet;
+
+  check_bench_options(config.bench);
+  config.sampling.memory_cap_bytes = parse_byte_size(mem_cap, "--mem-cap");
+  if (config.base_dir.empty()) config.base_dir = bundled_or_error("models/default", "--base");
+  if (config.pool_path.empty()) config.pool_path = bundled_or_error("data/pool.json", "--tables");
+  config.command_line = command_line("shard-plan", argc, argv);
+
+  std::vector<Table> pool = load_tables(config.pool_path);
+  CalibrateOutcome outcome = calibrate_cost_model(pool, config);
+  if (outcome.interrupted) {
+    spdlog::warn("{}: interrupted after {} measured sets; re-run the same command to resume", config.out_dir,
+                 outcome.samples);
+    return static_cast<int>(ExitCode::kRuntimeFailure);
+  }
+  if (log_options.quiet) return 0;
+  const auto& c = outcome.meta["calibration"];
+  fmt::print("calibrated {} from {} on {} ({} sets measured, {} this run)\n", config.out_dir, config.base_dir,
+             outcome.meta["hardware"]["compute"]["device_model"].get<std::string>(), outcome.samples, outcome.measured_now);
+  fmt::print("compute error on {} held-out sets:\n", c["held_out_samples"].get<int64_t>());
+  print_metrics_line("base model", c["before"]);
+  print_metrics_line(fmt::format("scaled x{:.3f}", c["scale"].get<double>()), c["after_scale_only"]);
+  print_metrics_line("fine-tuned", c["after"]);
+  fmt::print("communication: {}\n", c["comm"].get<std::string>());
+  return 0;
+}
+
+}  // namespace
+
+SHARDPLAN_REGISTER_COMMAND(calibrate, "calibrate", "adapt a cost model to this machine (measure, fine-tune)", run_calibrate);
+
+}  // namespace shardplan::cli

@@ -1,0 +1,271 @@
+// shard-plan calibrate: the library against a synthetic machine whose truth is known (the bundled model's
+// own prediction, scaled and skewed by width), and the command end to end on real kernels at tiny sizes:
+// interrupt, resume, provenance.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "../comm/process.hpp"
+#include "shardplan/calibrate.hpp"
+#include "shardplan/cost_model_io.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/json_file.hpp"
+#include "shardplan/tables_io.hpp"
+
+namespace shardplan {
+namespace {
+
+namespace fs = std::filesystem;
+using commtest::Process;
+using commtest::read_lines;
+using commtest::TempDir;
+using namespace std::chrono_literals;
+
+const fs::path kSource = SHARDPLAN_SOURCE_DIR;
+
+std::string bundled_model() { return (kSource / "models" / "default").string(); }
+std::vector<Table> pool() { return load_tables((kSource / "data" / "pool.json").string()); }
+
+// Twice as slow as the bundled model says, and wide shards slower again: a scale alone cannot fit it.
+struct SyntheticMachine {
+  std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
+  int calls = 0;
+  ComputeTiming operator()(const std::vector<Table>& shards, uint64_t /*seed*/) {
+    ++calls;
+    std::vector<ShardFeatures> set;
+    double wide = 0.0;
+    for (const auto& s : shards) {
+      set.push_back(shard_features(s, s.dim));
+      if (s.dim >= 64) wide += 1.0;
+    }
+    double ms = 2.0 * base->predict_compute({set}).front() * (1.0 + 0.8 * wide / static_cast<double>(shards.size()));
+    return ComputeTiming{ms, {ms, ms * 1.01}};
+  }
+};
+
+CalibrateConfig quick_config(const std::string& out, int64_t samples) {
+  CalibrateConfig c;
+  c.out_dir = out;
+  c.base_dir = bundled_model();
+  c.pool_path = "data/pool.json";
+  c.samples = samples;
+  c.minutes = 5;
+  c.sampling.memory_cap_bytes = 256ll << 20;
+  c.epochs = 150;
+  c.learning_rate = 1e-3;
+  c.quiet = true;
+  return c;
+}
+
+TEST(Calibrate, FineTuningCutsTheHeldOutErrorOnASyntheticMachine) {
+  TempDir dir;
+  SyntheticMachine machine;
+  std::vector<Table> tables = pool();
+  CalibrateConfig config = quick_config(dir.path("calibrated"), 150);
+  ShardSetTimer timer = [&machine](const std::vector<Table>& s, uint64_t seed) { return machine(s, seed); };
+  CalibrateOutcome outcome = calibrate_cost_model(tables, config, timer);
+  EXPECT_EQ(outcome.samples, 150);
+  EXPECT_EQ(outcome.measured_now, 150);
+  EXPECT_EQ(machine.calls, 150);
+  const auto& c = outcome.meta["calibration"];
+  const double before = c["before"]["mape_percent"], after = c["after"]["mape_percent"];
+  EXPECT_GT(before, 50.0);
+  EXPECT_LT(after, before / 3) << "before " << before << "%, after " << after << "%";
+  EXPECT_LT(after, 15.0);
+  EXPECT_LE(after, c["after_scale_only"]["mape_percent"].get<double>() + 1e-9);
+  EXPECT_GT(c["scale"].get<double>(), 1.8);
+  EXPECT_GT(c["held_out_samples"].get<int>(), 15);
+
+  // The directory is a model the planner loads; its meta names this machine and keeps the base's comm.
+  auto calibrated = load_cost_model(config.out_dir);
+  auto base = load_cost_model(bundled_model());
+  ModelHardware hardware = calibrated->hardware();
+  EXPECT_EQ(hardware.compute_device, "cpu");
+  EXPECT_EQ(hardware.compute_device_model, cpu_model());
+  EXPECT_FALSE(hardware.calibrated_on.empty());
+  EXPECT_EQ(hardware.comm_world_sizes, base->hardware().comm_world_sizes);
+  EXPECT_NE(c["comm"].get<std::string>().find("kept from the base model"), std::string::npos);
+  std::vector<double> fw_a, bw_a, fw_b, bw_b;
+  calibrated->predict_comm({64, 128, 32}, {1.0, 2.0, 0.5}, fw_a, bw_a);
+  base->predict_comm({64, 128, 32}, {1.0, 2.0, 0.5}, fw_b, bw_b);
+  EXPECT_EQ(fw_a, fw_b);
+  EXPECT_EQ(bw_a, bw_b);
+  EXPECT_TRUE(fs::exists(fs::path(config.out_dir) / kCalibrationDataDir / "samples.jsonl"));
+
+  // Resuming adds only what is missing.
+  config.samples = 160;
+  CalibrateOutcome more = calibrate_cost_model(tables, config, timer);
+  EXPECT_EQ(more.measured_now, 10);
+  EXPECT_EQ(more.samples, 160);
+}
+
+TEST(Calibrate, SetsLookLikePlansAndCoverRandomDraws) {
+  CalibrationSampling sampling;
+  sampling.memory_cap_bytes = 512ll << 20;
+  auto model = load_cost_model(bundled_model());
+  std::shared_ptr<const CostModel> shared = std::move(model);
+  std::vector<Table> tables = pool();
+  int from_plans = 0;
+  std::size_t most_shards = 0;
+  for (int64_t i = 0; i < 40; ++i) {
+    CalibrationSet set = draw_calibration_set(tables, sampling, shared, i);
+    ASSERT_FALSE(set.shards.empty());
+    int64_t bytes = 0;
+    for (const auto& s : set.shards) bytes += table_memory_bytes(s, Optimizer::kSgd);
+    EXPECT_LE(bytes, sampling.memory_cap_bytes) << set.origin;
+    if (set.origin.rfind("plan:", 0) == 0) ++from_plans;
+    most_shards = std::max(most_shards, set.shards.size());
+    // Sample i depends only on (seed, i, model).
+    EXPECT_EQ(draw_calibration_set(tables, sampling, shared, i).origin, set.origin);
+  }
+  EXPECT_GE(from_plans, 12);
+  EXPECT_GE(most_shards, 8u);
+}
+
+TEST(Calibrate, TooFewSetsInTheTimeIsBadInputNotAModel) {
+  TempDir dir;
+  CalibrateConfig config = quick_config(dir.path("slow"), 100);
+  config.minutes = 0.2;  // 12 s, of which 10 s are kept for fine-tuning: 2 s to measure
+  ShardSetTimer slow = [](const std::vector<Table>&, uint64_t) {
+    std::this_thread::sleep_for(1s);
+    return ComputeTiming{1.0, {1.0}};
+  };
+  EXPECT_THROW(calibrate_cost_model(pool(), config, slow), InputError);
+  EXPECT_FALSE(fs::exists(fs::path(config.out_dir) / "meta.json"));
+}
+
+// The command on real kernels at tiny sizes.
+std::vector<std::string> cli_args(const std::string& out, int samples) {
+  return {"calibrate", "--out",       out, "--samples", std::to_string(samples), "--batch-size", "16",
+          "--iterations", "1", "--warmup", "0",         "--mem-cap", "16MiB", "--max-tables", "4",
+          "--epochs", "5",     "--minutes", "10"};
+}
+
+TEST(CalibrateCli, InterruptKeepsTheSetsAndARerunResumesThenWritesTheModel) {
+  TempDir dir;
+  const std::string out = dir.path("model");
+  const std::string samples = out + "/calibration/samples.jsonl";
+  {
+    Process process(cli_args(out, 1000000));
+    auto deadline = std::chrono::steady_clock::now() + 120s;
+    while (std::chrono::steady_clock::now() < deadline && (!fs::exists(samples) || read_lines(samples).size() < 3)) {
+      std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_GE(read_lines(samples).size(), 3u) << process.err();
+    process.signal(SIGINT);
+    auto code = process.wait_for(120s);
+    ASSERT_TRUE(code.has_value());
+    EXPECT_EQ(*code, 1) << process.err();
+    EXPECT_NE(process.err().find("re-run the same command to resume"), std::string::npos) << process.err();
+    EXPECT_FALSE(fs::exists(out + "/meta.json"));
+  }
+  const std::size_t kept = read_lines(samples).size();
+  const int target = static_cast<int>(kept) + 40;
+  Process rerun(cli_args(out, target));
+  auto code = rerun.wait_for(300s);
+  ASSERT_TRUE(code.has_value());
+  ASSERT_EQ(*code, 0) << rerun.err();
+  EXPECT_NE(rerun.err().find(fmt::format("resuming after {} measured sets", kept)), std::string::npos) << rerun.err();
+  EXPECT_EQ(read_lines(samples).size(), static_cast<std::size_t>(target));
+  EXPECT_NE(rerun.out().find("fine-tuned"), std::string::npos) << rerun.out();
+  nlohmann::json meta = read_json_file(out + "/meta.json");
+  EXPECT_EQ(meta["calibration"]["samples"], target);
+  EXPECT_EQ(meta["hardware"]["compute"]["device"], "cpu");
+  // Other sampling settings never mix into the same directory.
+  std::vector<std::string> other = cli_args(out, target + 5);
+  other.push_back("--seed");
+  other.push_back("9");
+  Process mixed(other);
+  auto mixed_code = mixed.wait_for(120s);
+  ASSERT_TRUE(mixed_code.has_value());
+  EXPECT_EQ(*mixed_code, 2) << mixed.err();
+  EXPECT_NE(mixed.err().find("different collection"), std::string::npos) << mixed.err();
+}
+
+TEST(CalibrateCli, BadFlagsNameTheFlag) {
+  TempDir dir;
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--samples", "2"}, {"--minutes", "0"}, {"--holdout-fraction", "0.9"}, {"--device", "tpu"}}) {
+    std::vector<std::string> args = {"calibrate", "--out", dir.path("m"), flag, value};
+    Process process(args);
+    auto code = process.wait_for(60s);
+    ASSERT_TRUE(code.has_value());
+    EXPECT_EQ(*code, 2) << flag;
+    EXPECT_NE(process.err().find(flag), std::string::npos) << process.err();
+  }
+}
+
+}  // namespace
+}  // namespace shardplan
+
+namespace shardplan {
+namespace {
+
+// Hardware provenance: the plan file and report name it; planning beyond the measured world sizes and
+// measuring on other hardware warn.
+class Provenance : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tables_ = dir_.write("tables.json", R"([
+      {"name": "a", "rows": 20000, "dim": 32, "pooling_factor": 4},
+      {"name": "b", "rows": 5000, "dim": 16, "pooling_factor": 2},
+      {"name": "c", "rows": 80000, "dim": 64, "pooling_factor": 1},
+      {"name": "d", "rows": 1000, "dim": 8, "pooling_factor": 9}])");
+  }
+  int run(const std::vector<std::string>& args, std::string* err = nullptr, std::string* out = nullptr) {
+    Process process(args);
+    auto code = process.wait_for(180s);
+    if (err) *err = process.err();
+    if (out) *out = process.out();
+    return code.value_or(-1);
+  }
+  TempDir dir_;
+  std::string tables_;
+};
+
+TEST_F(Provenance, PlanFileAndReportNameTheModelsHardware) {
+  std::string err, out;
+  const std::string plan = dir_.path("plan.json");
+  ASSERT_EQ(run({"--tables", tables_, "--gpus", "16", "-o", plan, "--no-compare"}, &err, &out), 0) << err;
+  nlohmann::json doc = read_json_file(plan);
+  EXPECT_EQ(doc["cost_model_hardware"]["comm"]["world_sizes"], nlohmann::json::parse("[2, 4, 8]"));
+  EXPECT_FALSE(doc["cost_model_hardware"]["compute"]["device_model"].get<std::string>().empty());
+  EXPECT_NE(out.find("cost model measured on: compute cpu"), std::string::npos) << out;
+  EXPECT_NE(out.find("note: 16 GPUs is beyond the all-to-alls"), std::string::npos) << out;
+  EXPECT_NE(err.find("16 GPUs is beyond the all-to-alls the cost model measured (at most 8 ranks"), std::string::npos) << err;
+  ASSERT_EQ(run({"--tables", tables_, "--gpus", "4", "-o", plan, "--no-compare"}, &err, &out), 0) << err;
+  EXPECT_EQ(err.find("beyond the all-to-alls"), std::string::npos) << err;
+}
+
+TEST_F(Provenance, MeasuringOnOtherHardwareWarns) {
+  // A copy of the bundled model that says it was measured elsewhere.
+  const fs::path model = dir_.root() / "elsewhere";
+  fs::copy(bundled_model(), model, fs::copy_options::recursive);
+  nlohmann::json meta = read_json_file((model / "meta.json").string());
+  meta["hardware"]["compute"] = {{"device", "cpu"}, {"device_model", "Imaginary CPU 9000"}};
+  std::ofstream((model / "meta.json").string(), std::ios::trunc) << meta.dump(2);
+  const std::string plan = dir_.path("plan.json");
+  std::string err, out;
+  ASSERT_EQ(run({"--tables", tables_, "--gpus", "2", "-o", plan, "--no-compare", "--model", model.string()}, &err), 0) << err;
+  const std::vector<std::string> measure = {"--measure", "--measure-batch-size", "16", "--measure-iterations", "1",
+                                            "--measure-rounds", "1"};
+  std::vector<std::string> args = {"evaluate", "--plan", plan, "--tables", tables_, "--model", model.string()};
+  args.insert(args.end(), measure.begin(), measure.end());
+  ASSERT_EQ(run(args, &err, &out), 0) << err;
+  EXPECT_NE(err.find("measured on compute cpu (Imaginary CPU 9000)"), std::string::npos) << err;
+  EXPECT_NE(out.find("measured on: compute cpu (Imaginary CPU 9000)"), std::string::npos) << out;
+  // The bundled model's hardware is this machine's only where it was collected: no warning when they match.
+  meta["hardware"]["compute"]["device_model"] = cpu_model();
+  std::ofstream((model / "meta.json").string(), std::ios::trunc) << meta.dump(2);
+  ASSERT_EQ(run(args, &err, &out), 0) << err;
+  EXPECT_EQ(err.find("this machine measures on"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace shardplan

@@ -1,0 +1,190 @@
+// Measured-in-the-loop planning against a fake machine whose truth is known: the analytic model's
+// compute, scaled, with one table far slower than the model thinks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "shardplan/cost_correction.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/measure_loop.hpp"
+#include "shardplan/neuroshard.hpp"
+#include "shardplan/plan_io.hpp"
+#include "shardplan/report.hpp"
+#include "shardplan/validate.hpp"
+#include "test_tables.hpp"
+
+namespace shardplan {
+namespace {
+
+using testing::cluster_of;
+using testing::make_table;
+using testing::varied_tables;
+
+std::shared_ptr<const CostModel> analytic() { return make_analytic_cost_model(AnalyticCostConfig{}); }
+
+// The fake machine: every set 1.5x the model's compute, and any piece of `slow_table` 4x slower alone.
+struct FakeMachine {
+  std::shared_ptr<const CostModel> model = analytic();
+  std::string slow_table;
+  double slow_factor = 4.0;
+  int calls = 0;
+  int sets_measured = 0;
+
+  double truth(const std::vector<Table>& pieces) const {
+    double ms = 0.0;
+    for (const auto& piece : pieces) {
+      double alone = model->predict_compute({{shard_features(piece, piece.dim)}}).front();
+      ms += piece.name == slow_table ? slow_factor * alone : alone;
+    }
+    return 1.5 * ms;
+  }
+
+  ShardSetMeasurer measurer() {
+    return [this](const std::vector<std::vector<Table>>& sets) {
+      ++calls;
+      sets_measured += static_cast<int>(sets.size());
+      std::vector<std::optional<double>> out;
+      for (const auto& set : sets) out.push_back(truth(set));
+      return out;
+    };
+  }
+
+  // A plan's slowest device on the fake machine (compute only).
+  double true_max_compute(const Plan& plan, const std::vector<Table>& tables) const {
+    double worst = 0.0;
+    for (const auto& device : device_shards(plan, tables)) worst = std::max(worst, truth(device.pieces));
+    return worst;
+  }
+};
+
+// A small task where one table is the bottleneck only on the real machine.
+std::vector<Table> task_with_hidden_hot_table() {
+  std::vector<Table> tables = varied_tables(24);
+  tables[5].pooling_factor = 20.0;
+  tables[5].dim = 64;
+  return tables;
+}
+
+TEST(CostCorrection, RecoversTheMachineScaleAndASlowTable) {
+  auto model = analytic();
+  FakeMachine machine;
+  machine.slow_table = "t3";
+  std::vector<Table> tables = varied_tables(12);
+  std::vector<CorrectionObservation> observations;
+  for (std::size_t i = 0; i + 2 < tables.size(); ++i) {
+    std::vector<Table> set = {tables[i], tables[i + 1], tables[i + 2]};
+    CorrectionObservation obs;
+    for (const auto& t : set) obs.shards.push_back(shard_features(t, t.dim));
+    obs.measured_ms = machine.truth(set);
+    observations.push_back(obs);
+  }
+  CostCorrection c = fit_cost_correction(*model, observations);
+  EXPECT_EQ(c.observations, static_cast<int>(observations.size()));
+  const double slow = c.table_scale.at(table_key(shard_features(tables[3], tables[3].dim)));
+  const double other = c.table_scale.at(table_key(shard_features(tables[8], tables[8].dim)));
+  EXPECT_GT(slow, 1.5) << "the slow table's own factor";
+  EXPECT_GT(slow, 2.0 * other);
+
+  // The corrected model predicts the measured sets far better than the base did.
+  auto corrected = make_corrected_model(model, c);
+  double base_error = 0.0, corrected_error = 0.0;
+  for (const auto& obs : observations) {
+    base_error += std::abs(std::log(model->predict_compute({obs.shards}).front() / obs.measured_ms));
+    corrected_error += std::abs(std::log(corrected->predict_compute({obs.shards}).front() / obs.measured_ms));
+  }
+  EXPECT_LT(corrected_error, 0.4 * base_error);
+  // A uniform machine is a pure scale.
+  for (auto& obs : observations) obs.measured_ms = 2.0 * model->predict_compute({obs.shards}).front();
+  CostCorrection uniform = fit_cost_correction(*model, observations);
+  EXPECT_NEAR(uniform.scale, 2.0, 1e-6);
+  for (const auto& [key, factor] : uniform.table_scale) EXPECT_NEAR(factor, 1.0, 1e-6);
+}
+
+TEST(MeasureLoop, RespectsTheBudgetAndBeatsTheModelsPickOnTheMachine) {
+  std::vector<Table> tables = task_with_hidden_hot_table();
+  FakeMachine machine;
+  machine.slow_table = tables[5].name;
+  Cluster cluster = cluster_of(4, 8ll << 30);
+  Plan model_pick = make_neuroshard_planner(machine.model, NeuroShardConfig{})->plan(tables, cluster);
+
+  for (int budget : {1, 3, 8}) {
+    MeasureLoopConfig loop;
+    loop.budget = budget;
+    machine.calls = 0;
+    machine.sets_measured = 0;
+    Plan plan = make_measured_neuroshard_planner(machine.model, NeuroShardConfig{}, loop, machine.measurer())
+                    ->plan(tables, cluster);
+    EXPECT_LE(machine.sets_measured, budget);
+    EXPECT_GE(machine.sets_measured, 1);
+    EXPECT_EQ(plan.algorithm, "neuroshard_measured");
+    auto check = validate_plan_json(nlohmann::json::parse(plan_to_string(plan)), tables, "plan");
+    EXPECT_TRUE(check.valid()) << check.problems.front();
+    ASSERT_TRUE(plan.measure_loop.has_value());
+    EXPECT_EQ(plan.measure_loop->sets_measured, machine.sets_measured);
+    EXPECT_EQ(plan.measure_loop->budget, budget);
+    for (const auto& d : plan.measure_loop->devices) {
+      EXPECT_DOUBLE_EQ(d.measured_ms, machine.truth(device_shards(plan, tables)[static_cast<std::size_t>(d.rank)].pieces));
+    }
+    if (budget == 8) {
+      // The model's pick puts the secretly slow table where it thinks there is room; measuring finds it.
+      EXPECT_LT(machine.true_max_compute(plan, tables), machine.true_max_compute(model_pick, tables))
+          << "measured loop " << machine.true_max_compute(plan, tables) << " ms vs model's pick "
+          << machine.true_max_compute(model_pick, tables) << " ms";
+      EXPECT_FALSE(plan.measure_loop->devices.empty());
+      EXPECT_GT(plan.measure_loop->compute_scale, 1.2);
+      // The plan file and the report say what was measured.
+      auto doc = nlohmann::json::parse(plan_to_string(plan));
+      EXPECT_EQ(doc["measure_loop"]["sets_measured"], machine.sets_measured);
+      EXPECT_FALSE(doc["measure_loop"]["measured_devices"].empty());
+      EXPECT_NE(format_measure_loop(*plan.measure_loop).find("predicted -> measured"), std::string::npos);
+    }
+  }
+}
+
+TEST(MeasureLoop, NeedsAMeasurerAndAValidBudget) {
+  PlannerConfig config = testing::planner_config();
+  EXPECT_THROW(make_planner("neuroshard_measured", config), InputError);
+  config.measure_sets = [](const std::vector<std::vector<Table>>& sets) {
+    return std::vector<std::optional<double>>(sets.size(), 1.0);
+  };
+  config.measure_loop.budget = 0;
+  EXPECT_THROW(make_planner("neuroshard_measured", config), InputError);
+  config.measure_loop.budget = 2;
+  EXPECT_NO_THROW(make_planner("neuroshard_measured", config));
+}
+
+TEST(MeasureLoop, SetsThatCannotBeMeasuredAreNotRetried) {
+  std::vector<Table> tables = varied_tables(16);
+  int sets = 0;
+  MeasureLoopConfig loop;
+  loop.budget = 6;
+  Plan plan = make_measured_neuroshard_planner(analytic(), NeuroShardConfig{}, loop,
+                                               [&](const std::vector<std::vector<Table>>& asked) {
+                                                 sets += static_cast<int>(asked.size());
+                                                 return std::vector<std::optional<double>>(asked.size(), std::nullopt);
+                                               })
+                  ->plan(tables, cluster_of(4, 8ll << 30));
+  EXPECT_LE(sets, 6);
+  ASSERT_TRUE(plan.measure_loop.has_value());
+  EXPECT_TRUE(plan.measure_loop->devices.empty());
+  EXPECT_DOUBLE_EQ(plan.measure_loop->compute_scale, 1.0);
+}
+
+TEST(NeuroShardCandidates, FirstIsThePlannersPlanAndAllAreDistinct) {
+  std::vector<Table> tables = varied_tables(30);
+  Cluster cluster = cluster_of(4, 8ll << 30);
+  std::string planned = plan_to_string(make_neuroshard_planner(analytic(), NeuroShardConfig{})->plan(tables, cluster));
+  std::vector<Plan> candidates = neuroshard_candidate_plans(tables, cluster, analytic(), NeuroShardConfig{}, 5);
+  ASSERT_GE(candidates.size(), 2u);
+  EXPECT_LE(candidates.size(), 5u);
+  EXPECT_EQ(plan_to_string(candidates.front()), planned);
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    for (std::size_t j = i + 1; j < candidates.size(); ++j) {
+      EXPECT_NE(plan_to_string(candidates[i]), plan_to_string(candidates[j])) << i << " and " << j;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace shardplan
