@@ -73,7 +73,8 @@ struct MeasureLoopSummary {
   int candidates = 0;         // distinct plans compared at the end
   int chosen = 0;             // the chosen plan's rank among them by uncorrected prediction (0: the model's pick)
   double compute_scale = 1.0; // the fitted machine factor on every device's compute
-  int corrected_tables = 0;   // tables with a fitted factor of their own
+  int corrected_tables = 0;   // tables measured slower than predicted, with a factor of their own
+  bool verified = false;      // every device that may bound the chosen plan was measured
   double estimated_max_ms = 0.0;  // the chosen plan's slowest device, measured compute where measured
   std::vector<MeasuredDevice> devices;  // the chosen plan's measured devices, by rank
 };

@@ -38,8 +38,10 @@ The measured sets go to MODEL_DIR/calibration/ (cost-data format). Ctrl-C stops 
 keeps the measured ones; re-running the same command resumes, then fine-tunes. --minutes bounds the whole
 run: measuring stops early enough to leave time to fine-tune.)");
   CalibrateConfig config;
-  config.bench.timed_iterations = 3;
-  std::string mem_cap = "1GiB";
+  // The settings of the bundled model's compute data: five timed steps, sets up to 4 GiB (a benchmark
+  // task's device).
+  config.bench.timed_iterations = 5;
+  std::string mem_cap = "4GiB";
   LogOptions log_options;
   app.add_option("--out", config.out_dir, "Model directory to write (created, or resumed when it holds a calibration)")
       ->required();

@@ -56,6 +56,7 @@ ojson measure_loop_to_json(const MeasureLoopSummary& loop) {
                {"chosen_by_prediction_rank", loop.chosen},
                {"compute_scale", loop.compute_scale},
                {"corrected_tables", loop.corrected_tables},
+               {"bound_measured", loop.verified},
                {"estimated_max_total_ms", loop.estimated_max_ms},
                {"measured_devices", std::move(devices)}};
 }

@@ -122,7 +122,7 @@ std::string format_bounding_device(const BoundingDevice& bound, const DeviceCost
 std::string format_measure_loop(const MeasureLoopSummary& loop) {
   std::string out = fmt::format(
       "measured in the loop: {} of {} shard sets over {} searches; chose the plan the model ranked {} of {} "
-      "candidates; the model's compute scaled x{:.3f} with {} tables corrected\n",
+      "candidates; the model's compute scaled x{:.3f}, {} tables measured slower than predicted\n",
       loop.sets_measured, loop.budget, loop.rounds, loop.chosen + 1, loop.candidates, loop.compute_scale,
       loop.corrected_tables);
   if (loop.devices.empty()) return out + "  none of its devices was measured\n";
@@ -132,8 +132,9 @@ std::string format_measure_loop(const MeasureLoopSummary& loop) {
                                d.measured_ms > 0 ? 100.0 * (d.measured_ms / d.predicted_ms - 1.0) : 0.0));
   }
   return out + fmt::format("  its measured devices, predicted -> measured compute: {}; slowest device {:.3f} ms with "
-                           "measured compute\n",
-                           fmt::join(rows, ", "), loop.estimated_max_ms);
+                           "measured compute{}\n",
+                           fmt::join(rows, ", "), loop.estimated_max_ms,
+                           loop.verified ? "" : " (its bound was not measured: the budget ran out)");
 }
 
 const BaselineOutcome* best_baseline(const std::vector<BaselineOutcome>& baselines) {

@@ -28,37 +28,41 @@ constexpr int kMaxAugmentedWidth = 128;
 constexpr int kMaxRejections = 64;
 
 nlohmann::json collection_meta(const std::vector<Table>& pool, const ComputeCollectConfig& config) {
-  const ComputeBenchConfig& bench = config.bench;
   // "config" must match for a directory to be resumed: anything that changes what a sample means.
   nlohmann::json settings = {{"pool", config.pool_path},
                              {"pool_tables", pool.size()},
                              {"seed", config.seed},
                              {"max_tables", config.max_tables},
                              {"memory_cap_bytes", config.memory_cap_bytes},
-                             {"device", bench.device},
-                             {"batch_size", bench.batch_size},
-                             {"threads", bench.threads},
-                             {"warmup_iterations", bench.warmup_iterations},
-                             {"timed_iterations", bench.timed_iterations},
-                             {"memory", memory_policy()},
                              {"widths", fmt::format("{}..{} step {}", kWidthStep, kMaxAugmentedWidth, kWidthStep)}};
+  return compute_collection_meta(std::move(settings), config.bench, config.seed, config.command_line);
+}
+
+}  // namespace
+
+nlohmann::json compute_collection_meta(nlohmann::json settings, const ComputeBenchConfig& bench, uint64_t seed,
+                                       const std::string& command_line) {
+  settings["device"] = bench.device;
+  settings["batch_size"] = bench.batch_size;
+  settings["threads"] = bench.threads;
+  settings["warmup_iterations"] = bench.warmup_iterations;
+  settings["timed_iterations"] = bench.timed_iterations;
+  settings["memory"] = memory_policy();
   return {{"kind", "compute"},
-          {"config", settings},
+          {"config", std::move(settings)},
           {"device", bench.device},
           {"device_model", device_model(bench.device)},
           {"cpu_model", cpu_model()},
           {"threads", bench.threads},
           {"torch_version", torch_version()},
           {"batch_size", bench.batch_size},
-          {"seed", config.seed},
+          {"seed", seed},
           {"host", host_name()},
           {"load_average_at_start", load_average()},
           {"date", utc_now()},
-          {"command", config.command_line},
+          {"command", command_line},
           {"kernel", "torch embedding_bag (sum, sparse grad) per width group, sparse SGD update"}};
 }
-
-}  // namespace
 
 std::vector<Table> draw_compute_sample(const std::vector<Table>& pool, int max_tables, int64_t memory_cap_bytes,
                                        uint64_t seed, int64_t index) {

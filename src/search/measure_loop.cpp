@@ -27,6 +27,10 @@ namespace {
 
 // Devices whose estimate is within this share of a plan's slowest may bound it once measured.
 constexpr double kNearBoundShare = 0.05;
+// The error assumed of an unmeasured device before there are measurements to tell (the bundled model's
+// test MAPE is 7.5%), and the least assumed after.
+constexpr double kPriorLogError = 0.075;
+constexpr double kMinLogError = 0.02;
 
 // Which plan a candidate is: its shards, table by table.
 std::string plan_signature(const Plan& plan) {
@@ -63,9 +67,9 @@ class MeasuredNeuroShardPlanner final : public Planner {
   Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const override {
     State state;
     std::shared_ptr<const CostModel> model = base_;
-    // Most of the budget corrects the search; the rest checks the finalists' bounds.
-    const int search_budget = std::max(1, loop_.budget * 2 / 3);
-    const int per_round = std::max(1, (search_budget + 2) / 3);
+    // Half the budget corrects the search, in rounds of a quarter; the rest verifies the finalists.
+    const int search_budget = std::max(1, loop_.budget / 2);
+    const int per_round = std::max(1, loop_.budget / 4);
     while (true) {
       ++state.rounds;
       add_candidates(neuroshard_candidate_plans(tables, cluster, model, search_, loop_.candidates), tables, state);
@@ -76,11 +80,14 @@ class MeasuredNeuroShardPlanner final : public Planner {
       measure(picks, state);
       model = corrected(state);
     }
-    // Check the finalists: measure the best estimate's bounding sets until it is measured or the budget ends.
+    // Verify: measure the search's pick's bounding sets, then the best estimate's, until both bounds are
+    // measured or the budget ends.
     while (state.used < loop_.budget) {
       estimate_all(*model, state);
-      std::vector<std::string> picks = bounding_sets(state, loop_.budget - state.used, /*best_only=*/true);
+      std::vector<std::string> picks = unmeasured_bounds(state.candidates[state.search_pick], state);
+      if (picks.empty()) picks = bounding_sets(state, loop_.budget - state.used, /*best_only=*/true);
       if (picks.empty()) break;
+      if (static_cast<int>(picks.size()) > loop_.budget - state.used) picks.resize(static_cast<std::size_t>(loop_.budget - state.used));
       measure(picks, state);
       model = corrected(state);
     }
@@ -91,19 +98,26 @@ class MeasuredNeuroShardPlanner final : public Planner {
  private:
   struct State {
     std::vector<Candidate> candidates;
-    std::set<std::string> signatures;
+    std::map<std::string, std::size_t> signatures;  // plan -> its index in candidates
+    std::size_t search_pick = 0;  // the latest search's own pick
     std::map<std::string, std::vector<Table>> pieces_of;   // shard-set key -> its pieces
     std::map<std::string, double> measured;                // key -> ms
     std::set<std::string> unmeasurable;
     std::vector<CorrectionObservation> observations;
     CostCorrection correction;
+    double log_error = kPriorLogError;  // the corrected model's RMS log error on the measured sets
     int used = 0;
     int rounds = 0;
   };
 
+  // Adds the search's plans not seen before; the first (the search's own pick) becomes state.search_pick.
   void add_candidates(std::vector<Plan> plans, const std::vector<Table>& tables, State& state) const {
-    for (Plan& plan : plans) {
-      if (!state.signatures.insert(plan_signature(plan)).second) continue;
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      Plan& plan = plans[i];
+      std::string signature = plan_signature(plan);
+      auto [at, added] = state.signatures.emplace(std::move(signature), state.candidates.size());
+      if (i == 0) state.search_pick = at->second;
+      if (!added) continue;
       Candidate c;
       c.devices = device_shards(plan, tables);
       for (const auto& device : c.devices) {
@@ -117,16 +131,18 @@ class MeasuredNeuroShardPlanner final : public Planner {
     }
   }
 
-  // Every candidate's devices: measured compute where known, the model's prediction elsewhere, and the
-  // model's all-to-alls given that compute.
+  // Every candidate's devices: measured compute where known; elsewhere the model's prediction raised by
+  // its typical error on the measured sets (an unmeasured device is as likely to be an under-estimate as
+  // the search is to have chosen it for one), and the model's all-to-alls given that compute.
   void estimate_all(const CostModel& model, State& state) const {
+    const double margin = std::exp(state.log_error);
     for (Candidate& c : state.candidates) {
       std::vector<double> compute = model.predict_compute(compute_sets(c.devices));
       std::vector<int64_t> widths;
       for (std::size_t r = 0; r < c.devices.size(); ++r) {
         widths.push_back(c.devices[r].dim_sum);
         auto it = state.measured.find(c.keys[r]);
-        if (it != state.measured.end()) compute[r] = it->second;
+        compute[r] = it != state.measured.end() ? it->second : compute[r] * margin;
       }
       c.estimate = costs_from_compute(model, compute, widths);
       c.estimate_max_ms = max_total_ms(c.estimate);
@@ -144,23 +160,28 @@ class MeasuredNeuroShardPlanner final : public Planner {
   }
 
   // Unmeasured shard sets that may bound a candidate: its devices within kNearBoundShare of its slowest,
-  // slowest first; taken round-robin over the candidates by estimate (only the best with best_only).
+  // slowest first.
+  static std::vector<std::string> unmeasured_bounds(const Candidate& c, const State& state) {
+    std::vector<std::size_t> ranks(c.devices.size());
+    for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r] = r;
+    std::stable_sort(ranks.begin(), ranks.end(),
+                     [&](std::size_t a, std::size_t b) { return c.estimate[a].total_ms() > c.estimate[b].total_ms(); });
+    std::vector<std::string> sets;
+    for (std::size_t r : ranks) {
+      if (c.estimate[r].total_ms() < (1.0 - kNearBoundShare) * c.estimate_max_ms) break;
+      const std::string& key = c.keys[r];
+      if (key.empty() || state.measured.count(key) || state.unmeasurable.count(key)) continue;
+      if (std::find(sets.begin(), sets.end(), key) == sets.end()) sets.push_back(key);
+    }
+    return sets;
+  }
+
+  // The candidates' unmeasured bounding sets, taken round-robin over the candidates by estimate (only the
+  // best with best_only).
   std::vector<std::string> bounding_sets(const State& state, int limit, bool best_only) const {
     std::vector<std::vector<std::string>> per_candidate;
     for (std::size_t index : by_estimate(state)) {
-      const Candidate& c = state.candidates[index];
-      std::vector<std::size_t> ranks(c.devices.size());
-      for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r] = r;
-      std::stable_sort(ranks.begin(), ranks.end(),
-                       [&](std::size_t a, std::size_t b) { return c.estimate[a].total_ms() > c.estimate[b].total_ms(); });
-      std::vector<std::string> sets;
-      for (std::size_t r : ranks) {
-        if (c.estimate[r].total_ms() < (1.0 - kNearBoundShare) * c.estimate_max_ms) break;
-        const std::string& key = c.keys[r];
-        if (key.empty() || state.measured.count(key) || state.unmeasurable.count(key)) continue;
-        sets.push_back(key);
-      }
-      per_candidate.push_back(std::move(sets));
+      per_candidate.push_back(unmeasured_bounds(state.candidates[index], state));
       if (best_only) break;
     }
     std::vector<std::string> picks;
@@ -201,14 +222,53 @@ class MeasuredNeuroShardPlanner final : public Planner {
 
   std::shared_ptr<const CostModel> corrected(State& state) const {
     state.correction = fit_cost_correction(*base_, state.observations, loop_.ridge);
-    spdlog::info("measure loop: {} sets measured; compute scaled x{:.3f}, {} tables corrected", state.observations.size(),
-                 state.correction.scale, state.correction.table_scale.size());
-    return make_corrected_model(base_, state.correction);
+    // Only slower-than-predicted tables are trusted: the search seeks out whatever the model discounts,
+    // and a discount fitted to a few noisy sets is what it would find. The machine factor moves every
+    // device alike, so it may go either way.
+    int raised = 0;
+    for (auto& [key, factor] : state.correction.table_scale) {
+      factor = std::max(1.0, factor);
+      if (factor > 1.0) ++raised;
+    }
+    auto model = make_corrected_model(base_, state.correction);
+    if (!state.observations.empty()) {
+      double sum = 0.0;
+      for (const auto& obs : state.observations) {
+        const double r = std::log(obs.measured_ms / std::max(1e-9, model->predict_compute({obs.shards}).front()));
+        sum += r * r;
+      }
+      state.log_error = std::max(kMinLogError, std::sqrt(sum / static_cast<double>(state.observations.size())));
+    }
+    spdlog::info("measure loop: {} sets measured; compute scaled x{:.3f}, {} tables slower than predicted; "
+                 "remaining error {:.1f}%",
+                 state.observations.size(), state.correction.scale, raised, 100.0 * state.log_error);
+    return model;
   }
 
+  // Whether every device that may bound the candidate was measured.
+  static bool verified(const Candidate& c, const State& state) {
+    for (std::size_t r = 0; r < c.devices.size(); ++r) {
+      if (c.estimate[r].total_ms() < (1.0 - kNearBoundShare) * c.estimate_max_ms || c.keys[r].empty()) continue;
+      if (!state.measured.count(c.keys[r])) return false;
+    }
+    return true;
+  }
+
+  // The latest search's pick (the corrected model's choice), unless another candidate's bound was
+  // measured and its estimate is lower by more than the remaining error: measurements as noisy as the
+  // model must not trade a plan the search preferred for one that merely measured lucky.
   Plan chosen_plan(State& state) const {
-    const std::vector<std::size_t> order = by_estimate(state);
-    Candidate& best = state.candidates.at(order.front());
+    std::size_t pick = state.search_pick;
+    const double threshold = state.candidates[pick].estimate_max_ms * std::exp(-state.log_error);
+    for (std::size_t index : by_estimate(state)) {
+      const Candidate& c = state.candidates[index];
+      if (index == pick || c.estimate_max_ms >= threshold) break;
+      if (verified(c, state)) {
+        pick = index;
+        break;
+      }
+    }
+    Candidate& best = state.candidates.at(pick);
     // Its rank by the uncorrected model's prediction: 0 when the loop kept the model's own pick.
     int by_prediction = 0;
     for (const Candidate& c : state.candidates) {
@@ -221,7 +281,10 @@ class MeasuredNeuroShardPlanner final : public Planner {
     summary.candidates = static_cast<int>(state.candidates.size());
     summary.chosen = by_prediction;
     summary.compute_scale = state.correction.scale;
-    summary.corrected_tables = static_cast<int>(state.correction.table_scale.size());
+    summary.corrected_tables = static_cast<int>(std::count_if(state.correction.table_scale.begin(),
+                                                              state.correction.table_scale.end(),
+                                                              [](const auto& entry) { return entry.second > 1.0; }));
+    summary.verified = verified(best, state);
     summary.estimated_max_ms = best.estimate_max_ms;
     std::vector<double> predicted = base_->predict_compute(compute_sets(best.devices));
     for (std::size_t r = 0; r < best.devices.size(); ++r) {
@@ -229,8 +292,9 @@ class MeasuredNeuroShardPlanner final : public Planner {
       if (it != state.measured.end()) summary.devices.push_back({static_cast<int>(r), predicted[r], it->second});
     }
     spdlog::info("measure loop: chose candidate {} of {} by uncorrected prediction; its slowest device {:.3f} ms with "
-                 "measured compute ({} of {} devices measured)",
-                 by_prediction + 1, summary.candidates, best.estimate_max_ms, summary.devices.size(), best.devices.size());
+                 "measured compute ({} of {} devices measured{})",
+                 by_prediction + 1, summary.candidates, best.estimate_max_ms, summary.devices.size(), best.devices.size(),
+                 summary.verified ? ", its bound among them" : "; its bound was not measured, the budget ran out");
     Plan plan = std::move(best.plan);
     plan.algorithm = "neuroshard_measured";
     plan.measure_loop = std::move(summary);

@@ -13,6 +13,7 @@
 #include "model_files.hpp"
 #include "shardplan/atomic_file.hpp"
 #include "shardplan/cost_model_io.hpp"
+#include "shardplan/costs/compute_collector.hpp"
 #include "shardplan/costs/cost_data.hpp"
 #include "shardplan/costs/provenance.hpp"
 #include "shardplan/costs/timing_memory.hpp"
@@ -47,34 +48,14 @@ double elapsed_seconds(std::chrono::steady_clock::time_point since) {
 }
 
 nlohmann::json collection_meta(const CalibrateConfig& config, const std::string& base_identity) {
-  const ComputeBenchConfig& bench = config.bench;
   // What a sample means: a resume must not mix sets drawn or timed another way.
   nlohmann::json settings = {{"sampler", "calibration/1: plan devices and random draws, alternating"},
                              {"pool", config.pool_path},
                              {"base_model", base_identity},
                              {"seed", config.sampling.seed},
                              {"max_tables", config.sampling.max_tables},
-                             {"memory_cap_bytes", config.sampling.memory_cap_bytes},
-                             {"device", bench.device},
-                             {"batch_size", bench.batch_size},
-                             {"threads", bench.threads},
-                             {"warmup_iterations", bench.warmup_iterations},
-                             {"timed_iterations", bench.timed_iterations},
-                             {"memory", memory_policy()}};
-  return {{"kind", "compute"},
-          {"config", settings},
-          {"device", bench.device},
-          {"device_model", device_model(bench.device)},
-          {"cpu_model", cpu_model()},
-          {"threads", bench.threads},
-          {"torch_version", torch_version()},
-          {"batch_size", bench.batch_size},
-          {"seed", config.sampling.seed},
-          {"host", host_name()},
-          {"load_average_at_start", load_average()},
-          {"date", utc_now()},
-          {"command", config.command_line},
-          {"kernel", "torch embedding_bag (sum, sparse grad) per width group, sparse SGD update"}};
+                             {"memory_cap_bytes", config.sampling.memory_cap_bytes}};
+  return compute_collection_meta(std::move(settings), config.bench, config.sampling.seed, config.command_line);
 }
 
 void check_config(const CalibrateConfig& c) {

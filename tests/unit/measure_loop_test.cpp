@@ -21,7 +21,7 @@ using testing::cluster_of;
 using testing::make_table;
 using testing::varied_tables;
 
-std::shared_ptr<const CostModel> analytic() { return make_analytic_cost_model(AnalyticCostConfig{}); }
+std::shared_ptr<const CostModel> analytic() { return testing::analytic_model(); }
 
 // The fake machine: every set 1.5x the model's compute, and any piece of `slow_table` 4x slower alone.
 struct FakeMachine {

@@ -19,7 +19,7 @@ using testing::cluster_of;
 using testing::make_table;
 using testing::varied_tables;
 
-std::shared_ptr<const CostModel> analytic() { return make_analytic_cost_model(AnalyticCostConfig{}); }
+std::shared_ptr<const CostModel> analytic() { return testing::analytic_model(); }
 
 double plan_cost(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {
   double worst = 0.0;

@@ -44,6 +44,9 @@ inline std::vector<Table> varied_tables(int count) {
   return tables;
 }
 
+// TorchRec's analytic estimate: the cost model unit tests use, since they load no model files.
+inline std::shared_ptr<const CostModel> analytic_model() { return make_analytic_cost_model(AnalyticCostConfig{}); }
+
 // A planner configuration with every planner's needs met: the analytic model stands in for the
 // pre-trained one, which unit tests do not load.
 inline PlannerConfig planner_config(uint64_t seed = 0) {

@@ -2,6 +2,7 @@
 // `collect-costs compute`: random shard sets drawn from a table pool augmented to every width
 // 4, 8, ..., 128 (method.md), each timed with the compute benchmark and appended to a cost-data
 // directory. Sample i depends only on (seed, i), so an interrupted collection resumes to the same data.
+#include <nlohmann/json.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,6 +24,12 @@ struct ComputeCollectConfig {
   bool quiet = false;
   std::string command_line;         // recorded in the metadata
 };
+
+// A compute collection's meta.json (cost_data.hpp): `settings` (what a sample means, compared on resume)
+// gain the benchmark's settings, and the provenance of this machine is added. Call after
+// prepare_memory_for_timing, whose policy it records.
+nlohmann::json compute_collection_meta(nlohmann::json settings, const ComputeBenchConfig& bench, uint64_t seed,
+                                       const std::string& command_line);
 
 // The shards of sample `index`: pool tables at random widths, within the memory cap.
 std::vector<Table> draw_compute_sample(const std::vector<Table>& pool, int max_tables, int64_t memory_cap_bytes,
