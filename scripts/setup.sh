@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what shard-plan needs from Debian's packages (skipped when already there) and builds it
-# into build/. Safe to run again. Extra CMake flags: SHARDPLAN_CMAKE_ARGS="-DSHARDPLAN_WITH_TORCH=OFF".
+# Installs what shard-plan needs from Debian's packages (skipped when already there) and builds the
+# shard-plan tool into build/ (the tests are built by scripts/test.sh). Safe to run again. Extra CMake
+# flags: SHARDPLAN_CMAKE_ARGS="-DSHARDPLAN_WITH_TORCH=OFF".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,5 +29,5 @@ fi
 
 # shellcheck disable=SC2086  # SHARDPLAN_CMAKE_ARGS is a list of flags
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${SHARDPLAN_CMAKE_ARGS:-} >/dev/null
-cmake --build build -j"$(nproc)"
+cmake --build build -j"$(nproc)" --target shard-plan
 echo "setup: built build/shard-plan" >&2

@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+cmake --build build -j"$(nproc)"  # the test suites, beyond what setup builds
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 ./scripts/sanitize-and-fuzz.sh
 

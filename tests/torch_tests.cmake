@@ -26,3 +26,17 @@ target_link_libraries(shardplan_regression_tests PRIVATE shardplan_torch shardpl
                       nlohmann_json::nlohmann_json shardplan_warnings shardplan_options)
 target_compile_definitions(shardplan_regression_tests PRIVATE SHARDPLAN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 gtest_discover_tests(shardplan_regression_tests PROPERTIES LABELS regression DISCOVERY_TIMEOUT 120)
+
+# cmake --install gives a working tool with its bundled model; a build directory anywhere finds the model.
+add_test(NAME install_and_build_anywhere
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/install/install_test.sh ${CMAKE_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+set_tests_properties(install_and_build_anywhere PROPERTIES LABELS e2e)
+
+# The example outputs in README.md and docs/ are what the commands print today (tools/regen_examples.py
+# rewrites them; wall-clock times are ignored).
+if(Python3_Interpreter_FOUND)
+  add_test(NAME docs_examples_current
+           COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/regen_examples.py --check --binary $<TARGET_FILE:shard-plan>
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(docs_examples_current PROPERTIES LABELS e2e ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+endif()

@@ -14,7 +14,8 @@ inline constexpr const char* kModelFormat = "shard-plan-model/2";
 std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir);
 
 // The bundled model: `models/default` beside the executable's directory (a build tree) or under its
-// install prefix (share/shard-plan/models/default). Empty when neither exists.
+// install prefix (share/shard-plan/models/default), else under the configured install prefix, else in
+// the source tree the build was configured from. Empty when none exists.
 std::string find_default_model_dir();
 
 // A file shipped with shard-plan ("data/pool.json"), found the same way; empty when it is not there.

@@ -1,5 +1,5 @@
 #pragma once
-// The plan file format "shard-plan/1" (README: "Plan format").
+// The plan file format "shard-plan/1" (docs/formats.md).
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 

@@ -27,7 +27,7 @@ struct PretrainConfig {
   int holdout_world_size = 0;  // 0: the middle collected world size, when at least three were collected
   // How far the compute head may scale a device's summed shard latencies: by exp(+-range). Kept small
   // because the search seeks out whatever sets the model discounts: with 1.0 (a factor down to 0.37)
-  // its plans measured slower than the baselines' (README, "Benchmark").
+  // its plans measured slower than the baselines' (docs/cost-models.md).
   double interaction_range = 0.25;
   bool quiet = false;
   std::string command_line;

@@ -31,8 +31,9 @@ std::shared_ptr<const CostModel> load_model_flag(const std::string& model, int d
   }
   std::string dir = model.empty() ? find_default_model_dir() : model;
   if (dir.empty()) {
-    throw InputError("--model: no bundled model found beside the executable (models/default or "
-                     "share/shard-plan/models/default); pass --model DIR or --model analytic");
+    throw InputError("--model: no bundled model found (models/default beside the executable, under the install "
+                     "prefix's share/shard-plan, or in the source tree it was built from); pass --model DIR or "
+                     "--model analytic");
   }
 #ifdef SHARDPLAN_WITH_TORCH
   std::shared_ptr<const CostModel> loaded = load_cost_model(dir);
