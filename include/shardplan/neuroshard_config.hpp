@@ -12,12 +12,18 @@ struct NeuroShardConfig {
   double grid_max = 1.5;
   int refine_rounds = 64;        // local-search moves after the search (placement_refinement); 0: none
   int threads = 0;               // 0: every core; plans are identical for any count
+  double time_limit_seconds = 0; // stop the search (then the refinement) at this many seconds; 0: none
   bool show_progress = false;    // progress on stderr once the search has run for a second (the CLI's plan)
 };
 
 // The step budget when --steps is 0: 10 (the paper's) on small clusters, growing with the devices and
 // tables, because at 128 GPUs single-table halvings each fix one device at most.
 int auto_split_steps(int num_tables, int num_devices);
+
+// Whether a search of this many pieces (tables and their first halvings) on this many devices takes the
+// large path: each step ranks its children by an incremental estimate and places only the best 2k, over
+// three grid points (neuroshard_planner.cpp). Small searches place every child, as the method does.
+bool is_large_search(int64_t pieces, int num_devices);
 
 // Throws InputError naming the field when a parameter is out of range.
 void validate_neuroshard_config(const NeuroShardConfig& config);

@@ -79,6 +79,17 @@ struct MeasureLoopSummary {
   std::vector<MeasuredDevice> devices;  // the chosen plan's measured devices, by rank
 };
 
+// How the NeuroShard search ended (only its plans carry one). Deterministic unless cut_short.
+struct SearchSummary {
+  int steps = 0;          // split steps run
+  int step_budget = 0;    // steps it could run (--steps, or auto_split_steps)
+  int splits = 0;         // column-wise halvings in the plan
+  std::string stopped;    // "step budget", "patience", "nothing to split", "time limit"
+  int refine_rounds = 0;  // refinement moves accepted
+  bool cut_short = false; // --time-limit ended the search or the refinement early
+  double time_limit_seconds = 0.0;  // 0: none
+};
+
 struct Plan {
   std::string algorithm;
   Cluster cluster;
@@ -89,6 +100,7 @@ struct Plan {
   std::string cost_model;
   std::optional<ModelHardware> cost_model_hardware;  // what the cost model was measured on
   std::optional<MeasureLoopSummary> measure_loop;     // when its devices were measured while planning
+  std::optional<SearchSummary> search;                // the NeuroShard search's own plans
   double planning_seconds = 0.0;
 };
 

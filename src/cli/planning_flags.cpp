@@ -69,6 +69,11 @@ void add_search_options(CLI::App& app, NeuroShardConfig& config) {
                  "cost; 0: none")
       ->capture_default_str()
       ->group(group);
+  app.add_option("--time-limit", config.time_limit_seconds,
+                 "Seconds the search may take (after reading the model and tables); past it, the best plan found so "
+                 "far is returned, marked cut short in the plan file and report; 0: no limit")
+      ->capture_default_str()
+      ->group(group);
   app.add_option("--threads", config.threads, "Search threads; 0: every core (plans do not depend on it)")
       ->capture_default_str()
       ->group(group);

@@ -61,6 +61,16 @@ ojson measure_loop_to_json(const MeasureLoopSummary& loop) {
                {"measured_devices", std::move(devices)}};
 }
 
+ojson search_to_json(const SearchSummary& search) {
+  return ojson{{"steps", search.steps},
+               {"step_budget", search.step_budget},
+               {"splits", search.splits},
+               {"stopped", search.stopped},
+               {"refine_rounds", search.refine_rounds},
+               {"cut_short", search.cut_short},
+               {"time_limit_seconds", search.time_limit_seconds > 0 ? ojson(search.time_limit_seconds) : ojson(nullptr)}};
+}
+
 }  // namespace
 
 ojson plan_to_json(const Plan& plan) {
@@ -96,6 +106,7 @@ ojson plan_to_json(const Plan& plan) {
   }
   doc["devices"] = std::move(devices);
   if (plan.measure_loop) doc["measure_loop"] = measure_loop_to_json(*plan.measure_loop);
+  if (plan.search) doc["search"] = search_to_json(*plan.search);
 
   int64_t max_memory = 0;
   for (const auto& u : usage) max_memory = std::max(max_memory, u.memory_bytes);

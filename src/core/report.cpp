@@ -101,6 +101,12 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
     out += "cost: not predicted (no cost model was used)\n";
   }
   out += fmt::format("planned {} tables in {:.3f} s\n", plan.tables.size(), plan.planning_seconds);
+  if (plan.search && plan.search->cut_short) {
+    out += fmt::format("note: --time-limit {} s cut the search short after {} of {} split steps and {} refinement "
+                       "moves: this is the best plan found by then, not the search's answer\n",
+                       plan.search->time_limit_seconds, plan.search->steps, plan.search->step_budget,
+                       plan.search->refine_rounds);
+  }
   return out;
 }
 

@@ -41,18 +41,24 @@ std::vector<CommFeatureVector> comm_features(const std::vector<int64_t>& dim_sum
   const double earliest = *std::min_element(delays_ms.begin(), delays_ms.end());
   const double max_delay = *std::max_element(delays_ms.begin(), delays_ms.end()) - earliest;
   const double mean_delay = std::accumulate(delays_ms.begin(), delays_ms.end(), 0.0) / static_cast<double>(n) - earliest;
+  // What every device shares, computed once (the search evaluates this for every candidate change).
+  const auto log_mean_width = static_cast<float>(std::log1p(mean_width));
+  const auto log_max_width = static_cast<float>(std::log1p(max_width));
+  const auto log_devices = static_cast<float>(std::log(static_cast<double>(n)));
+  const auto log_max_delay = static_cast<float>(std::log1p(max_delay));
+  const auto log_mean_delay = static_cast<float>(std::log1p(mean_delay));
   for (std::size_t r = 0; r < n; ++r) {
     const double width = static_cast<double>(dim_sums[r]);
     const double wait = max_delay - (delays_ms[r] - earliest);
     out[r] = {static_cast<float>(std::log1p(width)),
-              static_cast<float>(std::log1p(mean_width)),
-              static_cast<float>(std::log1p(max_width)),
+              log_mean_width,
+              log_max_width,
               static_cast<float>(mean_width > 0 ? width / mean_width : 1.0),
               static_cast<float>(max_width > 0 ? width / max_width : 1.0),
-              static_cast<float>(std::log(static_cast<double>(n))),
+              log_devices,
               static_cast<float>(std::log1p(wait)),
-              static_cast<float>(std::log1p(max_delay)),
-              static_cast<float>(std::log1p(mean_delay))};
+              log_max_delay,
+              log_mean_delay};
   }
   return out;
 }

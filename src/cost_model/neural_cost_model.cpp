@@ -18,6 +18,11 @@ void Mlp::prepare() {
   }
 }
 
+// Built for AVX2 machines too (picked at load time): the per-output sums keep their order, so results
+// are the same bit for bit, only more outputs are summed at once. Most of a search's time is here.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
 void Mlp::forward(const float* x, float* y) const {
   float a[kMaxLayerWidth];
   float b[kMaxLayerWidth];
@@ -39,7 +44,21 @@ void Mlp::forward(const float* x, float* y) const {
         for (std::size_t o = 0; o < outs; ++o) out[o] += w[o] * v;
       }
     } else {
-      for (std::size_t o = 0; o < outs; ++o) {
+      // Two outputs at a time: two independent chains of additions, each in the order above.
+      std::size_t o = 0;
+      for (; o + 1 < outs; o += 2) {
+        const float* w0 = layer.weight.data() + o * ins;
+        const float* w1 = w0 + ins;
+        float sum0 = layer.bias[o];
+        float sum1 = layer.bias[o + 1];
+        for (std::size_t i = 0; i < ins; ++i) {
+          sum0 += w0[i] * in[i];
+          sum1 += w1[i] * in[i];
+        }
+        out[o] = sum0;
+        out[o + 1] = sum1;
+      }
+      for (; o < outs; ++o) {
         const float* w = layer.weight.data() + o * ins;
         float sum = layer.bias[o];
         for (std::size_t i = 0; i < ins; ++i) sum += w[i] * in[i];

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <numeric>
-#include <set>
-#include <tuple>
+#include <cmath>
 
+#include "device_index.hpp"
 #include "device_loads.hpp"
 
 namespace shardplan {
@@ -16,8 +16,13 @@ bool better_placement(const Placement& a, const Placement& b) {
 }
 
 // Per-device state of one placement, reused across the grid's points.
+namespace {
+constexpr int64_t kNoLimit = DeviceIndex::kNoLimit;
+}
+
 struct GridPlacer::Scratch : DeviceLoads {
   std::vector<std::vector<int>> group_devices;  // devices already holding a piece of each split table
+  DeviceIndex index;
 
   void reset(int devices, int size, std::size_t groups) {
     DeviceLoads::reset(devices, size);
@@ -38,6 +43,7 @@ struct GridPlacer::Prepared {
   std::vector<int> group;
   int groups = 0;
   int64_t total_width = 0;
+  std::vector<int> distinct_cols;  // the piece widths present, ascending
 };
 
 GridPlacer::Prepared GridPlacer::prepare(const std::vector<Piece>& pieces) const {
@@ -67,17 +73,32 @@ GridPlacer::Prepared GridPlacer::prepare(const std::vector<Piece>& pieces) const
     if (g < 0) g = p.groups++;
     p.group[i] = g;
   }
+  for (const Piece& piece : pieces) p.distinct_cols.push_back(catalog_.cols(piece.variant));
+  std::sort(p.distinct_cols.begin(), p.distinct_cols.end());
+  p.distinct_cols.erase(std::unique(p.distinct_cols.begin(), p.distinct_cols.end()), p.distinct_cols.end());
   return p;
 }
 
 Placement GridPlacer::place(const std::vector<Piece>& pieces) const {
+  return place_points(pieces, 0, grid_.size());
+}
+
+Placement GridPlacer::place_near(const std::vector<Piece>& pieces, double width_cap_multiplier) const {
+  auto at = std::find(grid_.begin(), grid_.end(), width_cap_multiplier);
+  if (at == grid_.end()) return place(pieces);  // the memory fallback's 0, or another grid's point
+  const auto j = static_cast<std::size_t>(at - grid_.begin());
+  return place_points(pieces, j > 0 ? j - 1 : 0, std::min(grid_.size(), j + 2));
+}
+
+Placement GridPlacer::place_points(const std::vector<Piece>& pieces, std::size_t first, std::size_t last) const {
   const Prepared prepared = prepare(pieces);
   Scratch scratch;
   Placement best;
   Placement trial;
-  for (double s : grid_) {
+  for (std::size_t k = first; k < last; ++k) {
+    const double s = grid_[k];
     scratch.reset(devices_, catalog_.summary_size(), static_cast<std::size_t>(prepared.groups));
-    bool cap_bound = place_by_cost(pieces, prepared.order, prepared.group,
+    bool cap_bound = place_by_cost(pieces, prepared.order, prepared.group, prepared.distinct_cols,
                                    s * static_cast<double>(prepared.total_width) / devices_, scratch, trial);
     trial.width_cap_multiplier = s;
     if (better_placement(trial, best)) std::swap(best, trial);
@@ -97,53 +118,52 @@ Placement GridPlacer::place_at(const std::vector<Piece>& pieces, double width_ca
   Scratch scratch;
   Placement out;
   scratch.reset(devices_, catalog_.summary_size(), static_cast<std::size_t>(prepared.groups));
-  place_by_cost(pieces, prepared.order, prepared.group,
+  place_by_cost(pieces, prepared.order, prepared.group, prepared.distinct_cols,
                 width_cap_multiplier * static_cast<double>(prepared.total_width) / devices_, scratch, out);
   out.width_cap_multiplier = width_cap_multiplier;
   return out;
 }
 
 bool GridPlacer::place_by_cost(const std::vector<Piece>& pieces, const std::vector<int>& order,
-                               const std::vector<int>& group, double width_cap, Scratch& scratch,
-                               Placement& out) const {
+                               const std::vector<int>& group, const std::vector<int>& distinct_cols,
+                               double width_cap, Scratch& scratch, Placement& out) const {
   bool cap_bound = false;
   out.ranks.assign(pieces.size(), -1);
   out.unplaced_bytes = 0;
-  // Devices by (predicted compute, memory used, rank): the first acceptable one is the method's choice.
-  std::set<std::tuple<double, int64_t, int>> by_cost;
-  for (int r = 0; r < devices_; ++r) by_cost.emplace(0.0, 0, r);
+  // Equal to the width test `width + cols <= width_cap` for integer widths.
+  const double cap_floor = std::floor(width_cap);
+  const int64_t cap_width = cap_floor >= 1e18 ? kNoLimit : static_cast<int64_t>(cap_floor);
+  DeviceIndex& index = scratch.index;
+  std::vector<int64_t> limits;  // the cap less each piece width present: the width limits asked about
+  if (cap_width != kNoLimit) {
+    for (int cols : distinct_cols) limits.push_back(cap_width - cols);
+  }
+  index.reset(devices_, limits);
   for (int i : order) {
     const Piece& piece = pieces[static_cast<std::size_t>(i)];
     const int64_t bytes = catalog_.bytes(piece.variant);
     const int cols = catalog_.cols(piece.variant);
     const int g = group[static_cast<std::size_t>(i)];
     const std::vector<int>* siblings = g >= 0 ? &scratch.group_devices[static_cast<std::size_t>(g)] : nullptr;
-    // Preference: within the width cap and apart from the table's other pieces; else apart from them;
-    // else anywhere memory fits.
-    int within_cap = -1;
-    int apart = -1;
-    int fits = -1;
-    for (const auto& [cost, used, r] : by_cost) {
-      const auto ru = static_cast<std::size_t>(r);
-      if (used + bytes > usable_bytes_) continue;
-      if (fits < 0) fits = r;
-      if (siblings && std::find(siblings->begin(), siblings->end(), r) != siblings->end()) continue;
-      if (apart < 0) apart = r;
-      if (static_cast<double>(scratch.width[ru] + cols) <= width_cap) {
-        within_cap = r;
-        break;
+    // Preference, each the first device by (compute, memory, rank) where memory fits: within the width
+    // cap and apart from the table's other pieces; else apart from them; else anywhere.
+    const int64_t room = usable_bytes_ - bytes;
+    const int apart = index.first(room, kNoLimit, siblings);
+    int r = apart >= 0 ? apart : index.first(room, kNoLimit, nullptr);
+    if (apart >= 0 && cap_width != kNoLimit && scratch.width[static_cast<std::size_t>(apart)] + cols > cap_width) {
+      const int within_cap = index.first(room, cap_width - cols, siblings);
+      if (within_cap >= 0) {
+        r = within_cap;
+        cap_bound = true;
       }
     }
-    int r = within_cap >= 0 ? within_cap : apart >= 0 ? apart : fits;
-    cap_bound = cap_bound || r != (apart >= 0 ? apart : fits);
     if (r < 0) {
       out.unplaced_bytes += bytes;
       continue;
     }
     const auto ru = static_cast<std::size_t>(r);
-    by_cost.erase({scratch.compute[ru], scratch.bytes[ru], r});
     scratch.compute[ru] = model_.compute_from_summary(scratch.add(ru, catalog_, piece.variant));
-    by_cost.emplace(scratch.compute[ru], scratch.bytes[ru], r);
+    index.update(r, scratch.compute[ru], scratch.bytes[ru], scratch.width[ru]);
     if (siblings) scratch.group_devices[static_cast<std::size_t>(g)].push_back(r);
     out.ranks[static_cast<std::size_t>(i)] = r;
   }

@@ -46,14 +46,18 @@ class GridPlacer {
   Placement place(const std::vector<Piece>& pieces) const;
   // The placement at one grid point only (a quick estimate of what place() would find).
   Placement place_at(const std::vector<Piece>& pieces, double width_cap_multiplier) const;
+  // place() over the grid point width_cap_multiplier and its two neighbours (the whole grid when it is
+  // not a grid point): a split rarely moves the best point far, and large searches cannot afford them all.
+  Placement place_near(const std::vector<Piece>& pieces, double width_cap_multiplier) const;
 
  private:
   struct Scratch;
   struct Prepared;
   Prepared prepare(const std::vector<Piece>& pieces) const;
+  Placement place_points(const std::vector<Piece>& pieces, std::size_t first, std::size_t last) const;
   // Returns whether the width cap changed any choice; when it did not, a looser cap gives the same placement.
   bool place_by_cost(const std::vector<Piece>& pieces, const std::vector<int>& order, const std::vector<int>& group,
-                     double width_cap, Scratch& scratch, Placement& out) const;
+                     const std::vector<int>& distinct_cols, double width_cap, Scratch& scratch, Placement& out) const;
   void place_by_memory(const std::vector<Piece>& pieces, Scratch& scratch, Placement& out) const;
   void finish(Scratch& scratch, Placement& out) const;
 

@@ -13,6 +13,7 @@
 #include "parallel_for.hpp"
 #include "placement_refinement.hpp"
 #include "shard_catalog.hpp"
+#include "split_estimate.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/neuroshard.hpp"
@@ -20,6 +21,16 @@
 #include "shardplan/units.hpp"
 
 namespace shardplan {
+
+// Above this many pieces x devices a step cannot afford a placement per child (at 5,000 tables on 1,024
+// GPUs one costs milliseconds, and there are a thousand steps): children are ranked by SplitEstimator,
+// and only the best 2k are placed, over three grid points around their parent's.
+constexpr int64_t kLargeSearchWork = int64_t{1} << 20;
+
+// Devices a large search's refinement moves pieces to (small ones: the 16 cheapest).
+constexpr int kLargeRefineTargets = 4;
+
+bool is_large_search(int64_t pieces, int num_devices) { return pieces * num_devices > kLargeSearchWork; }
 
 int auto_split_steps(int num_tables, int num_devices) {
   // Small clusters: the paper's 10. Large ones: about one split per device, since a split can at best
@@ -40,6 +51,9 @@ void validate_neuroshard_config(const NeuroShardConfig& c) {
   if (!(c.grid_max >= c.grid_min) || !std::isfinite(c.grid_max)) bad("--grid-max", c.grid_max, "must be at least --grid-min");
   if (c.refine_rounds < 0 || c.refine_rounds > 1'000'000) bad("--refine-rounds", c.refine_rounds, "must be in [0, 1000000] (0: none)");
   if (c.threads < 0 || c.threads > 4096) bad("--threads", c.threads, "must be in [0, 4096] (0: every core)");
+  if (!(c.time_limit_seconds >= 0.0) || !std::isfinite(c.time_limit_seconds)) {
+    bad("--time-limit", c.time_limit_seconds, "must be a number of seconds >= 0 (0: no limit)");
+  }
 }
 
 namespace {
@@ -47,12 +61,20 @@ namespace {
 // Searches that end sooner print no progress at all: most plans take well under a second.
 constexpr double kProgressDelaySeconds = 1.0;
 
+using Clock = std::chrono::steady_clock;
+
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 // A set of pieces (sorted by table, then column) and its best placement.
 struct SplitState {
   std::vector<Piece> pieces;
   uint64_t hash = 0;  // order-free hash of the pieces, to spot one state reached by two paths
   int splits = 0;
-  int parent = 0;  // index in the previous beam
+  int parent = 0;          // index in the previous beam
+  std::size_t split = 0;   // the parent's piece that was halved
   Placement placement;
 };
 
@@ -139,6 +161,12 @@ class NeuroShardPlanner final : public Planner {
   std::vector<Plan> search(const std::vector<Table>& tables, const Cluster& cluster, int max_plans) const {
     validate_cluster(cluster);
     check_total_capacity(tables, cluster);
+    const auto search_start = Clock::now();
+    std::optional<Clock::time_point> deadline;
+    if (config_.time_limit_seconds > 0) {
+      deadline = search_start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(config_.time_limit_seconds));
+    }
     const int threads = resolve_threads(config_.threads);
     ShardCatalog catalog(tables, cluster, *model_, threads);
     GridPlacer placer(catalog, *model_, cluster, GridOptions{config_.grid_points, config_.grid_min, config_.grid_max});
@@ -151,22 +179,37 @@ class NeuroShardPlanner final : public Planner {
 
     const int steps = config_.steps > 0 ? config_.steps
                                         : auto_split_steps(static_cast<int>(tables.size()), cluster.num_devices);
+    const bool large = is_large_search(static_cast<int64_t>(start.pieces.size()), cluster.num_devices);
     SplitState best = start;
     std::vector<SplitState> finalists;  // the best distinct states met, best first (only when asked for several)
     if (max_plans > 1) keep_finalist(finalists, start, max_plans);
     std::vector<SplitState> beam{std::move(start)};
     int evaluated = 1;
     int last_improvement = 0;
-    const auto search_start = std::chrono::steady_clock::now();
+    SearchSummary summary;
+    summary.step_budget = steps;
+    summary.stopped = "step budget";
+    summary.time_limit_seconds = config_.time_limit_seconds;
     std::optional<Progress> progress;
     for (int step = 1; step <= steps; ++step) {
       if (config_.patience > 0 && step - last_improvement > config_.patience) {
+        summary.stopped = "patience";
         if (progress) progress->update(step - 1, fmt::format("stopped: no better plan in {} steps", config_.patience));
         break;
       }
+      if (deadline && std::chrono::steady_clock::now() >= *deadline) {
+        summary.stopped = "time limit";
+        summary.cut_short = true;
+        if (progress) progress->update(step - 1, fmt::format("stopped: --time-limit {} s", config_.time_limit_seconds));
+        break;
+      }
       std::vector<SplitState> children = expand(beam, catalog);
-      if (children.empty()) break;
-      evaluated += score_children(children, beam, placer, threads);
+      if (children.empty()) {
+        summary.stopped = "nothing to split";
+        break;
+      }
+      evaluated += large ? score_children_large(children, beam, catalog, placer, cluster, threads)
+                         : score_children(children, beam, placer, threads);
       // Stable: equal scores keep generation order, so the beam does not depend on thread timing.
       std::stable_sort(children.begin(), children.end(), [](const SplitState& a, const SplitState& b) {
         return better_placement(a.placement, b.placement);
@@ -182,16 +225,25 @@ class NeuroShardPlanner final : public Planner {
       spdlog::debug("neuroshard step {}/{}: beam best {:.4f} ms, best {:.4f} ms ({} splits)", step, steps,
                     children.front().placement.max_cost, best.placement.max_cost, best.splits);
       beam = std::move(children);
-      if (config_.show_progress && !progress &&
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start).count() >= kProgressDelaySeconds) {
-        progress.emplace("split steps", steps, step);
+      summary.steps = step;
+      if (config_.show_progress && !progress && seconds_since(search_start) >= kProgressDelaySeconds) {
+        progress.emplace("search: split steps", steps, step);
       }
       if (progress) {
         progress->update(step, fmt::format("best {:.2f} ms, {} splits", best.placement.max_cost, best.splits));
       }
     }
     if (progress) progress->finish();
-    refine(best, catalog, cluster);
+    if (large && summary.steps > 0) {
+      // The steps tried three grid points each; the chosen pieces get the whole grid once.
+      Placement full = placer.place(best.pieces);
+      if (better_placement(full, best.placement)) best.placement = std::move(full);
+    }
+    const bool show_refinement = config_.show_progress && seconds_since(search_start) >= kProgressDelaySeconds;
+    RefineStats refined = refine(best, catalog, cluster, deadline, show_refinement, large, threads);
+    summary.splits = best.splits;
+    summary.refine_rounds = refined.rounds;
+    summary.cut_short = summary.cut_short || refined.cut_short;
     if (!best.placement.feasible) {
       throw InfeasibleError(fmt::format(
           "neuroshard: no placement found: {} of the tables' memory found no device even after {} column-wise "
@@ -201,11 +253,12 @@ class NeuroShardPlanner final : public Planner {
     spdlog::debug("neuroshard: {} candidate plans scored, {} column-wise splits, predicted {:.4f} ms", evaluated,
                   best.splits, best.placement.max_cost);
     std::vector<Plan> plans{to_plan(best, tables, cluster, catalog)};
+    plans.front().search = summary;
     // The other finalists, refined; the best state itself is already first.
     std::vector<SplitState> others;
     for (SplitState& state : finalists) {
       if (same_pieces(state, best) || !state.placement.feasible) continue;
-      refine(state, catalog, cluster);
+      refine(state, catalog, cluster, deadline, false, large, threads);
       others.push_back(std::move(state));
     }
     std::stable_sort(others.begin(), others.end(), [](const SplitState& a, const SplitState& b) {
@@ -219,13 +272,22 @@ class NeuroShardPlanner final : public Planner {
   }
 
  private:
-  void refine(SplitState& state, const ShardCatalog& catalog, const Cluster& cluster) const {
-    if (!state.placement.feasible || config_.refine_rounds <= 0) return;
+  RefineStats refine(SplitState& state, const ShardCatalog& catalog, const Cluster& cluster,
+                     std::optional<Clock::time_point> deadline, bool show_progress, bool large, int threads) const {
+    RefineStats stats;
+    if (!state.placement.feasible || config_.refine_rounds <= 0) return stats;
     const double searched = state.placement.max_cost;
     RefineOptions options;
     options.max_rounds = config_.refine_rounds;
-    state.placement = refine_placement(state.pieces, state.placement, catalog, *model_, cluster.usable_bytes_per_device(), options);
-    spdlog::debug("neuroshard: refinement {:.4f} -> {:.4f} ms", searched, state.placement.max_cost);
+    options.deadline = deadline;
+    options.threads = threads;
+    // Each change costs D all-to-all predictions: large placements try the 4 cheapest targets, not 16.
+    if (large) options.target_devices = kLargeRefineTargets;
+    if (show_progress) spdlog::info("search: refining the placement (at most {} moves)", config_.refine_rounds);
+    state.placement = refine_placement(state.pieces, state.placement, catalog, *model_, cluster.usable_bytes_per_device(),
+                                       options, &stats);
+    spdlog::debug("neuroshard: refinement {:.4f} -> {:.4f} ms in {} moves", searched, state.placement.max_cost, stats.rounds);
+    return stats;
   }
 
   static bool same_pieces(const SplitState& a, const SplitState& b) {
@@ -296,6 +358,37 @@ class NeuroShardPlanner final : public Planner {
     return static_cast<int>(children.size());
   }
 
+  // score_children for large searches: every child ranked by SplitEstimator on its parent, the best 2k
+  // placed over three grid points around the parent's.
+  int score_children_large(std::vector<SplitState>& children, const std::vector<SplitState>& beam,
+                           const ShardCatalog& catalog, const GridPlacer& placer, const Cluster& cluster,
+                           int threads) const {
+    const auto shortlist = static_cast<std::size_t>(2 * config_.beam_width);
+    const bool estimable = std::all_of(beam.begin(), beam.end(), [](const SplitState& s) { return s.placement.feasible; });
+    if (!estimable) return score_children(children, beam, placer, threads);
+    if (children.size() > shortlist) {
+      std::vector<SplitEstimator> estimators;
+      estimators.reserve(beam.size());
+      for (const SplitState& parent : beam) {
+        estimators.emplace_back(parent.pieces, parent.placement, catalog, *model_, cluster.usable_bytes_per_device());
+      }
+      parallel_for(static_cast<int>(children.size()), threads, [&](int i) {
+        auto& child = children[static_cast<std::size_t>(i)];
+        child.placement.max_cost = estimators[static_cast<std::size_t>(child.parent)].after_split(child.split);
+        child.placement.feasible = std::isfinite(child.placement.max_cost);
+      });
+      std::stable_sort(children.begin(), children.end(), [](const SplitState& a, const SplitState& b) {
+        return better_placement(a.placement, b.placement);
+      });
+      children.resize(shortlist);
+    }
+    parallel_for(static_cast<int>(children.size()), threads, [&](int i) {
+      auto& child = children[static_cast<std::size_t>(i)];
+      child.placement = placer.place_near(child.pieces, beam[static_cast<std::size_t>(child.parent)].placement.width_cap_multiplier);
+    });
+    return static_cast<int>(children.size());
+  }
+
   // The beam's children, one split each, without duplicates (one state reached from two parents).
   std::vector<SplitState> expand(const std::vector<SplitState>& beam, const ShardCatalog& catalog) const {
     std::vector<SplitState> children;
@@ -314,7 +407,7 @@ class NeuroShardPlanner final : public Planner {
         });
         if (seen) continue;
         by_hash.emplace(hash, children.size());
-        children.push_back(SplitState{std::move(pieces), hash, parent.splits + 1, static_cast<int>(p), {}});
+        children.push_back(SplitState{std::move(pieces), hash, parent.splits + 1, static_cast<int>(p), i, {}});
       }
     }
     return children;

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "device_loads.hpp"
+#include "parallel_for.hpp"
 
 namespace shardplan {
 
@@ -83,7 +84,11 @@ struct Change {
 }  // namespace
 
 Placement refine_placement(const std::vector<Piece>& pieces, const Placement& start, const ShardCatalog& catalog,
-                           const CostModel& model, int64_t usable_bytes, RefineOptions options) {
+                           const CostModel& model, int64_t usable_bytes, RefineOptions options,
+                           RefineStats* stats) {
+  RefineStats unused;
+  RefineStats& done = stats ? *stats : unused;
+  done = RefineStats{};
   if (!start.feasible || start.devices.size() < 2) return start;
   const std::size_t n = start.devices.size();
   Devices devices(pieces, start.ranks, catalog, model, static_cast<int>(n));
@@ -91,10 +96,11 @@ Placement refine_placement(const std::vector<Piece>& pieces, const Placement& st
   Placement out = start;
   out.devices = costs_from_compute(model, loads.compute, loads.width);
   out.max_cost = max_total_ms(out.devices);
-  std::vector<float> scratch;
-  std::vector<double> compute;
-  std::vector<int64_t> width;
   for (int round = 0; round < options.max_rounds; ++round) {
+    if (options.deadline && std::chrono::steady_clock::now() >= *options.deadline) {
+      done.cut_short = true;
+      break;
+    }
     // Sources: the costliest devices, and the one with the most compute, which every other device
     // waits for in the forward all-to-all (so all totals can sit near the maximum while one device
     // causes it). Targets: the cheapest devices.
@@ -113,18 +119,10 @@ Placement refine_placement(const std::vector<Piece>& pieces, const Placement& st
 
     Change best;
     best.max = out.max_cost;
-    auto consider = [&](std::size_t from, int i, int j, std::size_t to) {
-      compute = loads.compute;
-      width = loads.width;
-      compute[from] = devices.compute_after(from, i, j, scratch);
-      compute[to] = devices.compute_after(to, j, i, scratch);
-      const int cols_j = j >= 0 ? devices.piece_cols(j) : 0;
-      width[from] += cols_j - devices.piece_cols(i);
-      width[to] += devices.piece_cols(i) - cols_j;
-      double max = max_total_ms(costs_from_compute(model, compute, width));
-      // Strictly better by more than rounding, so no cycle of equal-cost changes.
-      if (max < best.max - 1e-9 * best.max) best = Change{i, j, from, to, max};
-    };
+    // Every change is listed first, then evaluated (on `threads`, each into its own slot), then chosen
+    // in listing order: the same choice as evaluating them one by one.
+    std::vector<Change> changes;
+    auto consider = [&](std::size_t from, int i, int j, std::size_t to) { changes.push_back(Change{i, j, from, to, 0.0}); };
     for (std::size_t from : sources) {
       for (int i : devices.held(from)) {
         const int64_t bytes_i = devices.piece_bytes(i);
@@ -141,6 +139,24 @@ Placement refine_placement(const std::vector<Piece>& pieces, const Placement& st
         }
       }
     }
+    parallel_for(static_cast<int>(changes.size()), options.threads, [&](int k) {
+      thread_local std::vector<float> scratch;
+      thread_local std::vector<double> compute;
+      thread_local std::vector<int64_t> width;
+      Change& c = changes[static_cast<std::size_t>(k)];
+      compute = loads.compute;
+      width = loads.width;
+      compute[c.from] = devices.compute_after(c.from, c.i, c.j, scratch);
+      compute[c.to] = devices.compute_after(c.to, c.j, c.i, scratch);
+      const int cols_j = c.j >= 0 ? devices.piece_cols(c.j) : 0;
+      width[c.from] += cols_j - devices.piece_cols(c.i);
+      width[c.to] += devices.piece_cols(c.i) - cols_j;
+      c.max = max_total_ms(costs_from_compute(model, compute, width));
+    });
+    for (const Change& c : changes) {
+      // Strictly better by more than rounding, so no cycle of equal-cost changes.
+      if (c.max < best.max - 1e-9 * best.max) best = c;
+    }
     if (best.i < 0) break;
     devices.move(best.i, best.from, best.to);
     out.ranks[static_cast<std::size_t>(best.i)] = static_cast<int>(best.to);
@@ -150,6 +166,7 @@ Placement refine_placement(const std::vector<Piece>& pieces, const Placement& st
     }
     out.devices = costs_from_compute(model, loads.compute, loads.width);
     out.max_cost = max_total_ms(out.devices);
+    ++done.rounds;
   }
   return out;
 }

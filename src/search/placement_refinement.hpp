@@ -3,6 +3,8 @@
 // that lowers the plan's predicted maximum. The greedy pass places each piece once, in cost
 // order, by compute alone; it cannot undo an early choice that later leaves one device slowest (on a
 // 10-table, 4-GPU task it put two heavy tables together where TorchRec's planner kept them apart).
+#include <chrono>
+#include <optional>
 #include <vector>
 
 #include "grid_placement.hpp"
@@ -16,12 +18,20 @@ struct RefineOptions {
   int max_rounds = 64;        // accepted moves at most; each lowers the maximum, so it ends anyway
   int source_devices = 4;     // pieces leave only the costliest devices (and the one with most compute)
   int target_devices = 16;    // and go only to the cheapest ones: both bound the work per round
+  int threads = 1;            // changes evaluated at once; the result does not depend on it
+  std::optional<std::chrono::steady_clock::time_point> deadline;  // no new round starts after it
+};
+
+struct RefineStats {
+  int rounds = 0;          // moves accepted
+  bool cut_short = false;  // the deadline stopped it while moves still helped
 };
 
 // A placement at least as good as `start` (feasible placements only; others come back unchanged). The
 // pieces of one table stay on different devices and every device within its usable memory.
 // Deterministic: candidates are tried in a fixed order and ties keep the first.
 Placement refine_placement(const std::vector<Piece>& pieces, const Placement& start, const ShardCatalog& catalog,
-                           const CostModel& model, int64_t usable_bytes, RefineOptions options = {});
+                           const CostModel& model, int64_t usable_bytes, RefineOptions options = {},
+                           RefineStats* stats = nullptr);
 
 }  // namespace shardplan

@@ -141,6 +141,8 @@ INSTANTIATE_TEST_SUITE_P(
                     with(plan_args(), {"--mem-per-gpu", "99999999TiB"}), 2, "--mem-per-gpu"},
         HostileCase{"search_steps_absurd", {{"tables.json", kOkTables}}, with(plan_args(), {"--steps", "1000000000"}),
                     2, "--steps: must be in [0, 1000000]"},
+        HostileCase{"time_limit_negative", {{"tables.json", kOkTables}}, with(plan_args(), {"--time-limit", "-1"}), 2,
+                    "--time-limit: must be a number of seconds >= 0 (0: no limit), got -1"},
         HostileCase{"grid_bound_nan", {{"tables.json", kOkTables}}, with(plan_args(), {"--grid-min", "nan"}), 2,
                     "--grid-min: must be a positive number, got nan"},
         HostileCase{"report_not_svg", {{"tables.json", kOkTables}}, with(plan_args(), {"--report", "{dir}/c.png"}), 2,

@@ -40,6 +40,30 @@ TEST(PlanCli, PlansTheBundledExampleOn128Gpus) {
   expect_valid(out, kExample);
 }
 
+TEST(PlanCli, TimeLimitCutsTheSearchShortAndSaysSo) {
+  TempDir dir;
+  std::string out = dir.path("plan.json");
+  // Every step would run (no patience, a huge budget); a millisecond ends the search after the unsplit
+  // placement, and the refinement with it.
+  CliResult r = run_cli({"--tables", kExample, "--gpus", "128", "--patience", "0", "--steps", "1000000",
+                         "--time-limit", "0.001", "--no-compare", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("note: --time-limit 0.001 s cut the search short"), std::string::npos) << r.out;
+  auto plan = nlohmann::json::parse(read_file(out));
+  EXPECT_EQ(plan["search"]["cut_short"], true);
+  EXPECT_EQ(plan["search"]["stopped"], "time limit");
+  EXPECT_LT(plan["search"]["steps"].get<int>(), 1000000);
+  expect_valid(out, kExample);
+
+  // Without a limit the search says how it ended, and the report has no note.
+  CliResult full = run_cli({"--tables", kSmall, "--gpus", "4", "-o", dir.path("full.json"), "--no-compare"});
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  EXPECT_EQ(full.out.find("cut the search short"), std::string::npos) << full.out;
+  auto done = nlohmann::json::parse(read_file(dir.path("full.json")));
+  EXPECT_EQ(done["search"]["cut_short"], false);
+  EXPECT_TRUE(done["search"]["time_limit_seconds"].is_null());
+}
+
 TEST(PlanCli, SubcommandNameIsOptional) {
   TempDir dir;
   CliResult a = run_cli({"plan", "--tables", kSmall, "--gpus", "2", "-o", dir.path("a.json"), "--quiet"});

@@ -1,0 +1,153 @@
+// The search's work bounds at scale: the device index agrees with a walk in order, the large path's
+// step budget and refinement, determinism across threads on a large case, and --time-limit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "device_index.hpp"
+#include "shardplan/neuroshard.hpp"
+#include "shardplan/plan_io.hpp"
+#include "shardplan/validate.hpp"
+#include "test_tables.hpp"
+
+namespace shardplan {
+namespace {
+
+using testing::cluster_of;
+using testing::varied_tables;
+
+// The walk the index replaces: devices by (compute, bytes, rank), the first that qualifies.
+int first_by_walk(const std::set<std::tuple<double, int64_t, int>>& order, const std::vector<int64_t>& width,
+                  int64_t max_bytes, int64_t max_width, const std::vector<int>& excluded) {
+  for (const auto& [compute, bytes, r] : order) {
+    if (bytes > max_bytes || width[static_cast<std::size_t>(r)] > max_width) continue;
+    if (std::find(excluded.begin(), excluded.end(), r) != excluded.end()) continue;
+    return r;
+  }
+  return -1;
+}
+
+TEST(DeviceIndex, FindsWhatAWalkInOrderFinds) {
+  std::mt19937_64 rng(7);
+  for (int devices : {1, 2, 3, 5, 8, 37, 130}) {
+    DeviceIndex index;
+    // The width limits the queries below use, as a placement gives them (beyond 32 devices each has a tree).
+    index.reset(devices, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+    std::set<std::tuple<double, int64_t, int>> order;
+    std::vector<double> compute(static_cast<std::size_t>(devices), 0.0);
+    std::vector<int64_t> bytes(static_cast<std::size_t>(devices), 0);
+    std::vector<int64_t> width(static_cast<std::size_t>(devices), 0);
+    for (int r = 0; r < devices; ++r) order.emplace(0.0, 0, r);
+    for (int round = 0; round < 400; ++round) {
+      // Ties in compute are common (empty devices, equal pieces): draw from few values.
+      const int r = static_cast<int>(rng() % static_cast<uint64_t>(devices));
+      const auto ru = static_cast<std::size_t>(r);
+      order.erase({compute[ru], bytes[ru], r});
+      compute[ru] = static_cast<double>(rng() % 6);
+      bytes[ru] = static_cast<int64_t>(rng() % 5);
+      width[ru] = static_cast<int64_t>(rng() % 9);
+      order.emplace(compute[ru], bytes[ru], r);
+      index.update(r, compute[ru], bytes[ru], width[ru]);
+
+      const auto max_bytes = static_cast<int64_t>(rng() % 6) - 1;
+      const int64_t max_width = rng() % 4 == 0 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(rng() % 10);
+      std::vector<int> excluded;
+      for (int k = 0; k < static_cast<int>(rng() % 3); ++k) excluded.push_back(static_cast<int>(rng() % static_cast<uint64_t>(devices)));
+      EXPECT_EQ(index.first(max_bytes, max_width, &excluded), first_by_walk(order, width, max_bytes, max_width, excluded))
+          << devices << " devices, round " << round;
+      EXPECT_EQ(index.first(max_bytes, max_width, nullptr), first_by_walk(order, width, max_bytes, max_width, {}));
+    }
+  }
+}
+
+TEST(SearchScale, LargePathStartsAboveAMillionPiecesTimesDevices) {
+  EXPECT_FALSE(is_large_search(856, 128));
+  EXPECT_FALSE(is_large_search(1024, 1024));
+  EXPECT_TRUE(is_large_search(1025, 1024));
+  EXPECT_TRUE(is_large_search(5000, 1024));
+  EXPECT_TRUE(is_large_search(20000, 4096));
+}
+
+TEST(SearchScale, StepBudgetIsBoundedByTheSmallerOfTablesAndDevices) {
+  // The documented bound: max(10, min(tables, GPUs)) steps, each placing a fixed number of children.
+  EXPECT_EQ(auto_split_steps(5000, 1024), 1024);
+  EXPECT_EQ(auto_split_steps(20000, 4096), 4096);
+  EXPECT_EQ(auto_split_steps(300, 4096), 300);
+  EXPECT_EQ(auto_split_steps(5, 2), 10);
+}
+
+// 1,200 tables on 1,024 devices: the large path, small enough for a unit test.
+struct LargeCase {
+  std::vector<Table> tables = varied_tables(1200);
+  Cluster cluster = cluster_of(1024, 8ll << 30);
+};
+
+Plan plan_large(const LargeCase& c, NeuroShardConfig config) {
+  return make_neuroshard_planner(testing::analytic_model(), config)->plan(c.tables, c.cluster);
+}
+
+TEST(SearchScale, LargePlansAreValidAndSayHowTheSearchEnded) {
+  LargeCase c;
+  ASSERT_TRUE(is_large_search(1200, 1024));
+  NeuroShardConfig config;
+  config.steps = 12;
+  config.refine_rounds = 8;
+  Plan plan = plan_large(c, config);
+  auto result = validate_plan_json(nlohmann::json::parse(plan_to_string(plan)), c.tables, "plan");
+  EXPECT_TRUE(result.valid()) << result.problems.front();
+  ASSERT_TRUE(plan.search.has_value());
+  EXPECT_LE(plan.search->steps, 12);
+  EXPECT_EQ(plan.search->step_budget, 12);
+  EXPECT_LE(plan.search->refine_rounds, 8);
+  EXPECT_FALSE(plan.search->cut_short);
+  EXPECT_EQ(nlohmann::json::parse(plan_to_string(plan))["search"]["cut_short"], false);
+}
+
+TEST(SearchScale, LargeSearchIsTheSameForAnyThreadCount) {
+  LargeCase c;
+  NeuroShardConfig config;
+  config.steps = 6;
+  config.refine_rounds = 4;
+  config.threads = 1;
+  const std::string one = plan_to_string(plan_large(c, config));
+  for (int threads : {2, 5}) {
+    config.threads = threads;
+    EXPECT_EQ(plan_to_string(plan_large(c, config)), one) << threads << " threads";
+  }
+}
+
+TEST(SearchScale, TimeLimitReturnsAValidPlanMarkedCutShort) {
+  LargeCase c;
+  NeuroShardConfig config;
+  config.patience = 0;           // every step would run
+  config.steps = 1'000'000;      // far more than a millisecond allows
+  config.time_limit_seconds = 0.001;
+  Plan plan = plan_large(c, config);
+  auto doc = nlohmann::json::parse(plan_to_string(plan));
+  auto result = validate_plan_json(doc, c.tables, "plan");
+  EXPECT_TRUE(result.valid()) << result.problems.front();
+  ASSERT_TRUE(plan.search.has_value());
+  EXPECT_TRUE(plan.search->cut_short);
+  EXPECT_EQ(plan.search->stopped, "time limit");
+  EXPECT_LT(plan.search->steps, plan.search->step_budget);
+  EXPECT_EQ(doc["search"]["cut_short"], true);
+  EXPECT_DOUBLE_EQ(doc["search"]["time_limit_seconds"].get<double>(), 0.001);
+}
+
+TEST(SearchScale, SmallSearchesWithoutALimitAreNotCutShort) {
+  auto tables = varied_tables(30);
+  NeuroShardConfig config;
+  config.time_limit_seconds = 3600;
+  Plan plan = make_neuroshard_planner(testing::analytic_model(), config)->plan(tables, cluster_of(4, 8ll << 30));
+  ASSERT_TRUE(plan.search.has_value());
+  EXPECT_FALSE(plan.search->cut_short);
+  EXPECT_NE(plan.search->stopped, "time limit");
+}
+
+}  // namespace
+}  // namespace shardplan
