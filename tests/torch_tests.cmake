@@ -39,4 +39,9 @@ if(Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/regen_examples.py --check --binary $<TARGET_FILE:shard-plan>
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(docs_examples_current PROPERTIES LABELS e2e ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1")
+  # tools/scale-bench end to end on small cases (a large-search one among them): every case plans, and
+  # the JSON has what the README quotes.
+  add_test(NAME scale_bench_runs
+           COMMAND bash -c "set -o pipefail; ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/scale-bench --binary $<TARGET_FILE:shard-plan> --cases 40x4,1200x1024 --json -- --steps 3 --refine-rounds 2 | ${Python3_EXECUTABLE} -c \"import json,sys; d=json.load(sys.stdin); c=d['cases']; assert len(c)==2 and all(x['exit_code']==0 and x['seconds']>0 and x['peak_rss_bytes']>0 and x['search']['steps']<=3 for x in c), c; print('ok')\"")
+  set_tests_properties(scale_bench_runs PROPERTIES LABELS e2e)
 endif()
