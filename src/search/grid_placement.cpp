@@ -15,11 +15,11 @@ bool better_placement(const Placement& a, const Placement& b) {
   return a.max_cost < b.max_cost;
 }
 
-// Per-device state of one placement, reused across the grid's points.
 namespace {
 constexpr int64_t kNoLimit = DeviceIndex::kNoLimit;
 }
 
+// Per-device state of one placement, reused across the grid's points.
 struct GridPlacer::Scratch : DeviceLoads {
   std::vector<std::vector<int>> group_devices;  // devices already holding a piece of each split table
   DeviceIndex index;

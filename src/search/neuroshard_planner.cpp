@@ -63,7 +63,6 @@ constexpr double kProgressDelaySeconds = 1.0;
 
 using Clock = std::chrono::steady_clock;
 
-
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -197,7 +196,7 @@ class NeuroShardPlanner final : public Planner {
         if (progress) progress->update(step - 1, fmt::format("stopped: no better plan in {} steps", config_.patience));
         break;
       }
-      if (deadline && std::chrono::steady_clock::now() >= *deadline) {
+      if (deadline && Clock::now() >= *deadline) {
         summary.stopped = "time limit";
         summary.cut_short = true;
         if (progress) progress->update(step - 1, fmt::format("stopped: --time-limit {} s", config_.time_limit_seconds));

@@ -24,7 +24,7 @@ struct RefineOptions {
 
 struct RefineStats {
   int rounds = 0;          // moves accepted
-  bool cut_short = false;  // the deadline stopped it while moves still helped
+  bool cut_short = false;  // the deadline stopped it before it ran out of improving moves
 };
 
 // A placement at least as good as `start` (feasible placements only; others come back unchanged). The

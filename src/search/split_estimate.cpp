@@ -1,8 +1,6 @@
 #include "split_estimate.hpp"
 
-#include <algorithm>
 #include <limits>
-#include <numeric>
 
 namespace shardplan {
 
@@ -30,7 +28,7 @@ double SplitEstimator::after_split(std::size_t i) const {
   const int half = catalog_.half(v);
   const auto from = static_cast<std::size_t>(placement_.ranks[i]);
   const auto& holders = table_devices_[static_cast<std::size_t>(catalog_.table(v))];
-  const int to = index_.first(usable_bytes_ - catalog_.bytes(half), std::numeric_limits<int64_t>::max(), &holders);
+  const int to = index_.first(usable_bytes_ - catalog_.bytes(half), DeviceIndex::kNoLimit, &holders);
   if (to < 0) return std::numeric_limits<double>::infinity();
   const auto width = loads_.summary_size;
   const auto tu = static_cast<std::size_t>(to);

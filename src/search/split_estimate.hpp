@@ -1,9 +1,9 @@
 #pragma once
 // What halving one piece would do to its parent's placement if nothing else moved: one half stays, the
 // other goes to the first device by (compute, memory, rank) that has room and holds no piece of the
-// table, as the greedy placement would send it. The estimate is the largest device total, with the
-// parent's all-to-all costs kept. O(summary + log D) per split against O(pieces x log D) for a
-// placement: large searches rank every split by it and place only the most promising few.
+// table, as the greedy placement would send it; the result is costed by the model like any placement
+// (both devices' compute, every device's all-to-all). O(summary + D) per split against
+// O(pieces x log D) for a placement: large searches rank every split by it and place only the best few.
 #include <cstdint>
 #include <vector>
 
@@ -30,7 +30,7 @@ class SplitEstimator {
   int64_t usable_bytes_;
   DeviceLoads loads_;
   DeviceIndex index_;
-  std::vector<double> compute_;                 // per device: the parent's predicted compute
+  std::vector<double> compute_;                  // per device: the parent's predicted compute
   std::vector<std::vector<int>> table_devices_;  // per table: the devices holding its pieces
 };
 
