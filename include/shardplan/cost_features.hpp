@@ -24,6 +24,9 @@ ComputeFeatureVector compute_features(const ShardFeatures& shard);
 inline constexpr int kCommFeatures = 9;
 using CommFeatureVector = std::array<float, kCommFeatures>;
 std::vector<CommFeatureVector> comm_features(const std::vector<int64_t>& dim_sums, const std::vector<double>& delays_ms);
+// The same into `out` (resized), so a search evaluating many plans reuses one buffer.
+void comm_features_into(const std::vector<int64_t>& dim_sums, const std::vector<double>& delays_ms,
+                        std::vector<CommFeatureVector>& out);
 
 // A device's wait inside the forward all-to-all: it cannot finish before the latest device has started.
 std::vector<double> comm_waits(const std::vector<double>& delays_ms);

@@ -52,6 +52,10 @@ std::vector<std::vector<ShardFeatures>> compute_sets(const std::vector<DeviceSha
 // Per-device costs from each device's predicted compute and output width: adds the model's all-to-all.
 std::vector<DeviceCost> costs_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
                                            const std::vector<int64_t>& dim_sums);
+// max_total_ms(costs_from_compute(...)), the same value, without allocating: what a search asks of
+// every candidate change.
+double max_total_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
+                              const std::vector<int64_t>& dim_sums);
 
 // Scores a plan: per-device compute, forward and backward communication.
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model);

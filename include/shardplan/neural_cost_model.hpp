@@ -34,6 +34,10 @@ struct Mlp {
   void prepare();
   // `x` has inputs() values, `y` receives outputs() values.
   void forward(const float* x, float* y) const;
+  // forward() for n inputs at once (x: n x inputs(), y: n x outputs()), each result equal to forward()'s
+  // bit for bit: a narrow layer's dot products are sequential chains of additions, and several samples'
+  // chains run side by side instead of one after another.
+  void forward_batch(const float* x, std::size_t n, float* y) const;
 };
 
 // Standardisation of inputs and targets with the training set's statistics.

@@ -33,9 +33,16 @@ std::vector<double> comm_waits(const std::vector<double>& delays_ms) {
 }
 
 std::vector<CommFeatureVector> comm_features(const std::vector<int64_t>& dim_sums, const std::vector<double>& delays_ms) {
+  std::vector<CommFeatureVector> out;
+  comm_features_into(dim_sums, delays_ms, out);
+  return out;
+}
+
+void comm_features_into(const std::vector<int64_t>& dim_sums, const std::vector<double>& delays_ms,
+                        std::vector<CommFeatureVector>& out) {
   const std::size_t n = dim_sums.size();
-  std::vector<CommFeatureVector> out(n);
-  if (n == 0) return out;
+  out.resize(n);
+  if (n == 0) return;
   const double mean_width = std::accumulate(dim_sums.begin(), dim_sums.end(), 0.0) / static_cast<double>(n);
   const double max_width = static_cast<double>(*std::max_element(dim_sums.begin(), dim_sums.end()));
   const double earliest = *std::min_element(delays_ms.begin(), delays_ms.end());
@@ -60,7 +67,6 @@ std::vector<CommFeatureVector> comm_features(const std::vector<int64_t>& dim_sum
               log_max_delay,
               log_mean_delay};
   }
-  return out;
 }
 
 }  // namespace shardplan

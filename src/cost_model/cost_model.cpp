@@ -43,6 +43,18 @@ std::vector<DeviceCost> costs_from_compute(const CostModel& model, const std::ve
   return costs;
 }
 
+double max_total_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
+                              const std::vector<int64_t>& dim_sums) {
+  thread_local std::vector<double> fw;
+  thread_local std::vector<double> bw;
+  model.predict_comm(dim_sums, compute_ms, fw, bw);
+  double worst = 0.0;
+  for (std::size_t r = 0; r < compute_ms.size(); ++r) {
+    worst = std::max(worst, DeviceCost{compute_ms[r], fw[r], bw[r]}.total_ms());
+  }
+  return worst;
+}
+
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {
   std::vector<DeviceShards> devices = device_shards(plan, tables);
   std::vector<int64_t> dim_sums;

@@ -18,6 +18,39 @@ void Mlp::prepare() {
   }
 }
 
+namespace {
+
+// A layer of 8 or more outputs from its weight_by_input: each output starts at its bias and adds the
+// inputs in ascending order; zero inputs (ReLU outputs, mostly) add nothing and are skipped. Eight
+// outputs at a time in a local accumulator, which stays in a register across the inputs.
+inline void wide_layer(const DenseLayer& layer, const float* in, float* out) {
+  const auto outs = static_cast<std::size_t>(layer.outputs);
+  const auto ins = static_cast<std::size_t>(layer.inputs);
+  std::size_t o0 = 0;
+  for (; o0 + 8 <= outs; o0 += 8) {
+    float acc[8];
+    for (std::size_t k = 0; k < 8; ++k) acc[k] = layer.bias[o0 + k];
+    for (std::size_t i = 0; i < ins; ++i) {
+      const float v = in[i];
+      if (v == 0.0f) continue;
+      const float* w = layer.weight_by_input.data() + i * outs + o0;
+      for (std::size_t k = 0; k < 8; ++k) acc[k] += w[k] * v;
+    }
+    for (std::size_t k = 0; k < 8; ++k) out[o0 + k] = acc[k];
+  }
+  for (std::size_t o = o0; o < outs; ++o) {
+    float acc = layer.bias[o];
+    for (std::size_t i = 0; i < ins; ++i) {
+      const float v = in[i];
+      if (v == 0.0f) continue;
+      acc += layer.weight_by_input[i * outs + o] * v;
+    }
+    out[o] = acc;
+  }
+}
+
+}  // namespace
+
 // Built for AVX2 machines too (picked at load time): the per-output sums keep their order, so results
 // are the same bit for bit, only more outputs are summed at once. Most of a search's time is here.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
@@ -34,15 +67,7 @@ void Mlp::forward(const float* x, float* y) const {
     const auto outs = static_cast<std::size_t>(layer.outputs);
     const auto ins = static_cast<std::size_t>(layer.inputs);
     if (outs >= 8 && layer.weight_by_input.size() == ins * outs) {
-      // Every output starts at its bias and adds inputs in ascending order, as below; zero inputs (ReLU
-      // outputs, mostly) add nothing and are skipped. Narrow layers are plain dot products (below).
-      std::copy(layer.bias.begin(), layer.bias.end(), out);
-      for (std::size_t i = 0; i < ins; ++i) {
-        const float v = in[i];
-        if (v == 0.0f) continue;
-        const float* w = layer.weight_by_input.data() + i * outs;
-        for (std::size_t o = 0; o < outs; ++o) out[o] += w[o] * v;
-      }
+      wide_layer(layer, in, out);  // narrow layers are plain dot products (below), in the same order
     } else {
       // Two outputs at a time: two independent chains of additions, each in the order above.
       std::size_t o = 0;
@@ -69,6 +94,55 @@ void Mlp::forward(const float* x, float* y) const {
       for (std::size_t o = 0; o < outs; ++o) out[o] = std::max(out[o], 0.0f);
     }
     in = out;
+  }
+}
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void Mlp::forward_batch(const float* x, std::size_t n, float* y) const {
+  constexpr std::size_t kBlock = 8;
+  static thread_local std::vector<float> buffers(2 * kBlock * kMaxLayerWidth);
+  float* a = buffers.data();
+  float* b = a + kBlock * kMaxLayerWidth;
+  const auto n_in = static_cast<std::size_t>(inputs());
+  const auto n_out = static_cast<std::size_t>(outputs());
+  for (std::size_t start = 0; start < n; start += kBlock) {
+    const std::size_t m = std::min(kBlock, n - start);
+    const float* in = x + start * n_in;
+    std::size_t in_stride = n_in;
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      const DenseLayer& layer = layers[l];
+      const bool last = l + 1 == layers.size();
+      float* out = last ? y + start * n_out : (l % 2 == 0 ? a : b);
+      const std::size_t out_stride = last ? n_out : kMaxLayerWidth;
+      const auto outs = static_cast<std::size_t>(layer.outputs);
+      const auto ins = static_cast<std::size_t>(layer.inputs);
+      if (outs >= 8 && layer.weight_by_input.size() == ins * outs) {
+        for (std::size_t s = 0; s < m; ++s) {  // as forward(): vectorised over the outputs
+          float* o_s = out + s * out_stride;
+          const float* in_s = in + s * in_stride;
+          wide_layer(layer, in_s, o_s);
+        }
+      } else {
+        float sum[kBlock];
+        for (std::size_t o = 0; o < outs; ++o) {
+          const float* w = layer.weight.data() + o * ins;
+          for (std::size_t s = 0; s < m; ++s) sum[s] = layer.bias[o];
+          for (std::size_t i = 0; i < ins; ++i) {
+            for (std::size_t s = 0; s < m; ++s) sum[s] += w[i] * in[s * in_stride + i];
+          }
+          for (std::size_t s = 0; s < m; ++s) out[s * out_stride + o] = sum[s];
+        }
+      }
+      if (!last || relu_last) {
+        for (std::size_t s = 0; s < m; ++s) {
+          for (std::size_t o = 0; o < outs; ++o) out[s * out_stride + o] = std::max(out[s * out_stride + o], 0.0f);
+        }
+      }
+      in = out;
+      in_stride = out_stride;
+    }
   }
 }
 
@@ -143,17 +217,22 @@ void NeuralCostModel::predict_comm(const std::vector<int64_t>& dim_sums, const s
   bw_ms.assign(n, 0.0);
   if (n < 2) return;  // one device exchanges nothing
   // A device starts the collective when its compute ends.
-  std::vector<CommFeatureVector> features = comm_features(dim_sums, compute_ms);
-  std::vector<double> waits = comm_waits(compute_ms);
-  for (std::size_t r = 0; r < n; ++r) {
-    CommFeatureVector& f = features[r];
+  thread_local std::vector<CommFeatureVector> features;  // reused: the search predicts this for every change
+  comm_features_into(dim_sums, compute_ms, features);
+  const double latest = *std::max_element(compute_ms.begin(), compute_ms.end());  // as comm_waits
+  for (CommFeatureVector& f : features) {
     for (int i = 0; i < kCommFeatures; ++i) {
       auto k = static_cast<std::size_t>(i);
       f[k] = (f[k] - comm_.features.mean[k]) / comm_.features.std[k];
     }
-    float out[2];
-    comm_.net.forward(f.data(), out);
-    fw_ms[r] = waits[r] + std::exp(static_cast<double>(out[0] * comm_.target_std[0] + comm_.target_mean[0]));
+  }
+  thread_local std::vector<float> outputs;
+  outputs.resize(2 * n);
+  static_assert(sizeof(CommFeatureVector) == kCommFeatures * sizeof(float), "features are packed rows");
+  comm_.net.forward_batch(features.front().data(), n, outputs.data());
+  for (std::size_t r = 0; r < n; ++r) {
+    const float* out = outputs.data() + 2 * r;
+    fw_ms[r] = (latest - compute_ms[r]) + std::exp(static_cast<double>(out[0] * comm_.target_std[0] + comm_.target_mean[0]));
     bw_ms[r] = std::exp(static_cast<double>(out[1] * comm_.target_std[1] + comm_.target_mean[1]));
   }
 }

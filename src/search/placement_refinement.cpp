@@ -151,7 +151,7 @@ Placement refine_placement(const std::vector<Piece>& pieces, const Placement& st
       const int cols_j = c.j >= 0 ? devices.piece_cols(c.j) : 0;
       width[c.from] += cols_j - devices.piece_cols(c.i);
       width[c.to] += devices.piece_cols(c.i) - cols_j;
-      c.max = max_total_ms(costs_from_compute(model, compute, width));
+      c.max = max_total_from_compute(model, compute, width);
     });
     for (const Change& c : changes) {
       // Strictly better by more than rounding, so no cycle of equal-cost changes.

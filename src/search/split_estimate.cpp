@@ -44,7 +44,7 @@ double SplitEstimator::after_split(std::size_t i) const {
   compute[tu] = model_.compute_from_summary(sum.data());
   widths[from] -= catalog_.cols(half);
   widths[tu] += catalog_.cols(half);
-  return max_total_ms(costs_from_compute(model_, compute, widths));
+  return max_total_from_compute(model_, compute, widths);
 }
 
 }  // namespace shardplan
