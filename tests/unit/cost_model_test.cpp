@@ -113,6 +113,26 @@ TEST(Mlp, PreparedLayoutGivesTheSameOutputs) {
   for (int o = 0; o < 3; ++o) EXPECT_FLOAT_EQ(a[o], b[o]);
 }
 
+TEST(Mlp, BatchedForwardEqualsOneByOneBitForBit) {
+  // Wide layers of 12 and 20 outputs (an 8-wide block and a remainder), narrow ones of 3 and 1; inputs
+  // with zeros, which the wide path skips.
+  for (bool relu_last : {false, true}) {
+    Mlp mlp = fixed_mlp(9, {20, 12, 3, 1}, relu_last);
+    mlp.prepare();
+    for (std::size_t n : {1u, 2u, 7u, 8u, 9u, 17u}) {
+      std::vector<float> x(n * 9);
+      for (std::size_t k = 0; k < x.size(); ++k) x[k] = k % 5 == 0 ? 0.0f : static_cast<float>((k * 29) % 23) / 7.0f - 1.5f;
+      std::vector<float> batched(n);
+      mlp.forward_batch(x.data(), n, batched.data());
+      for (std::size_t s = 0; s < n; ++s) {
+        float one = 0.0f;
+        mlp.forward(x.data() + s * 9, &one);
+        EXPECT_EQ(one, batched[s]) << "sample " << s << " of " << n;  // exact, not approximately
+      }
+    }
+  }
+}
+
 TEST(NeuralCostModel, OneDeviceHasNoCommunication) {
   std::vector<double> fw, bw;
   fixed_model().predict_comm({128}, {1.0}, fw, bw);
