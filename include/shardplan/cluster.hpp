@@ -2,6 +2,7 @@
 // The devices a plan targets and how much of each one's memory shards may use.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "shardplan/table.hpp"
@@ -28,6 +29,7 @@ struct Cluster {
   int64_t memory_per_device_bytes = kDefaultMemoryPerDevice;
   double reserve_fraction = 0.0;  // kept free on every device for the rest of the model
   Optimizer optimizer = Optimizer::kSgd;
+  std::string hardware;  // the --hardware profile's name; empty: none given
 
   // Memory each device offers to embedding shards.
   int64_t usable_bytes_per_device() const;

@@ -16,6 +16,9 @@ struct ModelHardware {
   std::vector<int> comm_world_sizes; // the device counts whose all-to-alls were measured, ascending
   std::string calibrated_on;         // UTC date of the calibration that fitted the compute part; empty: none
   std::string note;                  // what the model is when it was not measured ("analytic estimate")
+  std::string comm_fabric;           // the hardware profile the comm data's structure describes (hierarchical models)
+  std::string planning_hardware;     // the --hardware profile planned for; empty: the measured hardware
+  bool comm_structure_only = false;  // planning_hardware was not measured: the all-to-all is the structure's estimate
 
   bool known() const { return !compute_device_model.empty() || !note.empty(); }
   int max_comm_world_size() const { return comm_world_sizes.empty() ? 0 : comm_world_sizes.back(); }
@@ -38,7 +41,8 @@ ModelHardware hardware_from_model_meta(const nlohmann::json& meta);
 bool same_compute_hardware(const ModelHardware& hardware, const std::string& device, const std::string& device_model);
 
 // Why a plan for `devices` GPUs leans on extrapolated all-to-alls: more devices than any measured world
-// size. Empty when the comm data covers it or its world sizes are unknown.
+// size. Empty when the comm data covers it, its world sizes are unknown, or the all-to-all is the
+// structure's estimate for other hardware (describe_hardware says so).
 std::string comm_extrapolation_warning(const ModelHardware& hardware, int devices);
 
 }  // namespace shardplan

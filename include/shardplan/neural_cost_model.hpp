@@ -6,9 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/comm_structure.hpp"
 #include "shardplan/cost_model.hpp"
 
 namespace shardplan {
+
+// Scale-free comm models recorded no batch; they were trained on the shipped data's.
+inline constexpr int64_t kScaleFreeCommBatch = 2048;
 
 // Widest layer the evaluator handles (it works in fixed buffers); model files with wider layers are refused.
 inline constexpr int kMaxLayerWidth = 512;
@@ -22,6 +26,11 @@ struct DenseLayer {
   // The weight transposed to [in][out], filled by Mlp::prepare: the forward pass then runs over
   // contiguous outputs (vectorised) with each output summed in the same order as before.
   std::vector<float> weight_by_input;
+  // Outputs in [concave_begin, concave_end) are activated by min(x, 0) instead of ReLU's max(x, 0):
+  // both are non-decreasing, and a monotone network needs concave pieces beside the convex ones to
+  // bend both ways.
+  int concave_begin = 0;
+  int concave_end = 0;
 };
 
 // Dense layers with ReLU between them (and after the last one when relu_last).
@@ -64,13 +73,31 @@ struct ComputeModelSpec {
 };
 
 // Communication, per device: forward = its wait for the latest device to start + a transfer time,
-// backward = a transfer time; the network predicts both transfers' standardised log ms.
+// backward = a transfer time. Two forms:
+// - scale-free (models before the hierarchical structure): the network predicts both transfers'
+//   standardised log ms from the scale-free features (kCommFeatures);
+// - hierarchical: the structure of comm_structure.hpp on the measured hardware's figures gives each
+//   device's transfer time T; the network learns the log of measured over structural time from the
+//   structural times (non-decreasing in them: positive weights on their paths, MonotoneNet) and the
+//   context (kHierCommFeatures), so a transfer is T x exp(correction) and more bytes never cost less.
+//   Inputs are clamped to the training range: outside the measured world sizes and volumes the
+//   correction holds still and the estimate scales as the structure does.
+enum class CommForm { kScaleFree, kHierarchical };
+
 struct CommModelSpec {
-  Normaliser features;   // kCommFeatures
+  CommForm form = CommForm::kScaleFree;
+  Normaliser features;
   Mlp net;
   std::array<float, 2> target_mean{};
   std::array<float, 2> target_std{1.0f, 1.0f};
+  CommFabric fabric;                       // hierarchical: the figures of the hardware measured
+  std::vector<float> input_min, input_max; // hierarchical: the training range of each input
 };
+
+// Whether an Mlp is non-decreasing in input `input`: that input's first-layer weights are non-negative,
+// and so are the later weights on every path from it (with two layers, the output weights of the hidden
+// units that see it; deeper, every later weight). Both activations, ReLU and min(x, 0), keep the order.
+bool mlp_non_decreasing_in(const Mlp& mlp, int input);
 
 class NeuralCostModel final : public CostModel {
  public:
@@ -90,7 +117,20 @@ class NeuralCostModel final : public CostModel {
   void predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
                     std::vector<double>& fw_ms, std::vector<double>& bw_ms) const override;
 
+  // Plans for the hardware `fabric` describes (a --hardware profile): a hierarchical model measured on
+  // that profile keeps its learned correction; any other hardware gets the structure's estimate on the
+  // profile's figures alone (a correction learned on one machine says nothing of another's links). The
+  // batch is the model's.
+  void plan_for_hardware(CommFabric fabric);
+  // The cluster's GPUs per host, for the structure of whichever hardware it plans for.
+  void set_devices_per_host(int devices_per_host);
+  const CommModelSpec& comm_spec() const { return comm_; }
+  bool comm_structure_only() const { return structure_only_; }
+
  private:
+  void predict_comm_hierarchical(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
+                                 std::vector<double>& fw_ms, std::vector<double>& bw_ms) const;
+
   int projected_width() const { return compute_.head.layers.front().outputs; }
 
   std::string name_;
@@ -99,6 +139,8 @@ class NeuralCostModel final : public CostModel {
   std::vector<float> count_weight_;      // the first layer's column for log count
   std::vector<float> projection_;        // the first layer's columns for the mean embedding, [out][in]
   CommModelSpec comm_;
+  bool structure_only_ = false;  // plan_for_hardware chose hardware other than the measured one
+  CommFabric planning_fabric_;   // the structure's figures when structure_only_
   ModelHardware hardware_;
 };
 

@@ -13,6 +13,9 @@ struct PretrainConfig {
   // A model directory whose communication part the new model keeps (compute-only data: a single GPU
   // cannot time all-to-alls). Empty: the comm model is trained on the data's comm samples.
   std::string comm_from;
+  // The all-to-all structure's hardware profile (a name or a file); empty: its figures are fitted to the
+  // comm data (fabric_fit.hpp).
+  std::string hardware;
   int epochs = 300;       // at most; early stopping usually ends sooner
   int patience = 30;      // epochs without a better validation loss before stopping
   double learning_rate = 1e-3;

@@ -60,11 +60,12 @@ void print_metrics_line(std::string_view what, const nlohmann::json& metrics) {
 void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required) {
   auto* gpus = app.add_option("--gpus", flags.gpus, "Number of GPUs (devices) to shard over");
   if (gpus_required) gpus->required();
-  app.add_option("--gpus-per-host", flags.gpus_per_host, "GPUs per host; placement is cuda:<rank mod this>")
-      ->capture_default_str();
+  app.add_option("--gpus-per-host", flags.gpus_per_host,
+                 "GPUs per host; placement is cuda:<rank mod this>. Default: the --hardware profile's, else 8");
   app.add_option("--mem-per-gpu", flags.mem_per_gpu,
-                 "Memory per GPU: bytes or a size with a unit (16GiB, 80GB, 512MiB; binary and decimal units)")
-      ->capture_default_str();
+                 "Memory per GPU: bytes or a size with a unit (16GiB, 80GB, 512MiB; binary and decimal units). "
+                 "Default: the --hardware profile's, else 80GiB");
+  add_hardware_option(app, flags.hardware);
   app.add_option("--reserve", flags.reserve, "Fraction of each GPU's memory kept for the rest of the model, in [0, 1)")
       ->capture_default_str();
   app.add_option("--optimizer", flags.optimizer,
@@ -73,11 +74,28 @@ void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required)
       ->capture_default_str();
 }
 
-Cluster cluster_from_flags(const ClusterFlags& flags) {
+void add_hardware_option(CLI::App& app, std::string& hardware) {
+  app.add_option("--hardware", hardware,
+                 "Hardware profile: a shipped name (cpu-2core, h100-sxm-ib400, a100-sxm-ib200; data/hardware/) or a "
+                 "profile file. The all-to-all is estimated for its links: with the model's learned correction "
+                 "when the model's comm data was measured on it, else from the profile's figures alone "
+                 "(docs/hardware.md)")
+      ->type_name("NAME|FILE");
+}
+
+Cluster cluster_from_flags(const ClusterFlags& flags, std::optional<HardwareProfile>* profile) {
+  std::optional<HardwareProfile> loaded;
+  if (!flags.hardware.empty()) loaded = load_hardware_profile(flags.hardware);
   Cluster cluster;
   cluster.num_devices = flags.gpus;
-  cluster.devices_per_host = flags.gpus_per_host;
-  cluster.memory_per_device_bytes = parse_byte_size(flags.mem_per_gpu, "--mem-per-gpu");
+  cluster.devices_per_host = flags.gpus_per_host != 0 ? flags.gpus_per_host : loaded ? loaded->gpus_per_host : 8;
+  if (!flags.mem_per_gpu.empty()) {
+    cluster.memory_per_device_bytes = parse_byte_size(flags.mem_per_gpu, "--mem-per-gpu");
+  } else if (loaded) {
+    cluster.memory_per_device_bytes = loaded->memory_per_gpu_bytes;
+  }
+  if (loaded) cluster.hardware = loaded->name;
+  if (profile != nullptr) *profile = std::move(loaded);
   cluster.reserve_fraction = flags.reserve;
   auto optimizer = parse_optimizer(flags.optimizer);
   if (!optimizer) {

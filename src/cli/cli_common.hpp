@@ -5,7 +5,10 @@
 #include <string>
 #include <string_view>
 
+#include <optional>
+
 #include "shardplan/cluster.hpp"
+#include "shardplan/hardware_profile.hpp"
 
 namespace shardplan::cli {
 
@@ -30,8 +33,9 @@ std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv);
 // The flags that describe a cluster, as strings where they carry units.
 struct ClusterFlags {
   int gpus = 0;
-  int gpus_per_host = 8;
-  std::string mem_per_gpu = "80GiB";
+  int gpus_per_host = 0;    // 0: the profile's, else 8
+  std::string mem_per_gpu;  // empty: the profile's, else 80GiB
+  std::string hardware;     // --hardware NAME|FILE; empty: none
   double reserve = 0.0;
   std::string optimizer = "sgd";
 };
@@ -44,7 +48,11 @@ std::string command_line(std::string_view prefix, int argc, char** argv);
 void print_metrics_line(std::string_view what, const nlohmann::json& metrics);
 
 void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required);
-// Throws InputError naming the flag and value.
-Cluster cluster_from_flags(const ClusterFlags& flags);
+// Throws InputError naming the flag and value. With --hardware, the profile is loaded into `profile`
+// (when given) and sets the GPUs per host and memory the flags leave out.
+Cluster cluster_from_flags(const ClusterFlags& flags, std::optional<HardwareProfile>* profile = nullptr);
+
+// --hardware NAME|FILE on the commands that score plans without cluster flags (bench, evaluate).
+void add_hardware_option(CLI::App& app, std::string& hardware);
 
 }  // namespace shardplan::cli

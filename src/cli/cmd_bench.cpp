@@ -69,6 +69,8 @@ its own, so --measure judges its plans on fresh measurements; its planning time 
       ->capture_default_str();
   add_measure_loop_options(app, loop);
   add_comm_measure_options(app, comm_flags);
+  std::string hardware;
+  add_hardware_option(app, hardware);
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
@@ -82,7 +84,9 @@ its own, so --measure judges its plans on fresh measurements; its planning time 
   TaskSet set = load_task_set(tasks_path);
   PlannerConfig config;
   config.seed = seed;
-  config.cost_model = load_model_flag(model, set.cluster().devices_per_host);
+  std::optional<HardwareProfile> profile;
+  if (!hardware.empty()) profile = load_hardware_profile(hardware);
+  config.cost_model = load_model_flag(model, set.cluster().devices_per_host, profile ? &*profile : nullptr);
   if (std::string beyond = comm_extrapolation_warning(config.cost_model->hardware(), set.num_devices); !beyond.empty()) {
     spdlog::warn("{}", beyond);
   }

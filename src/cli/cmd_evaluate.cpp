@@ -54,6 +54,8 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an in
   app.add_option("--seed", seed, "Seed of the measured index traces")->capture_default_str();
   add_measure_options(app, measure_flags);
   add_comm_measure_options(app, comm_flags);
+  std::string hardware;
+  add_hardware_option(app, hardware);
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
@@ -62,7 +64,12 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an in
 
   std::vector<Table> tables = load_tables(tables_path);
   Plan plan = read_plan_file(plan_path, tables);
-  auto cost_model = load_model_flag(model, plan.cluster.devices_per_host);
+  // The plan's own profile unless --hardware names another.
+  std::optional<HardwareProfile> profile;
+  if (!hardware.empty() || !plan.cluster.hardware.empty()) {
+    profile = load_hardware_profile(hardware.empty() ? plan.cluster.hardware : hardware);
+  }
+  auto cost_model = load_model_flag(model, plan.cluster.devices_per_host, profile ? &*profile : nullptr);
   PlanEvaluation evaluation = evaluate_plan(plan, tables, *cost_model);
   if (measure) warn_if_measuring_other_hardware(*cost_model, measure_flags);
 

@@ -119,12 +119,13 @@ int run_plan(int argc, char** argv) {
   check_measure_options(measure_flags, measuring);
   if (measuring) validate_measure_loop_config(loop);
 
-  Cluster cluster = cluster_from_flags(cluster_flags);
+  std::optional<HardwareProfile> hardware;
+  Cluster cluster = cluster_from_flags(cluster_flags, &hardware);
   std::vector<Table> tables = load_tables(tables_path);
   spdlog::info("read {} tables from {}", tables.size(), tables_path);
   PlannerConfig config;
   config.seed = seed;
-  config.cost_model = load_model_flag(model, cluster.devices_per_host);
+  config.cost_model = load_model_flag(model, cluster.devices_per_host, hardware ? &*hardware : nullptr);
   if (std::string beyond = comm_extrapolation_warning(config.cost_model->hardware(), cluster.num_devices); !beyond.empty()) {
     spdlog::warn("{}", beyond);
   }

@@ -47,6 +47,9 @@ The same seed and thread count give the same model.)");
                  "Model directory whose communication model to keep, for compute-only data (a machine with one "
                  "GPU cannot time all-to-alls); without it the data must hold comm samples")
       ->type_name("MODEL_DIR");
+  app.add_option("--hardware", config.hardware,
+                 "Hardware profile (name in data/hardware or a file) whose links give the all-to-all structure the comm "
+                 "network corrects; default: its figures are fitted to the comm data");
   app.add_option("--epochs", config.epochs, "Most epochs per model")->capture_default_str();
   app.add_option("--patience", config.patience, "Stop after this many epochs without a better validation loss")
       ->capture_default_str();

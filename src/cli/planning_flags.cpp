@@ -16,17 +16,23 @@ void add_model_option(CLI::App& app, std::string& model) {
                  "estimate. Default: $SHARDPLAN_MODEL when set, else the bundled model (models/default)");
 }
 
-std::shared_ptr<const CostModel> load_model_flag(const std::string& model, int devices_per_host) {
+std::shared_ptr<const CostModel> load_model_flag(const std::string& model, int devices_per_host,
+                                                 const HardwareProfile* hardware) {
   if (model.empty()) {
     // A pipeline (or a build without LibTorch) sets the model once for every command.
     const char* from_environment = std::getenv("SHARDPLAN_MODEL");
     if (from_environment != nullptr && *from_environment != '\0') {
-      return load_model_flag(from_environment, devices_per_host);
+      return load_model_flag(from_environment, devices_per_host, hardware);
     }
   }
   if (model == kAnalyticModelName) {
     AnalyticCostConfig config;
     config.devices_per_host = devices_per_host;
+    if (hardware != nullptr) {
+      const CommFabric fabric = fabric_of(*hardware, config.batch_size);
+      config.intra_host_bytes_per_ms = fabric.intra_bytes_per_ms;
+      config.inter_host_bytes_per_ms = fabric.inter_bytes_per_ms;
+    }
     return make_analytic_cost_model(config);
   }
   std::string dir = model.empty() ? find_default_model_dir() : model;
@@ -36,9 +42,19 @@ std::shared_ptr<const CostModel> load_model_flag(const std::string& model, int d
                      "--model analytic");
   }
 #ifdef SHARDPLAN_WITH_TORCH
-  std::shared_ptr<const CostModel> loaded = load_cost_model(dir);
+  std::unique_ptr<NeuralCostModel> loaded = load_cost_model(dir);
+  loaded->set_devices_per_host(devices_per_host);
+  if (hardware != nullptr) {
+    CommFabric fabric = fabric_of(*hardware, 0);
+    fabric.devices_per_host = devices_per_host;
+    loaded->plan_for_hardware(std::move(fabric));
+    spdlog::info("all-to-all for {}: {}", hardware->name,
+                 loaded->comm_structure_only() ? "the hierarchical estimate from the profile's figures (the model's comm "
+                                                 "data was measured elsewhere)"
+                                               : "the model's learned correction on its structure");
+  }
   spdlog::info("cost model: {} ({})", loaded->name(), dir);
-  return loaded;
+  return std::shared_ptr<const CostModel>(std::move(loaded));
 #else
   throw InputError(fmt::format("--model {}: this build has no LibTorch to read model files; use --model analytic", dir));
 #endif

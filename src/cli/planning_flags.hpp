@@ -6,6 +6,7 @@
 #include <string>
 
 #include "shardplan/cost_model.hpp"
+#include "shardplan/hardware_profile.hpp"
 #include "shardplan/neuroshard_config.hpp"
 
 namespace shardplan::cli {
@@ -15,7 +16,10 @@ inline constexpr const char* kAnalyticModelName = "analytic";
 // --model DIR|analytic (default: the bundled model).
 void add_model_option(CLI::App& app, std::string& model);
 // The model named by --model; logs which one. Throws InputError when it is missing or unreadable.
-std::shared_ptr<const CostModel> load_model_flag(const std::string& model, int devices_per_host);
+// With `hardware`, the model plans for that profile's links (NeuralCostModel::plan_for_hardware; the
+// analytic model takes its bandwidths).
+std::shared_ptr<const CostModel> load_model_flag(const std::string& model, int devices_per_host,
+                                                 const HardwareProfile* hardware = nullptr);
 
 void add_search_options(CLI::App& app, NeuroShardConfig& config);
 

@@ -87,6 +87,7 @@ ojson plan_to_json(const Plan& plan) {
                {"cost_model", plan.cost_model.empty() ? ojson(nullptr) : ojson(plan.cost_model)},
                {"cost_model_hardware",
                 plan.cost_model_hardware ? hardware_to_json(*plan.cost_model_hardware) : ojson(nullptr)}};
+  if (!cluster.hardware.empty()) doc["hardware"] = cluster.hardware;
 
   ojson tables = ojson::array();
   for (const auto& table : plan.tables) tables.push_back(table_to_plan_json(table, cluster.devices_per_host));

@@ -44,6 +44,7 @@ Cluster plan_cluster_from_json(const nlohmann::json& plan, std::string_view sour
   if (const auto* k = find_member(plan, "devices_per_host")) {
     cluster.devices_per_host = static_cast<int>(read_int64(*k, source, "devices_per_host", 1, kMaxDevices));
   }
+  if (const auto* hardware = find_member(plan, "hardware")) cluster.hardware = read_string(*hardware, source, "hardware");
   cluster.memory_per_device_bytes = read_int64(require_member(plan, "memory_per_device_bytes", source, ""), source,
                                                "memory_per_device_bytes", 1, INT64_MAX);
   if (const auto* reserve = find_member(plan, "reserve_fraction")) {

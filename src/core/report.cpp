@@ -48,8 +48,9 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
   const Cluster& c = plan.cluster;
   std::vector<DeviceUsage> usage = device_usage(plan);
   std::string out = fmt::format(
-      "plan: {} on {} GPUs ({} per host), {} per GPU, {} usable for embeddings (optimizer {}, reserve {:g})\n",
-      plan.algorithm, c.num_devices, c.devices_per_host, format_bytes(c.memory_per_device_bytes),
+      "plan: {} on {} GPUs ({} per host{}), {} per GPU, {} usable for embeddings (optimizer {}, reserve {:g})\n",
+      plan.algorithm, c.num_devices, c.devices_per_host, c.hardware.empty() ? "" : ", hardware " + c.hardware,
+      format_bytes(c.memory_per_device_bytes),
       format_bytes(c.usable_bytes_per_device()), optimizer_name(c.optimizer), c.reserve_fraction);
   out += fmt::format("{:>6}  {:>11} {:>7}  {:>6} {:>8} {:>7}{:>9}{:>9}{:>9}{:>9}\n", "rank", "memory", "used",
                      "shards", "tw/cw/rw", "width", "compute", "fw_comm", "bw_comm", "total");
@@ -115,14 +116,31 @@ std::string format_bounding_device(const BoundingDevice& bound, const DeviceCost
   std::string device = fmt::format("bounded by rank {} (compute {:.3f} ms, all-to-all {:.3f} ms)", bound.rank,
                                    cost.compute_ms, cost.fw_comm_ms + cost.bw_comm_ms);
   if (bound.drivers.empty()) return device + ": it holds no tables\n";
+  // Only positive savings are "falls"; a table whose removal would not lower the total (a device that
+  // finishes compute earlier waits longer in the all-to-all for the slowest one) is said so, not given a
+  // negative fall.
   std::vector<std::string> names;
   std::vector<std::string> savings;
+  std::vector<std::string> no_gain;
   for (const auto& d : bound.drivers) {
-    names.push_back(fmt::format("{} (cols {}, pooling {:.1f})", d.table, d.cols, d.pooling_factor));
-    savings.push_back(fmt::format("{:.3f}", d.saving_ms));
+    std::string name = fmt::format("{} (cols {}, pooling {:.1f})", d.table, d.cols, d.pooling_factor);
+    if (d.saving_ms > 0.0005) {
+      names.push_back(std::move(name));
+      savings.push_back(fmt::format("{:.3f}", d.saving_ms));
+    } else {
+      no_gain.push_back(std::move(name));
+    }
   }
-  return fmt::format("{}: its largest cost drivers are tables {}; without each its total falls {} ms\n", device,
-                     fmt::join(names, ", "), fmt::join(savings, ", "));
+  std::string out = device;
+  if (!names.empty()) {
+    out += fmt::format(": its largest cost drivers are tables {}; without each its total falls {} ms", fmt::join(names, ", "),
+                       fmt::join(savings, ", "));
+  }
+  if (!no_gain.empty()) {
+    out += fmt::format("{}without {} alone its total would not fall: it would wait longer for the slowest GPU in the "
+                       "all-to-all", names.empty() ? ": " : "; ", fmt::join(no_gain, " or "));
+  }
+  return out + "\n";
 }
 
 std::string format_measure_loop(const MeasureLoopSummary& loop) {

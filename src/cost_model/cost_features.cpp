@@ -69,4 +69,33 @@ void comm_features_into(const std::vector<int64_t>& dim_sums, const std::vector<
   }
 }
 
+void hierarchical_comm_features_into(const CommFabric& fabric, const std::vector<int64_t>& dim_sums,
+                                     const std::vector<double>& delays_ms, std::vector<HierCommFeatureVector>& out,
+                                     std::vector<double>& structure_ms) {
+  const std::size_t n = dim_sums.size();
+  out.resize(n);
+  structure_ms.resize(n);
+  if (n == 0) return;
+  thread_local std::vector<AllToAllTimes> times;
+  hierarchical_alltoall_times(fabric, dim_sums, times);
+  const double earliest = *std::min_element(delays_ms.begin(), delays_ms.end());
+  const double max_delay = *std::max_element(delays_ms.begin(), delays_ms.end()) - earliest;
+  const double mean_delay = std::accumulate(delays_ms.begin(), delays_ms.end(), 0.0) / static_cast<double>(n) - earliest;
+  const auto log_max_delay = static_cast<float>(std::log1p(max_delay));
+  const auto log_mean_delay = static_cast<float>(std::log1p(mean_delay));
+  const auto per_host = static_cast<std::size_t>(std::max(1, fabric.devices_per_host));
+  auto log_time = [](double ms) { return static_cast<float>(std::log(std::max(ms, kMinStructureMs))); };
+  for (std::size_t r = 0; r < n; ++r) {
+    const AllToAllTimes& t = times[r];
+    structure_ms[r] = std::max(t.total, kMinStructureMs);
+    const std::size_t host_start = r / per_host * per_host;
+    const double local = static_cast<double>(std::min(n, host_start + per_host) - host_start);
+    const double remote_share = n > 1 ? (static_cast<double>(n) - local) / static_cast<double>(n - 1) : 0.0;
+    const double wait = max_delay - (delays_ms[r] - earliest);
+    out[r] = {log_time(t.total), log_time(t.out), log_time(t.in), log_time(t.host), log_time(t.latency),
+              static_cast<float>(remote_share), static_cast<float>(std::log1p(wait)), log_max_delay,
+              log_mean_delay};
+  }
+}
+
 }  // namespace shardplan

@@ -50,6 +50,11 @@ std::string describe_hardware(const ModelHardware& h) {
     out += fmt::format("; all-to-all {}{}, {}", h.comm_backend.empty() ? "" : h.comm_backend + " on ",
                        h.comm_device_model.empty() ? "unknown device" : h.comm_device_model,
                        world_size_range(h.comm_world_sizes));
+    if (!h.comm_fabric.empty()) out += fmt::format(" (profile {})", h.comm_fabric);
+  }
+  if (h.comm_structure_only) {
+    out += fmt::format("; all-to-all for {}: the hierarchical estimate from its profile's figures, not measured",
+                       h.planning_hardware);
   }
   return out;
 }
@@ -61,6 +66,12 @@ nlohmann::ordered_json hardware_to_json(const ModelHardware& h) {
   }
   if (!h.comm_world_sizes.empty() || !h.comm_device_model.empty()) {
     doc["comm"] = {{"device_model", h.comm_device_model}, {"backend", h.comm_backend}, {"world_sizes", h.comm_world_sizes}};
+    if (!h.comm_fabric.empty()) doc["comm"]["profile"] = h.comm_fabric;
+  }
+  if (!h.planning_hardware.empty()) {
+    doc["planned_for"] = {{"profile", h.planning_hardware},
+                          {"comm", h.comm_structure_only ? "hierarchical estimate from the profile's figures"
+                                                         : "measured on this profile"}};
   }
   if (!h.calibrated_on.empty()) doc["calibrated_on"] = h.calibrated_on;
   if (!h.note.empty()) doc["note"] = h.note;
@@ -78,6 +89,7 @@ ModelHardware hardware_from_model_meta(const nlohmann::json& meta) {
     h.comm_device_model = string_at(comm, "device_model");
     h.comm_backend = string_at(comm, "backend");
     if (comm.contains("world_sizes")) h.comm_world_sizes = world_sizes_at(comm["world_sizes"]);
+    h.comm_fabric = string_at(object_at(object_at(meta, "comm"), "fabric"), "name");
     h.calibrated_on = string_at(section, "calibrated_on");
     h.note = string_at(section, "note");
     return h;
@@ -99,7 +111,14 @@ bool same_compute_hardware(const ModelHardware& hardware, const std::string& dev
 
 std::string comm_extrapolation_warning(const ModelHardware& hardware, int devices) {
   const int measured = hardware.max_comm_world_size();
-  if (measured == 0 || devices <= measured) return "";
+  if (measured == 0 || devices <= measured || hardware.comm_structure_only) return "";
+  if (!hardware.comm_fabric.empty()) {
+    return fmt::format("{} GPUs is beyond the all-to-alls the cost model measured (at most {} ranks, {}): its learned "
+                       "correction is held at that size and the hierarchical structure of profile {} carries the rest; "
+                       "for times on your cluster, pass --hardware with its profile",
+                       devices, measured, hardware.comm_device_model.empty() ? "unknown device" : hardware.comm_device_model,
+                       hardware.comm_fabric);
+  }
   return fmt::format("{} GPUs is beyond the all-to-alls the cost model measured (at most {} ranks, {}): its "
                      "communication costs are extrapolated; read them as a ranking, not as times",
                      devices, measured, hardware.comm_device_model.empty() ? "unknown device" : hardware.comm_device_model);

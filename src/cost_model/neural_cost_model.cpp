@@ -49,6 +49,18 @@ inline void wide_layer(const DenseLayer& layer, const float* in, float* out) {
   }
 }
 
+// ReLU, or min(x, 0) for the layer's concave outputs (DenseLayer::concave_begin).
+inline void activate(const DenseLayer& layer, float* out) {
+  const auto outs = static_cast<std::size_t>(layer.outputs);
+  const auto cb = static_cast<std::size_t>(layer.concave_begin);
+  const auto ce = static_cast<std::size_t>(layer.concave_end);
+  if (ce <= cb) {
+    for (std::size_t o = 0; o < outs; ++o) out[o] = std::max(out[o], 0.0f);
+    return;
+  }
+  for (std::size_t o = 0; o < outs; ++o) out[o] = o >= cb && o < ce ? std::min(out[o], 0.0f) : std::max(out[o], 0.0f);
+}
+
 }  // namespace
 
 // Built for AVX2 machines too (picked at load time): the per-output sums keep their order, so results
@@ -90,9 +102,7 @@ void Mlp::forward(const float* x, float* y) const {
         out[o] = sum;
       }
     }
-    if (!last || relu_last) {
-      for (std::size_t o = 0; o < outs; ++o) out[o] = std::max(out[o], 0.0f);
-    }
+    if (!last || relu_last) activate(layer, out);
     in = out;
   }
 }
@@ -136,9 +146,7 @@ void Mlp::forward_batch(const float* x, std::size_t n, float* y) const {
         }
       }
       if (!last || relu_last) {
-        for (std::size_t s = 0; s < m; ++s) {
-          for (std::size_t o = 0; o < outs; ++o) out[s * out_stride + o] = std::max(out[s * out_stride + o], 0.0f);
-        }
+        for (std::size_t s = 0; s < m; ++s) activate(layer, out + s * out_stride);
       }
       in = out;
       in_stride = out_stride;
@@ -212,6 +220,10 @@ double NeuralCostModel::compute_from_summary(const float* summary_sum) const {
 
 void NeuralCostModel::predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
                                    std::vector<double>& fw_ms, std::vector<double>& bw_ms) const {
+  if (structure_only_ || comm_.form == CommForm::kHierarchical) {
+    predict_comm_hierarchical(dim_sums, compute_ms, fw_ms, bw_ms);
+    return;
+  }
   const std::size_t n = dim_sums.size();
   fw_ms.assign(n, 0.0);
   bw_ms.assign(n, 0.0);
@@ -235,6 +247,81 @@ void NeuralCostModel::predict_comm(const std::vector<int64_t>& dim_sums, const s
     fw_ms[r] = (latest - compute_ms[r]) + std::exp(static_cast<double>(out[0] * comm_.target_std[0] + comm_.target_mean[0]));
     bw_ms[r] = std::exp(static_cast<double>(out[1] * comm_.target_std[1] + comm_.target_mean[1]));
   }
+}
+
+void NeuralCostModel::predict_comm_hierarchical(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
+                                                std::vector<double>& fw_ms, std::vector<double>& bw_ms) const {
+  const std::size_t n = dim_sums.size();
+  fw_ms.assign(n, 0.0);
+  bw_ms.assign(n, 0.0);
+  if (n < 2) return;
+  const double latest = *std::max_element(compute_ms.begin(), compute_ms.end());
+  thread_local std::vector<HierCommFeatureVector> features;
+  thread_local std::vector<double> structure;
+  if (structure_only_) {
+    hierarchical_alltoall_ms(planning_fabric_, dim_sums, structure);
+    for (std::size_t r = 0; r < n; ++r) {
+      fw_ms[r] = (latest - compute_ms[r]) + structure[r];
+      bw_ms[r] = structure[r];
+    }
+    return;
+  }
+  hierarchical_comm_features_into(comm_.fabric, dim_sums, compute_ms, features, structure);
+  for (HierCommFeatureVector& f : features) {
+    for (std::size_t k = 0; k < static_cast<std::size_t>(kHierCommFeatures); ++k) {
+      const float clamped = std::min(std::max(f[k], comm_.input_min[k]), comm_.input_max[k]);
+      f[k] = (clamped - comm_.features.mean[k]) / comm_.features.std[k];
+    }
+  }
+  thread_local std::vector<float> outputs;
+  outputs.resize(2 * n);
+  static_assert(sizeof(HierCommFeatureVector) == kHierCommFeatures * sizeof(float), "features are packed rows");
+  comm_.net.forward_batch(features.front().data(), n, outputs.data());
+  for (std::size_t r = 0; r < n; ++r) {
+    const float* out = outputs.data() + 2 * r;
+    // The network's output is the log of measured over structural time.
+    fw_ms[r] = (latest - compute_ms[r]) +
+               structure[r] * std::exp(static_cast<double>(out[0] * comm_.target_std[0] + comm_.target_mean[0]));
+    bw_ms[r] = structure[r] * std::exp(static_cast<double>(out[1] * comm_.target_std[1] + comm_.target_mean[1]));
+  }
+}
+
+void NeuralCostModel::plan_for_hardware(CommFabric fabric) {
+  const bool measured_here = comm_.form == CommForm::kHierarchical && fabric.name == comm_.fabric.name;
+  fabric.batch_size = comm_.form == CommForm::kHierarchical ? comm_.fabric.batch_size : kScaleFreeCommBatch;
+  structure_only_ = !measured_here;
+  planning_fabric_ = std::move(fabric);
+  hardware_.planning_hardware = planning_fabric_.name;
+  hardware_.comm_structure_only = structure_only_;
+}
+
+void NeuralCostModel::set_devices_per_host(int devices_per_host) {
+  comm_.fabric.devices_per_host = devices_per_host;
+  planning_fabric_.devices_per_host = devices_per_host;
+}
+
+bool mlp_non_decreasing_in(const Mlp& mlp, int input) {
+  if (mlp.layers.empty()) return true;
+  const DenseLayer& first = mlp.layers.front();
+  if (input < 0 || input >= first.inputs) return false;
+  // Hidden units that see the input (or, past two layers, every unit) must pass it on with non-negative
+  // weights; units that do not see it may be weighted freely.
+  std::vector<bool> depends(static_cast<std::size_t>(first.outputs), true);
+  for (int o = 0; o < first.outputs; ++o) {
+    const float w = first.weight[static_cast<std::size_t>(o * first.inputs + input)];
+    if (w < 0.0f) return false;
+    if (mlp.layers.size() == 2) depends[static_cast<std::size_t>(o)] = w != 0.0f;
+  }
+  for (std::size_t l = 1; l < mlp.layers.size(); ++l) {
+    const DenseLayer& layer = mlp.layers[l];
+    for (int o = 0; o < layer.outputs; ++o) {
+      for (int i = 0; i < layer.inputs; ++i) {
+        const bool checked = l > 1 || depends[static_cast<std::size_t>(i)];
+        if (checked && layer.weight[static_cast<std::size_t>(o * layer.inputs + i)] < 0.0f) return false;
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace shardplan

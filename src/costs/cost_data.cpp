@@ -109,11 +109,13 @@ nlohmann::json comm_sample_to_json(const CommSample& sample) {
     for (double v : values) out.push_back(std::round(v * 1e4) / 1e4);
     return out;
   };
-  return {{"world_size", sample.world_size},
-          {"dim_sums", sample.dim_sums},
-          {"delays_ms", rounded(sample.delays_ms)},
-          {"fw_ms", rounded(sample.fw_ms)},
-          {"bw_ms", rounded(sample.bw_ms)}};
+  nlohmann::json doc = {{"world_size", sample.world_size},
+                        {"dim_sums", sample.dim_sums},
+                        {"delays_ms", rounded(sample.delays_ms)},
+                        {"fw_ms", rounded(sample.fw_ms)},
+                        {"bw_ms", rounded(sample.bw_ms)}};
+  if (sample.devices_per_host > 0) doc["gpus_per_host"] = sample.devices_per_host;
+  return doc;
 }
 
 ComputeSample compute_sample_from_json(const nlohmann::json& doc, const std::string& source) {
@@ -155,6 +157,9 @@ CommSample comm_sample_from_json(const nlohmann::json& doc, const std::string& s
   sample.delays_ms = read_vector<double>(doc, "delays_ms", source, n);
   sample.fw_ms = read_vector<double>(doc, "fw_ms", source, n);
   sample.bw_ms = read_vector<double>(doc, "bw_ms", source, n);
+  if (const auto* per_host = find_member(doc, "gpus_per_host")) {
+    sample.devices_per_host = static_cast<int>(read_int64(*per_host, source, "gpus_per_host", 1, sample.world_size));
+  }
   return sample;
 }
 

@@ -2,6 +2,7 @@
 // The cost models' networks as LibTorch modules, and their export to the plain-C++ Mlp used for inference.
 #include <torch/torch.h>
 
+#include <cmath>
 #include <vector>
 
 #include "shardplan/neural_cost_model.hpp"
@@ -48,6 +49,72 @@ class MlpNetImpl : public torch::nn::Module {
   bool relu_last_;
 };
 TORCH_MODULE(MlpNet);
+
+// One hidden layer, non-decreasing in its first `monotone` inputs. Hidden units are of three kinds:
+// `bends` convex ones (ReLU) and `bends` concave ones (min(x, 0)) see every input, the monotone ones
+// through positive weights (softplus of free parameters), and pass on through positive output weights;
+// `free` units (ReLU) see only the other inputs and are weighted freely. The sum of positive multiples
+// of convex and concave non-decreasing pieces can take any non-decreasing shape in the monotone inputs,
+// and the free units any shape in the context. The hierarchical comm model uses it so that more bytes
+// never cost less.
+class MonotoneNetImpl : public torch::nn::Module {
+ public:
+  MonotoneNetImpl(int inputs, int monotone, int bends, int free, int outputs)
+      : inputs_(inputs), bends_(bends), hidden_(2 * bends + free) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(inputs));
+    raw0 = register_parameter("raw0", torch::empty({hidden_, inputs}).uniform_(-bound, bound));
+    b0 = register_parameter("b0", torch::empty({hidden_}).uniform_(-bound, bound));
+    // Small positive output weights to start: softplus(-3) is about 0.05.
+    raw1 = register_parameter("raw1", torch::empty({outputs, hidden_}).uniform_(-3.5, -2.5));
+    b1 = register_parameter("b1", torch::zeros({outputs}));
+    const int64_t dependent = 2 * bends;
+    positive_in = torch::zeros({hidden_, inputs});
+    positive_in.index_put_({torch::indexing::Slice(0, dependent), torch::indexing::Slice(0, monotone)}, 1.0);
+    cut_in = torch::ones({hidden_, inputs});
+    cut_in.index_put_({torch::indexing::Slice(dependent, torch::indexing::None), torch::indexing::Slice(0, monotone)}, 0.0);
+    positive_out = torch::zeros({1, hidden_});
+    positive_out.index_put_({0, torch::indexing::Slice(0, dependent)}, 1.0);
+  }
+
+  torch::Tensor first_weight() const {
+    return (raw0 * (1 - positive_in) + torch::softplus(raw0) * positive_in) * cut_in;
+  }
+  torch::Tensor output_weight() const { return raw1 * (1 - positive_out) + torch::softplus(raw1) * positive_out; }
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor pre = torch::nn::functional::linear(x, first_weight(), b0);
+    using torch::indexing::Slice;
+    torch::Tensor h = torch::cat({torch::relu(pre.index({Slice(), Slice(0, bends_)})),
+                                  torch::clamp_max(pre.index({Slice(), Slice(bends_, 2 * bends_)}), 0.0),
+                                  torch::relu(pre.index({Slice(), Slice(2 * bends_, torch::indexing::None)}))},
+                                 1);
+    return torch::nn::functional::linear(h, output_weight(), b1);
+  }
+
+  // The same network as plain layers (what a model directory stores); its concave units are
+  // [concave_begin(), concave_end()) of the hidden layer.
+  MlpNet exported() const {
+    MlpNet net(inputs_, std::vector<int>{hidden_, static_cast<int>(raw1.size(0))}, /*relu_last=*/false);
+    torch::NoGradGuard no_grad;
+    auto params = net->named_parameters();
+    params["l0.weight"].copy_(first_weight());
+    params["l0.bias"].copy_(b0);
+    params["l1.weight"].copy_(output_weight());
+    params["l1.bias"].copy_(b1);
+    return net;
+  }
+  int concave_begin() const { return bends_; }
+  int concave_end() const { return 2 * bends_; }
+
+  torch::Tensor raw0, b0, raw1, b1;
+
+ private:
+  torch::Tensor positive_in, cut_in, positive_out;
+  int inputs_;
+  int bends_;
+  int hidden_;
+};
+TORCH_MODULE(MonotoneNet);
 
 // The compute model (ComputeModelSpec in neural_cost_model.hpp): a shared per-shard network, each
 // shard's latency alone, their sum per device times a bounded interaction factor from a head, plus a

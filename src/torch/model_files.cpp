@@ -8,6 +8,7 @@
 #include "shardplan/cost_features.hpp"
 #include "shardplan/cost_model_io.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/hardware_profile.hpp"
 #include "shardplan/json_fields.hpp"
 #include "shardplan/json_file.hpp"
 #include "shardplan/model_hardware.hpp"
@@ -122,7 +123,27 @@ ModelFiles load_model_files(const std::string& dir) {
   compute.head = files.compute->head->to_plain();
 
   CommModelSpec& comm = files.comm_spec;
-  comm.features = read_normaliser(meta["comm"], "comm", kCommFeatures, source);
+  int comm_inputs = kCommFeatures;
+  if (const auto* form = find_member(meta["comm"], "form")) {
+    if (read_string(*form, source, "comm.form") != kHierarchicalCommForm) {
+      throw_field_error(source, "comm.form", fmt::format("unknown (expected \"{}\")", kHierarchicalCommForm), *form);
+    }
+    comm.form = CommForm::kHierarchical;
+    comm_inputs = kHierCommFeatures;
+    comm.fabric = fabric_from_json(require_member(meta["comm"], "fabric", source, "comm"), source, "comm.fabric");
+    validate_fabric(comm.fabric, source + ": comm.fabric");
+    for (const char* key : {"input_min", "input_max"}) {
+      const auto& list = read_array(require_member(meta["comm"], key, source, "comm"), source, std::string("comm.") + key);
+      if (static_cast<int>(list.size()) != comm_inputs) {
+        throw_field_error(source, std::string("comm.") + key, fmt::format("must have {} values", comm_inputs), list);
+      }
+      auto& out = std::string(key) == "input_min" ? comm.input_min : comm.input_max;
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        out.push_back(static_cast<float>(read_double(list[i], source, fmt::format("comm.{}[{}]", key, i), -1e30, 1e30)));
+      }
+    }
+  }
+  comm.features = read_normaliser(meta["comm"], "comm", comm_inputs, source);
   for (int k = 0; k < 2; ++k) {
     for (const char* key : {"target_mean", "target_std"}) {
       const auto& list = require_member(meta["comm"], key, source, "comm");
@@ -133,9 +154,24 @@ ModelFiles load_model_files(const std::string& dir) {
   }
   std::vector<int> comm_widths = read_widths(meta, "comm", "layers", source);
   comm_widths.push_back(2);
-  files.comm = MlpNet(kCommFeatures, comm_widths, false);
+  files.comm = MlpNet(comm_inputs, comm_widths, false);
   load_weights(files.comm, root / kCommWeightsFile);
   comm.net = files.comm->to_plain();
+  if (comm.form == CommForm::kHierarchical) {
+    const auto& range = require_member(meta["comm"], "concave_units", source, "comm");
+    const int hidden = comm.net.layers.front().outputs;
+    if (!range.is_array() || range.size() != 2) throw_field_error(source, "comm.concave_units", "must be [begin, end]", range);
+    DenseLayer& first = comm.net.layers.front();
+    first.concave_begin = static_cast<int>(read_int64(range[0], source, "comm.concave_units[0]", 0, hidden));
+    first.concave_end = static_cast<int>(read_int64(range[1], source, "comm.concave_units[1]", first.concave_begin, hidden));
+    for (int input = 0; input < kHierCommMonotoneInputs; ++input) {
+      if (!mlp_non_decreasing_in(comm.net, input)) {
+        throw InputError(fmt::format("{}: the hierarchical all-to-all network has negative weights on the path of its "
+                                     "structural input {}, so more bytes could cost less; re-train the model",
+                                     (root / kCommWeightsFile).string(), input));
+      }
+    }
+  }
   return files;
 }
 

@@ -3,6 +3,7 @@
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <limits>
 #include <set>
 
 #include "mlp_module.hpp"
@@ -22,6 +24,8 @@
 #include "shardplan/costs/cost_data.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/fabric_fit.hpp"
+#include "shardplan/hardware_profile.hpp"
 #include "shardplan/model_hardware.hpp"
 #include "shardplan/progress.hpp"
 
@@ -35,6 +39,9 @@ using namespace training;
 const std::vector<int> kShardWidths = {128, 32};
 const std::vector<int> kHeadWidths = {64};
 const std::vector<int> kCommWidths = {32};
+// The hierarchical comm network's hidden units: convex and concave ones of each kind, and context-only ones.
+constexpr int kCommBends = 12;
+constexpr int kCommFreeUnits = 16;
 // The compute model's interaction factor stays within [1/e, e] of the summed alone latencies.
 // A forward all-to-all measured shorter than its wait (timer granularity) still took some transfer time.
 constexpr double kMinTransferMs = 0.01;
@@ -46,25 +53,31 @@ constexpr uint64_t kComputeShuffleStream = 3;
 constexpr uint64_t kCommShuffleStream = 4;
 constexpr uint64_t kHoldoutShuffleStream = 5;
 
-// ---- communication model ----
+// ---- communication model (hierarchical: CommModelSpec) ----
 
 struct CommRows {
-  std::vector<CommFeatureVector> features;  // one row per device of every sample
-  std::vector<std::array<float, 2>> targets;  // log ms of the forward transfer (after the wait) and backward
+  std::vector<HierCommFeatureVector> features;  // one row per device of every sample
+  std::vector<std::array<float, 2>> targets;    // log ms of the forward transfer (after the wait) and backward
   std::vector<std::size_t> sample_of_row;
 };
 
-CommRows comm_rows(const std::vector<CommSample>& samples) {
+CommRows comm_rows(const std::vector<CommSample>& samples, const CommFabric& fabric) {
   CommRows rows;
+  std::vector<HierCommFeatureVector> features;
+  std::vector<double> structure;
   for (std::size_t s = 0; s < samples.size(); ++s) {
     const CommSample& sample = samples[s];
-    auto features = comm_features(sample.dim_sums, sample.delays_ms);
+    hierarchical_comm_features_into(fabric_for_sample(fabric, sample), sample.dim_sums, sample.delays_ms, features,
+                                    structure);
     std::vector<double> waits = comm_waits(sample.delays_ms);
     for (std::size_t r = 0; r < features.size(); ++r) {
       rows.features.push_back(features[r]);
       double fw_transfer = std::max(kMinTransferMs, sample.fw_ms[r] - waits[r]);
       double bw_transfer = std::max(kMinTransferMs, sample.bw_ms[r]);
-      rows.targets.push_back({static_cast<float>(std::log(fw_transfer)), static_cast<float>(std::log(bw_transfer))});
+      // The network learns the log of measured over structural time.
+      const double log_structure = std::log(structure[r]);
+      rows.targets.push_back({static_cast<float>(std::log(fw_transfer) - log_structure),
+                              static_cast<float>(std::log(bw_transfer) - log_structure)});
       rows.sample_of_row.push_back(s);
     }
   }
@@ -98,13 +111,21 @@ struct CommTrained {
 };
 
 CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& train_rows,
-                       const std::vector<std::size_t>& val_rows, const PretrainConfig& config, const std::string& what,
-                       uint64_t shuffle_stream) {
+                       const std::vector<std::size_t>& val_rows, const CommFabric& fabric, const PretrainConfig& config,
+                       const std::string& what, uint64_t shuffle_stream) {
   CommTrained t;
-  std::vector<CommFeatureVector> train_features;
+  t.spec.form = CommForm::kHierarchical;
+  t.spec.fabric = fabric;
+  std::vector<HierCommFeatureVector> train_features;
   std::array<double, 2> sum{}, sq{};
+  t.spec.input_min.assign(kHierCommFeatures, std::numeric_limits<float>::max());
+  t.spec.input_max.assign(kHierCommFeatures, std::numeric_limits<float>::lowest());
   for (std::size_t r : train_rows) {
     train_features.push_back(rows.features[r]);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(kHierCommFeatures); ++k) {
+      t.spec.input_min[k] = std::min(t.spec.input_min[k], rows.features[r][k]);
+      t.spec.input_max[k] = std::max(t.spec.input_max[k], rows.features[r][k]);
+    }
     for (int k = 0; k < 2; ++k) {
       sum[k] += rows.targets[r][k];
       sq[k] += static_cast<double>(rows.targets[r][k]) * rows.targets[r][k];
@@ -117,9 +138,9 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
     t.spec.target_mean[k] = static_cast<float>(mean);
     t.spec.target_std[k] = static_cast<float>(std::max(1e-6, std::sqrt(std::max(0.0, sq[k] / n - mean * mean))));
   }
-  t.net = MlpNet(kCommFeatures, [] { auto w = kCommWidths; w.push_back(2); return w; }(), false);
+  MonotoneNet net(kHierCommFeatures, kHierCommMonotoneInputs, kCommBends, kCommFreeUnits, 2);
   auto batch_of = [&](const std::vector<std::size_t>& row_ids) {
-    std::vector<const CommFeatureVector*> feature_rows;
+    std::vector<const HierCommFeatureVector*> feature_rows;
     std::vector<float> target;
     for (std::size_t r : row_ids) {
       feature_rows.push_back(&rows.features[r]);
@@ -132,19 +153,22 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
   TrainSettings comm_settings = train_settings(config);
   comm_settings.batch_size = config.batch_size * 8;  // rows are devices: a sample contributes W of them
   t.outcome = train(
-      t.net, train_rows.size(),
+      net, train_rows.size(),
       [&](const std::vector<std::size_t>& batch) {
         std::vector<std::size_t> ids;
         for (std::size_t i : batch) ids.push_back(train_rows[i]);
         auto [x, y] = batch_of(ids);
-        return torch::l1_loss(t.net->forward(x), y);
+        return torch::l1_loss(net->forward(x), y);
       },
       [&] {
         torch::NoGradGuard no_grad;
-        return torch::l1_loss(t.net->forward(validation.first), validation.second).template item<double>();
+        return torch::l1_loss(net->forward(validation.first), validation.second).template item<double>();
       },
       comm_settings, what, shuffle_stream);
+  t.net = net->exported();
   t.spec.net = t.net->to_plain();
+  t.spec.net.layers.front().concave_begin = net->concave_begin();
+  t.spec.net.layers.front().concave_end = net->concave_end();
   return t;
 }
 
@@ -164,6 +188,23 @@ void comm_predictions(const NeuralCostModel& model, const std::vector<CommSample
 nlohmann::json comm_metrics(const NeuralCostModel& model, const std::vector<CommSample>& samples) {
   std::vector<double> fw_pred, fw_true, bw_pred, bw_true;
   comm_predictions(model, samples, fw_pred, fw_true, bw_pred, bw_true);
+  return {{"fw", compute_metrics(fw_pred, fw_true).to_json()}, {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
+}
+
+// The structure alone on the same samples (forward: the wait plus the structural time): what the learned
+// part adds is the difference.
+nlohmann::json structure_metrics(const CommFabric& fabric, const std::vector<CommSample>& samples) {
+  std::vector<double> fw_pred, fw_true, bw_pred, bw_true, structure;
+  for (const auto& sample : samples) {
+    hierarchical_alltoall_ms(fabric_for_sample(fabric, sample), sample.dim_sums, structure);
+    std::vector<double> waits = comm_waits(sample.delays_ms);
+    for (std::size_t r = 0; r < structure.size(); ++r) {
+      fw_pred.push_back(waits[r] + structure[r]);
+      bw_pred.push_back(structure[r]);
+    }
+    fw_true.insert(fw_true.end(), sample.fw_ms.begin(), sample.fw_ms.end());
+    bw_true.insert(bw_true.end(), sample.bw_ms.begin(), sample.bw_ms.end());
+  }
   return {{"fw", compute_metrics(fw_pred, fw_true).to_json()}, {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
 }
 
@@ -195,6 +236,7 @@ struct CommPart {
   nlohmann::json data;          // meta.json's "data.comm"
   nlohmann::json test_metrics = nullptr;
   nlohmann::json holdout_metrics = nullptr;
+  nlohmann::json structure_metrics = nullptr;
   TrainOutcome outcome;
 };
 
@@ -215,13 +257,81 @@ CommPart comm_from_model(const std::string& dir) {
   return part;
 }
 
+// The global batch the comm data was collected with (every source must agree: the structure's bytes
+// depend on it).
+int64_t comm_batch_size(const nlohmann::json& comm_meta) {
+  std::set<int64_t> batches;
+  auto add = [&](const nlohmann::json& meta) {
+    if (meta.contains("batch_size") && meta["batch_size"].is_number_integer()) batches.insert(meta["batch_size"].get<int64_t>());
+  };
+  if (comm_meta.contains("sources") && comm_meta["sources"].is_array()) {
+    for (const auto& m : comm_meta["sources"]) add(m);
+  } else {
+    add(comm_meta);
+  }
+  if (batches.size() > 1) {
+    throw InputError(fmt::format("comm data: sources were collected with different --batch-size ({}); train on one batch size",
+                                 fmt::join(batches, ", ")));
+  }
+  return batches.empty() ? kScaleFreeCommBatch : *batches.begin();
+}
+
+// The structure's figures: the --hardware profile's, or fitted to the data's samples (all but
+// `left_out_world_size`, when the fit is for the held-out test).
+CommFabric comm_fabric(const CostData& comm_data, const PretrainConfig& config, int left_out_world_size = 0) {
+  const int64_t batch = comm_batch_size(comm_data.meta);
+  // The planning default of GPUs per host: the samples' own (training places each sample by its own
+  // layout, fabric_for_sample), else every rank of the largest one-host sample.
+  int per_host = 0;
+  int single_host_max = 0;
+  for (const auto& s : comm_data.comm) {
+    if (s.devices_per_host > 0) {
+      if (per_host != 0 && per_host != s.devices_per_host) {
+        throw InputError(fmt::format("comm data: samples ran with {} and {} ranks per host; train on one layout",
+                                     per_host, s.devices_per_host));
+      }
+      per_host = s.devices_per_host;
+    } else {
+      single_host_max = std::max(single_host_max, s.world_size);
+    }
+  }
+  if (!config.hardware.empty()) {
+    HardwareProfile profile = load_hardware_profile(config.hardware);
+    CommFabric fabric = fabric_of(profile, batch);
+    if (per_host != 0 && per_host != fabric.devices_per_host) {
+      throw InputError(fmt::format("--hardware {}: gpus_per_host {} but the comm data ran {} ranks per host",
+                                   config.hardware, fabric.devices_per_host, per_host));
+    }
+    spdlog::info("comm structure: profile {} ({})", profile.name, profile.source_path);
+    return fabric;
+  }
+  CommFabric start;
+  start.name = "fitted";
+  start.batch_size = batch;
+  start.devices_per_host = per_host != 0 ? per_host : single_host_max;
+  std::vector<CommSample> fitted_on;
+  for (const auto& s : comm_data.comm) if (s.world_size != left_out_world_size) fitted_on.push_back(s);
+  FabricFit fit = fit_fabric(fitted_on, start);
+  const CommFabric& f = fit.fabric;
+  spdlog::info("comm structure fitted to the data: intra-host {:.4g} GB/s and {:.4g} us per peer, host fabric {}, "
+               "inter-host {} (mean |log error| {:.3f}); a profile with these figures can be passed as --hardware",
+               f.intra_bytes_per_ms / 1e6, f.intra_peer_latency_ms * 1e3,
+               f.host_bytes_per_ms > 0 ? fmt::format("{:.4g} GB/s", f.host_bytes_per_ms / 1e6) : std::string("not shared"),
+               fit.inter_measured ? fmt::format("{:.4g} GB/s and {:.4g} us per peer", f.inter_bytes_per_ms / 1e6,
+                                                f.inter_peer_latency_ms * 1e3)
+                                  : std::string("not measured (taken as intra-host)"),
+               fit.mean_abs_log_error);
+  return fit.fabric;
+}
+
 CommPart train_comm_part(const CostData& comm_data, const PretrainConfig& config, const ComputeModelSpec& compute_spec) {
   CommPart part;
-  CommRows rows = comm_rows(comm_data.comm);
+  const CommFabric fabric = comm_fabric(comm_data, config);
+  CommRows rows = comm_rows(comm_data.comm, fabric);
   Split comm_split = split_indices(comm_data.comm.size(), config.validation_fraction, config.test_fraction, config.seed,
                                    kCommSplitStream);
   CommTrained comm = train_comm(rows, rows_of_samples(rows, comm_split.train), rows_of_samples(rows, comm_split.validation),
-                                config, "comm model", kCommShuffleStream);
+                                fabric, config, "comm model", kCommShuffleStream);
 
   // Generalisation across device counts: retrain without one world size, test on it.
   std::set<int> world_sizes;
@@ -234,19 +344,32 @@ CommPart train_comm_part(const CostData& comm_data, const PretrainConfig& config
     for (std::size_t s : comm_split.train) if (comm_data.comm[s].world_size != holdout) seen_train.push_back(s);
     for (std::size_t s : comm_split.validation) if (comm_data.comm[s].world_size != holdout) seen_val.push_back(s);
     for (const auto& s : comm_data.comm) if (s.world_size == holdout) held.push_back(s);
-    CommTrained without = train_comm(rows, rows_of_samples(rows, seen_train), rows_of_samples(rows, seen_val), config,
+    // The structure is fitted again without the held-out size too, so nothing of it leaks into the test.
+    const CommFabric fabric_without = comm_fabric(comm_data, config, holdout);
+    CommRows rows_without = comm_rows(comm_data.comm, fabric_without);
+    CommTrained without = train_comm(rows_without, rows_of_samples(rows_without, seen_train),
+                                     rows_of_samples(rows_without, seen_val), fabric_without, config,
                                      fmt::format("comm model without W={}", holdout), kHoldoutShuffleStream);
     NeuralCostModel probe("holdout", compute_spec, without.spec);
     part.holdout_metrics = comm_metrics(probe, held);
     part.holdout_metrics["world_size"] = holdout;
+    part.holdout_metrics["structure_alone"] = structure_metrics(fabric_without, held);
   }
   NeuralCostModel trained("trained", compute_spec, comm.spec);
   part.test_metrics = comm_metrics(trained, pick(comm_data.comm, comm_split.test));
+  part.structure_metrics = structure_metrics(fabric, pick(comm_data.comm, comm_split.test));
   part.net = comm.net;
   part.outcome = comm.outcome;
-  part.meta_section = {{"features", kCommFeatures}, {"layers", kCommWidths}, {"feature_mean", comm.spec.features.mean},
-                       {"feature_std", comm.spec.features.std},
-                       {"target", "standardised log ms of the transfers: forward minus the wait, backward"},
+  const DenseLayer& hidden = comm.spec.net.layers.front();
+  part.meta_section = {{"form", kHierarchicalCommForm}, {"features", kHierCommFeatures}, {"layers", {hidden.outputs}},
+                       {"monotone_inputs", kHierCommMonotoneInputs},
+                       {"concave_units", {hidden.concave_begin, hidden.concave_end}},
+                       {"fabric", fabric_to_json(fabric)},
+                       {"feature_mean", comm.spec.features.mean}, {"feature_std", comm.spec.features.std},
+                       {"input_min", comm.spec.input_min}, {"input_max", comm.spec.input_max},
+                       {"target", "standardised log of measured over structural transfer time (forward minus the "
+                                  "wait, backward); the network is non-decreasing in the structural inputs and sees "
+                                  "them clamped to [input_min, input_max]"},
                        {"target_mean", comm.spec.target_mean}, {"target_std", comm.spec.target_std},
                        {"world_sizes", world_sizes}, {"weights", kCommWeightsFile}};
   part.hardware = comm_hardware(comm_data.meta, world_sizes);
@@ -367,7 +490,8 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
   }
   meta["metrics"] = {{"compute", compute_metrics(loaded->predict_compute(test_sets), test_latency).to_json()},
                      {"comm", comm.test_metrics},
-                     {"comm_holdout", comm.holdout_metrics}};
+                     {"comm_holdout", comm.holdout_metrics},
+                     {"comm_structure_alone", comm.structure_metrics}};
   if (!comm_data) meta["metrics"]["comm_source"] = fmt::format("{} (its own test metrics)", config.comm_from);
   meta["training"]["seconds"] = std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   write_file_atomically((fs::path(config.out_dir) / "meta.json").string(), meta.dump(2) + "\n");

@@ -9,6 +9,7 @@
 #include "shardplan/costs/cost_data.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/neural_cost_model.hpp"
 #include "shardplan/pretrain.hpp"
 
 namespace shardplan {
@@ -100,6 +101,73 @@ TEST(Pretrain, TrainingReducesErrorAndRoundTripsThroughTheModelDirectory) {
   EXPECT_LT(eval["compute"]["mape_percent"].get<double>(), 20.0);
   EXPECT_TRUE(eval["comm"].contains("fw"));
   fs::remove_all(data);
+}
+
+// Every device's predicted all-to-all, forward and backward, for fixed compute times.
+void predict(const CostModel& model, const std::vector<int64_t>& widths, std::vector<double>& fw, std::vector<double>& bw) {
+  std::vector<double> compute;
+  for (std::size_t r = 0; r < widths.size(); ++r) compute.push_back(1.0 + 0.25 * static_cast<double>(r % 3));
+  model.predict_comm(widths, compute, fw, bw);
+}
+
+// More bytes never cost less: widening one device never lowers any device's predicted all-to-all, for
+// world sizes inside and far beyond the measured ones.
+void expect_monotone_in_bytes(const CostModel& model, uint64_t seed) {
+  Rng rng(seed);
+  for (int trial = 0; trial < 150; ++trial) {
+    const std::size_t n = trial % 3 == 0 ? 64 + rng.below(200) : 2 + rng.below(12);
+    std::vector<int64_t> widths;
+    for (std::size_t r = 0; r < n; ++r) widths.push_back(static_cast<int64_t>(4 * (1 + rng.below(400))));
+    std::vector<double> fw0, bw0, fw1, bw1;
+    predict(model, widths, fw0, bw0);
+    widths[rng.below(n)] += 4 * static_cast<int64_t>(1 + rng.below(300));
+    predict(model, widths, fw1, bw1);
+    for (std::size_t r = 0; r < n; ++r) {
+      ASSERT_GE(fw1[r], fw0[r] * (1 - 1e-6)) << "trial " << trial << " rank " << r << " of " << n;
+      ASSERT_GE(bw1[r], bw0[r] * (1 - 1e-6)) << "trial " << trial << " rank " << r << " of " << n;
+      ASSERT_TRUE(std::isfinite(fw1[r]) && fw1[r] > 0);
+    }
+  }
+}
+
+TEST(Pretrain, HierarchicalCommModelIsMonotoneInBytesAndReportsTheStructureAlone) {
+  fs::path data = write_synthetic_data("hierarchical", 120, 60);
+  nlohmann::json meta = pretrain_cost_models(quick_config(data, data / "model", 20));
+  EXPECT_EQ(meta["comm"]["form"], "hierarchical");
+  EXPECT_EQ(meta["comm"]["fabric"]["name"], "fitted");
+  EXPECT_TRUE(meta["metrics"]["comm_structure_alone"].contains("bw"));
+  EXPECT_TRUE(meta["metrics"]["comm_holdout"].contains("structure_alone"));
+  auto model = load_cost_model((data / "model").string());
+  expect_monotone_in_bytes(*model, 11);
+  fs::remove_all(data);
+}
+
+TEST(Pretrain, BundledModelIsMonotoneInBytes) {
+  auto model = load_cost_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/default");
+  ASSERT_EQ(model->comm_spec().form, CommForm::kHierarchical);
+  expect_monotone_in_bytes(*model, 5);
+}
+
+TEST(Pretrain, OtherHardwareGetsTheStructureAloneAndTheMeasuredOneItsCorrection) {
+  auto model = load_cost_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/default");
+  const std::vector<int64_t> widths = {100, 400, 250, 800, 60, 90, 300, 120, 500};
+  std::vector<double> fw_own, bw_own, fw, bw, structure;
+  predict(*model, widths, fw_own, bw_own);
+  CommFabric same = model->comm_spec().fabric;
+  model->plan_for_hardware(same);
+  EXPECT_FALSE(model->comm_structure_only());
+  predict(*model, widths, fw, bw);
+  EXPECT_EQ(bw, bw_own);
+  CommFabric other = same;
+  other.name = "elsewhere";
+  other.intra_bytes_per_ms *= 100;
+  model->plan_for_hardware(other);
+  EXPECT_TRUE(model->comm_structure_only());
+  EXPECT_TRUE(model->hardware().comm_structure_only);
+  predict(*model, widths, fw, bw);
+  other.batch_size = same.batch_size;
+  hierarchical_alltoall_ms(other, widths, structure);
+  EXPECT_EQ(bw, structure);
 }
 
 TEST(Pretrain, SameSeedGivesTheSameModel) {

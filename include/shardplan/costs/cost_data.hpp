@@ -45,6 +45,9 @@ struct CommSample {
   std::vector<double> delays_ms;     // per rank: start delay standing in for unequal compute
   std::vector<double> fw_ms;         // per rank: forward all-to-all latency (from its own start)
   std::vector<double> bw_ms;         // per rank: backward all-to-all latency
+  // Ranks per host when the ranks ran on several (emulated) hosts, rank r on host r / devices_per_host;
+  // 0: all on one host ("gpus_per_host" in the file, absent for one host).
+  int devices_per_host = 0;
 };
 
 nlohmann::json compute_sample_to_json(const ComputeSample& sample);

@@ -1,0 +1,61 @@
+#pragma once
+// The physical structure of a DLRM all-to-all on a cluster of hosts: how many bytes each GPU moves over
+// its host's links and over the network, and the time that takes at given bandwidths and per-peer
+// latencies. The neural comm model learns only what measurement says beyond this; a plan on hardware
+// nobody measured gets this estimate alone. No LibTorch, no JSON.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardplan {
+
+// What the estimate needs of the hardware (hardware_profile.hpp reads it from a profile file). Rates are
+// per GPU and per direction; host_bytes_per_ms is a fabric all of a host's GPUs share (a CPU host's
+// memory copies), 0 when they do not share one (NVSwitch is non-blocking).
+struct CommFabric {
+  std::string name;
+  int devices_per_host = 8;
+  double intra_bytes_per_ms = 0.0;
+  double intra_peer_latency_ms = 0.0;  // per peer on the same host
+  double inter_bytes_per_ms = 0.0;
+  double inter_peer_latency_ms = 0.0;  // per peer on another host
+  double host_bytes_per_ms = 0.0;
+  int64_t batch_size = 2048;  // global batch; each rank owns batch_size / W samples
+  int64_t element_bytes = 4;  // fp32 pooled embeddings and their gradients
+};
+
+// One device's traffic in one all-to-all (the forward and the backward move the same bytes, reversed).
+struct AllToAllVolume {
+  double intra_out = 0, intra_in = 0;  // bytes to and from GPUs on its host
+  double inter_out = 0, inter_in = 0;  // bytes to and from GPUs on other hosts
+  double host = 0;                     // bytes crossing its host's shared fabric (sent by its host, or received from others)
+  int intra_peers = 0, inter_peers = 0;
+};
+
+// Rank r is on host r / devices_per_host. dim_sums[r]: the sum of rank r's shard widths; rank r sends
+// each rank j the rows of j's batch_size / W samples, (B/W) x dim_sums[r] values.
+std::vector<AllToAllVolume> alltoall_volumes(const CommFabric& fabric, const std::vector<int64_t>& dim_sums);
+
+// A device's structural times in ms: the total (below) and the parts it is built from, each
+// non-decreasing in every width (they are the comm network's monotone inputs).
+struct AllToAllTimes {
+  double total = 0;    // hierarchical_alltoall_ms
+  double out = 0;      // sending at the link rates: intra_out / intra rate + inter_out / inter rate
+  double in = 0;       // receiving, likewise
+  double host = 0;     // host bytes / host rate (0 when not shared)
+  double latency = 0;  // the per-peer latencies
+};
+void hierarchical_alltoall_times(const CommFabric& fabric, const std::vector<int64_t>& dim_sums,
+                                 std::vector<AllToAllTimes>& out);
+
+// The structural time of one direction per device, in ms: its links run concurrently, so the slowest of
+//   intra: intra_peers x latency + max(intra_out, intra_in) / intra rate,
+//   inter: inter_peers x latency + max(inter_out, inter_in) / inter rate,
+//   host:  host bytes / host rate.
+// Non-decreasing in every width: more bytes never cost less. `out` is resized to the device count.
+void hierarchical_alltoall_ms(const CommFabric& fabric, const std::vector<int64_t>& dim_sums, std::vector<double>& out);
+
+// Throws InputError naming the field when a figure is not usable (rates must be positive).
+void validate_fabric(const CommFabric& fabric, const std::string& source);
+
+}  // namespace shardplan

@@ -1,0 +1,90 @@
+#include "shardplan/comm_structure.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "shardplan/errors.hpp"
+
+namespace shardplan {
+
+std::vector<AllToAllVolume> alltoall_volumes(const CommFabric& fabric, const std::vector<int64_t>& dim_sums) {
+  const std::size_t n = dim_sums.size();
+  std::vector<AllToAllVolume> out(n);
+  if (n < 2) return out;
+  const auto per_host = static_cast<std::size_t>(std::max(1, fabric.devices_per_host));
+  const std::size_t hosts = (n + per_host - 1) / per_host;
+  std::vector<double> host_width(hosts, 0.0);
+  std::vector<std::size_t> host_devices(hosts, 0);
+  double total = 0.0;
+  for (std::size_t r = 0; r < n; ++r) {
+    host_width[r / per_host] += static_cast<double>(dim_sums[r]);
+    ++host_devices[r / per_host];
+    total += static_cast<double>(dim_sums[r]);
+  }
+  // Bytes per unit of width to one peer: that peer's share of the batch.
+  const double unit = static_cast<double>(fabric.batch_size) / static_cast<double>(n) * static_cast<double>(fabric.element_bytes);
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::size_t h = r / per_host;
+    const double width = static_cast<double>(dim_sums[r]);
+    const auto local = static_cast<double>(host_devices[h]);
+    AllToAllVolume& v = out[r];
+    v.intra_peers = static_cast<int>(host_devices[h]) - 1;
+    v.inter_peers = static_cast<int>(n - host_devices[h]);
+    v.intra_out = unit * width * (local - 1.0);
+    v.intra_in = unit * (host_width[h] - width);
+    v.inter_out = unit * width * static_cast<double>(v.inter_peers);
+    v.inter_in = unit * (total - host_width[h]);
+    // Everything the host's GPUs send, plus what arrives from other hosts.
+    v.host = unit * (host_width[h] * static_cast<double>(n - 1) + (total - host_width[h]) * local);
+  }
+  return out;
+}
+
+void hierarchical_alltoall_times(const CommFabric& fabric, const std::vector<int64_t>& dim_sums,
+                                 std::vector<AllToAllTimes>& out) {
+  const std::vector<AllToAllVolume> volumes = alltoall_volumes(fabric, dim_sums);
+  out.assign(dim_sums.size(), AllToAllTimes{});
+  if (dim_sums.size() < 2) return;
+  for (std::size_t r = 0; r < volumes.size(); ++r) {
+    const AllToAllVolume& v = volumes[r];
+    AllToAllTimes& t = out[r];
+    const double intra_latency = v.intra_peers * fabric.intra_peer_latency_ms;
+    const double inter_latency = v.inter_peers * fabric.inter_peer_latency_ms;
+    if (v.intra_peers > 0) {
+      t.total = std::max(t.total, intra_latency + std::max(v.intra_out, v.intra_in) / fabric.intra_bytes_per_ms);
+    }
+    if (v.inter_peers > 0) {
+      t.total = std::max(t.total, inter_latency + std::max(v.inter_out, v.inter_in) / fabric.inter_bytes_per_ms);
+    }
+    if (fabric.host_bytes_per_ms > 0) {
+      t.host = v.host / fabric.host_bytes_per_ms;
+      t.total = std::max(t.total, t.host);
+    }
+    t.out = v.intra_out / fabric.intra_bytes_per_ms + (v.inter_peers > 0 ? v.inter_out / fabric.inter_bytes_per_ms : 0.0);
+    t.in = v.intra_in / fabric.intra_bytes_per_ms + (v.inter_peers > 0 ? v.inter_in / fabric.inter_bytes_per_ms : 0.0);
+    t.latency = intra_latency + inter_latency;
+  }
+}
+
+void hierarchical_alltoall_ms(const CommFabric& fabric, const std::vector<int64_t>& dim_sums, std::vector<double>& out) {
+  thread_local std::vector<AllToAllTimes> times;
+  hierarchical_alltoall_times(fabric, dim_sums, times);
+  out.resize(times.size());
+  for (std::size_t r = 0; r < times.size(); ++r) out[r] = times[r].total;
+}
+
+void validate_fabric(const CommFabric& fabric, const std::string& source) {
+  auto need = [&](bool ok, const char* field, double value) {
+    if (!ok) throw InputError(fmt::format("{}: {}: must be positive and finite, got {}", source, field, value));
+  };
+  need(fabric.devices_per_host >= 1, "gpus_per_host", fabric.devices_per_host);
+  need(std::isfinite(fabric.intra_bytes_per_ms) && fabric.intra_bytes_per_ms > 0, "intra_host.bandwidth_GBps",
+       fabric.intra_bytes_per_ms / 1e6);
+  need(std::isfinite(fabric.inter_bytes_per_ms) && fabric.inter_bytes_per_ms > 0, "inter_host.bandwidth_GBps",
+       fabric.inter_bytes_per_ms / 1e6);
+  need(fabric.batch_size >= 1, "batch_size", static_cast<double>(fabric.batch_size));
+}
+
+}  // namespace shardplan

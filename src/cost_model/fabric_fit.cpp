@@ -1,0 +1,126 @@
+#include "shardplan/fabric_fit.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "shardplan/errors.hpp"
+
+namespace shardplan {
+
+namespace {
+
+// One device of one sample: its traffic and its measured backward time.
+struct Row {
+  AllToAllVolume volume;
+  double measured_ms = 0.0;
+};
+
+struct Figures {
+  double intra_rate, intra_latency, inter_rate, inter_latency, host_rate;  // host_rate 0: not shared
+};
+
+double predicted_ms(const Figures& f, const AllToAllVolume& v) {
+  double t = 0.0;
+  if (v.intra_peers > 0) t = std::max(t, v.intra_peers * f.intra_latency + std::max(v.intra_out, v.intra_in) / f.intra_rate);
+  if (v.inter_peers > 0) t = std::max(t, v.inter_peers * f.inter_latency + std::max(v.inter_out, v.inter_in) / f.inter_rate);
+  if (f.host_rate > 0) t = std::max(t, v.host / f.host_rate);
+  return std::max(t, 1e-6);
+}
+
+double loss(const Figures& f, const std::vector<Row>& rows) {
+  double sum = 0.0;
+  for (const Row& r : rows) sum += std::fabs(std::log(predicted_ms(f, r.volume) / r.measured_ms));
+  return sum / static_cast<double>(rows.size());
+}
+
+std::vector<double> log_grid(double lo, double hi, int points) {
+  std::vector<double> values;
+  for (int i = 0; i < points; ++i) values.push_back(lo * std::pow(hi / lo, static_cast<double>(i) / (points - 1)));
+  return values;
+}
+
+}  // namespace
+
+CommFabric fabric_for_sample(const CommFabric& fabric, const CommSample& sample) {
+  CommFabric f = fabric;
+  f.devices_per_host = sample.devices_per_host > 0 ? sample.devices_per_host : sample.world_size;
+  return f;
+}
+
+FabricFit fit_fabric(const std::vector<CommSample>& samples, CommFabric start) {
+  if (samples.empty()) throw InputError("no comm samples to fit the all-to-all structure to");
+  std::vector<Row> rows;
+  bool spans_hosts = false;
+  for (const CommSample& s : samples) {
+    std::vector<AllToAllVolume> volumes = alltoall_volumes(fabric_for_sample(start, s), s.dim_sums);
+    for (std::size_t r = 0; r < volumes.size(); ++r) {
+      if (!(s.bw_ms[r] > 0)) continue;
+      spans_hosts = spans_hosts || volumes[r].inter_peers > 0;
+      rows.push_back({volumes[r], s.bw_ms[r]});
+    }
+  }
+  if (rows.empty()) throw InputError("no comm samples with a positive backward time to fit the all-to-all structure to");
+  // Every k-th row for the grid (enough to place it), all rows for the final search.
+  std::vector<Row> coarse;
+  const std::size_t stride = std::max<std::size_t>(1, rows.size() / 3000);
+  for (std::size_t i = 0; i < rows.size(); i += stride) coarse.push_back(rows[i]);
+
+  // Rates in bytes per ms from 10^2 (100 KB/s) to 10^8 (100 GB/s); latencies per peer from 1 us to 10 ms.
+  const std::vector<double> rates = log_grid(1e2, 1e8, 19);
+  const std::vector<double> latencies = log_grid(1e-3, 10.0, 13);
+  std::vector<double> host_rates = {0.0};
+  for (double r : rates) host_rates.push_back(r);
+  Figures best{1e6, 1e-3, 1e6, 1e-3, 0.0};
+  double best_loss = std::numeric_limits<double>::infinity();
+  for (double rate : rates) {
+    for (double latency : latencies) {
+      for (double host : host_rates) {
+        Figures f{rate, latency, rate, latency, host};
+        double l = loss(f, coarse);
+        if (l < best_loss) best_loss = l, best = f;
+      }
+    }
+  }
+  if (spans_hosts) {
+    for (double rate : rates) {
+      for (double latency : latencies) {
+        Figures f = best;
+        f.inter_rate = rate;
+        f.inter_latency = latency;
+        double l = loss(f, coarse);
+        if (l < best_loss) best_loss = l, best = f;
+      }
+    }
+  }
+  // Coordinate search on every row with shrinking multiplicative steps.
+  best_loss = loss(best, rows);
+  std::vector<double Figures::*> params = {&Figures::intra_rate, &Figures::intra_latency, &Figures::host_rate};
+  if (spans_hosts) params.insert(params.end(), {&Figures::inter_rate, &Figures::inter_latency});
+  for (double step : {2.0, 1.41, 1.19, 1.09, 1.04, 1.02}) {
+    for (bool improved = true; improved;) {
+      improved = false;
+      for (auto param : params) {
+        if (best.*param == 0.0) continue;  // a host fabric the grid found not to matter stays off
+        for (double factor : {step, 1.0 / step}) {
+          Figures f = best;
+          f.*param *= factor;
+          if (!spans_hosts) f.inter_rate = f.intra_rate, f.inter_latency = f.intra_latency;
+          double l = loss(f, rows);
+          if (l < best_loss - 1e-12) best_loss = l, best = f, improved = true;
+        }
+      }
+    }
+  }
+  FabricFit fit;
+  fit.fabric = start;
+  fit.fabric.intra_bytes_per_ms = best.intra_rate;
+  fit.fabric.intra_peer_latency_ms = best.intra_latency;
+  fit.fabric.inter_bytes_per_ms = spans_hosts ? best.inter_rate : best.intra_rate;
+  fit.fabric.inter_peer_latency_ms = spans_hosts ? best.inter_latency : best.intra_latency;
+  fit.fabric.host_bytes_per_ms = best.host_rate;
+  fit.mean_abs_log_error = best_loss;
+  fit.inter_measured = spans_hosts;
+  return fit;
+}
+
+}  // namespace shardplan

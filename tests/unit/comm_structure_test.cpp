@@ -1,0 +1,139 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "shardplan/comm_structure.hpp"
+#include "shardplan/dataset/random.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/hardware_profile.hpp"
+
+namespace shardplan {
+namespace {
+
+// 2 hosts of 2 GPUs; batch 16, so each rank owns 4 samples and a unit of width to one peer is 16 bytes.
+CommFabric two_by_two() {
+  CommFabric f;
+  f.name = "test";
+  f.devices_per_host = 2;
+  f.intra_bytes_per_ms = 100.0;
+  f.intra_peer_latency_ms = 0.5;
+  f.inter_bytes_per_ms = 10.0;
+  f.inter_peer_latency_ms = 2.0;
+  f.batch_size = 16;
+  return f;
+}
+
+TEST(CommStructure, AHierarchicalCaseComputedByHand) {
+  // Widths 4, 8 on host 0 and 12, 16 on host 1. Rank 0: intra out 16 x 4 x 1 = 64 B, intra in 16 x 8 =
+  // 128 B; inter out 16 x 4 x 2 = 128 B, inter in 16 x 28 = 448 B. Intra: 1 x 0.5 + 128 / 100 = 1.78 ms;
+  // inter: 2 x 2 + 448 / 10 = 48.8 ms. Rank 3: intra out 256, in 192 -> 0.5 + 2.56 = 3.06; inter out
+  // 16 x 16 x 2 = 512, in 16 x 12 = 192 -> 4 + 51.2 = 55.2 ms.
+  const std::vector<int64_t> widths = {4, 8, 12, 16};
+  std::vector<AllToAllVolume> v = alltoall_volumes(two_by_two(), widths);
+  EXPECT_DOUBLE_EQ(v[0].intra_out, 64);
+  EXPECT_DOUBLE_EQ(v[0].intra_in, 128);
+  EXPECT_DOUBLE_EQ(v[0].inter_out, 128);
+  EXPECT_DOUBLE_EQ(v[0].inter_in, 448);
+  EXPECT_EQ(v[0].intra_peers, 1);
+  EXPECT_EQ(v[0].inter_peers, 2);
+  std::vector<double> ms;
+  hierarchical_alltoall_ms(two_by_two(), widths, ms);
+  EXPECT_NEAR(ms[0], 48.8, 1e-9);
+  EXPECT_NEAR(ms[3], 55.2, 1e-9);
+  // A shared host fabric of 20 B/ms bounds host 0: it sends 16 x 12 x 3 = 576 B, receives 16 x 28 x 2 = 896 B.
+  CommFabric shared = two_by_two();
+  shared.host_bytes_per_ms = 20.0;
+  hierarchical_alltoall_ms(shared, widths, ms);
+  EXPECT_NEAR(ms[0], (576.0 + 896.0) / 20.0, 1e-9);
+  // One device exchanges nothing.
+  hierarchical_alltoall_ms(two_by_two(), {64}, ms);
+  EXPECT_EQ(ms, std::vector<double>{0.0});
+}
+
+TEST(CommStructure, MoreBytesNeverCostLess) {
+  Rng rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    CommFabric f = two_by_two();
+    f.devices_per_host = 1 + static_cast<int>(rng.below(8));
+    f.host_bytes_per_ms = rng.below(2) ? 30.0 : 0.0;
+    const std::size_t n = 2 + rng.below(20);
+    std::vector<int64_t> widths;
+    for (std::size_t r = 0; r < n; ++r) widths.push_back(static_cast<int64_t>(rng.below(500)));
+    std::vector<double> before, after;
+    hierarchical_alltoall_ms(f, widths, before);
+    widths[rng.below(n)] += 1 + static_cast<int64_t>(rng.below(100));
+    hierarchical_alltoall_ms(f, widths, after);
+    for (std::size_t r = 0; r < n; ++r) EXPECT_GE(after[r], before[r]) << "trial " << trial << " rank " << r;
+  }
+}
+
+nlohmann::json valid_profile() {
+  return {{"format", "shard-plan-hardware/1"}, {"name", "x"}, {"kind", "published"}, {"gpus_per_host", 4},
+          {"memory_per_gpu", "16GiB"},
+          {"intra_host", {{"bandwidth_GBps", 100.0}, {"peer_latency_us", 1.0}}},
+          {"inter_host", {{"bandwidth_GBps", 10.0}}}};
+}
+
+std::string parse_error(const nlohmann::json& doc) {
+  try {
+    parse_hardware_profile(doc, "p.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HardwareProfile, ParsesAndConvertsUnits) {
+  HardwareProfile p = parse_hardware_profile(valid_profile(), "p.json");
+  EXPECT_EQ(p.gpus_per_host, 4);
+  EXPECT_EQ(p.memory_per_gpu_bytes, 16ll << 30);
+  CommFabric f = fabric_of(p, 2048);
+  EXPECT_DOUBLE_EQ(f.intra_bytes_per_ms, 100e6);  // 100 GB/s = 10^8 bytes per ms
+  EXPECT_DOUBLE_EQ(f.intra_peer_latency_ms, 0.001);
+  EXPECT_DOUBLE_EQ(f.inter_peer_latency_ms, 0.0);
+  EXPECT_EQ(f.host_bytes_per_ms, 0.0);
+  CommFabric back = fabric_from_json(fabric_to_json(f), "meta.json", "comm.fabric");
+  EXPECT_DOUBLE_EQ(back.intra_bytes_per_ms, f.intra_bytes_per_ms);
+  EXPECT_EQ(back.batch_size, 2048);
+}
+
+TEST(HardwareProfile, ErrorsNameTheField) {
+  nlohmann::json doc = valid_profile();
+  doc["intra_host"].erase("bandwidth_GBps");
+  EXPECT_NE(parse_error(doc).find("intra_host.bandwidth_GBps"), std::string::npos) << parse_error(doc);
+  doc = valid_profile();
+  doc["inter_host"]["bandwidth_GBps"] = -5;
+  EXPECT_NE(parse_error(doc).find("inter_host.bandwidth_GBps"), std::string::npos) << parse_error(doc);
+  EXPECT_NE(parse_error(doc).find("-5"), std::string::npos) << parse_error(doc);
+  doc = valid_profile();
+  doc["gpus_per_host"] = 0;
+  EXPECT_NE(parse_error(doc).find("gpus_per_host"), std::string::npos);
+  doc = valid_profile();
+  doc["format"] = "shard-plan-hardware/9";
+  EXPECT_NE(parse_error(doc).find("format"), std::string::npos);
+  doc = valid_profile();
+  doc["kind"] = "guessed";
+  EXPECT_NE(parse_error(doc).find("kind"), std::string::npos);
+  doc = valid_profile();
+  doc["memory_per_gpu"] = "lots";
+  EXPECT_NE(parse_error(doc).find("memory_per_gpu"), std::string::npos) << parse_error(doc);
+}
+
+TEST(HardwareProfile, ShippedProfilesLoadByName) {
+  std::vector<std::string> names = shipped_hardware_profiles();
+  for (const char* wanted : {"cpu-2core", "h100-sxm-ib400", "a100-sxm-ib200"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), wanted), names.end()) << wanted;
+    HardwareProfile p = load_hardware_profile(wanted);
+    EXPECT_EQ(p.name, wanted);
+    EXPECT_NO_THROW(validate_fabric(fabric_of(p, 2048), p.source_path));
+  }
+  try {
+    load_hardware_profile("no-such-cluster");
+    FAIL() << "an unknown profile loaded";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("h100-sxm-ib400"), std::string::npos) << e.what();  // lists the shipped ones
+  }
+}
+
+}  // namespace
+}  // namespace shardplan
