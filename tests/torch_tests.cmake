@@ -44,4 +44,9 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME scale_bench_runs
            COMMAND bash -c "set -o pipefail; ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/scale-bench --binary $<TARGET_FILE:shard-plan> --cases 40x4,1200x1024 --json -- --steps 3 --refine-rounds 2 | ${Python3_EXECUTABLE} -c \"import json,sys; d=json.load(sys.stdin); c=d['cases']; assert len(c)==2 and all(x['exit_code']==0 and x['seconds']>0 and x['peak_rss_bytes']>0 and x['search']['steps']<=3 for x in c), c; print('ok')\"")
   set_tests_properties(scale_bench_runs PROPERTIES LABELS e2e)
+  # tools/emulate-hosts: usage errors, cleanup after a failure, a tiny collection across 2 emulated hosts
+  # (skipped, exit 77, where network namespaces are not permitted).
+  add_test(NAME emulate_hosts_script
+           COMMAND bash ${PROJECT_SOURCE_DIR}/tests/tools/emulate_hosts_test.sh $<TARGET_FILE:shard-plan> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(emulate_hosts_script PROPERTIES LABELS e2e SKIP_RETURN_CODE 77)
 endif()

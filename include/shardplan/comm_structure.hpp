@@ -19,6 +19,7 @@ struct CommFabric {
   double intra_peer_latency_ms = 0.0;  // per peer on the same host
   double inter_bytes_per_ms = 0.0;
   double inter_peer_latency_ms = 0.0;  // per peer on another host
+  bool inter_shared_by_host = false;   // one network port per host, shared by its GPUs (else one per GPU)
   double host_bytes_per_ms = 0.0;
   int64_t batch_size = 2048;  // global batch; each rank owns batch_size / W samples
   int64_t element_bytes = 4;  // fp32 pooled embeddings and their gradients
@@ -29,6 +30,9 @@ struct AllToAllVolume {
   double intra_out = 0, intra_in = 0;  // bytes to and from GPUs on its host
   double inter_out = 0, inter_in = 0;  // bytes to and from GPUs on other hosts
   double host = 0;                     // bytes crossing its host's shared fabric (sent by its host, or received from others)
+  // Through a network port its host's GPUs share, fairly: what the port carries until this GPU's traffic
+  // is through, the sum over the host's GPUs of min(theirs, its own), sent and received.
+  double shared_port_out = 0, shared_port_in = 0;
   int intra_peers = 0, inter_peers = 0;
 };
 
@@ -50,10 +54,14 @@ void hierarchical_alltoall_times(const CommFabric& fabric, const std::vector<int
 
 // The structural time of one direction per device, in ms: its links run concurrently, so the slowest of
 //   intra: intra_peers x latency + max(intra_out, intra_in) / intra rate,
-//   inter: inter_peers x latency + max(inter_out, inter_in) / inter rate,
+//   inter: inter_peers x latency + max(inter_out, inter_in) / inter rate (through a port the host's
+//          GPUs share: max(shared_port_out, shared_port_in) / inter rate),
 //   host:  host bytes / host rate.
 // Non-decreasing in every width: more bytes never cost less. `out` is resized to the device count.
 void hierarchical_alltoall_ms(const CommFabric& fabric, const std::vector<int64_t>& dim_sums, std::vector<double>& out);
+
+// One device's structural total from its traffic (what hierarchical_alltoall_ms gives each device).
+double structural_transfer_ms(const CommFabric& fabric, const AllToAllVolume& volume);
 
 // Throws InputError naming the field when a figure is not usable (rates must be positive).
 void validate_fabric(const CommFabric& fabric, const std::string& source);

@@ -17,6 +17,7 @@ inline constexpr const char* kHardwareFormat = "shard-plan-hardware/1";
 struct LinkFigures {
   double bandwidth_gb_per_s = 0.0;  // per GPU, per direction, decimal GB
   double peer_latency_us = 0.0;     // added per peer reached over this link
+  bool shared_by_host = false;      // inter_host only: one port per host that its GPUs share
 };
 
 struct HardwareProfile {

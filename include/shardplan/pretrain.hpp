@@ -52,7 +52,9 @@ double spearman_correlation(const std::vector<double>& a, const std::vector<doub
 nlohmann::json pretrain_cost_models(const PretrainConfig& config);
 
 // Metrics of a model on a data directory: {"compute": {...}, "comm": {"fw": ..., "bw": ...}} for the
-// kinds of data present.
-nlohmann::json evaluate_cost_model(const std::string& model_dir, const std::string& data_dir);
+// kinds of data present. With a hardware profile, the all-to-alls are scored for its links (as planning
+// with --hardware does) and "comm_structure_alone" gives the profile's structure on its own.
+nlohmann::json evaluate_cost_model(const std::string& model_dir, const std::string& data_dir,
+                                   const std::string& hardware = "");
 
 }  // namespace shardplan

@@ -61,10 +61,12 @@ void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required)
   auto* gpus = app.add_option("--gpus", flags.gpus, "Number of GPUs (devices) to shard over");
   if (gpus_required) gpus->required();
   app.add_option("--gpus-per-host", flags.gpus_per_host,
-                 "GPUs per host; placement is cuda:<rank mod this>. Default: the --hardware profile's, else 8");
+                 "GPUs per host; placement is cuda:<rank mod this>. Default: the --hardware profile's, else 8")
+      ->each([&flags](const std::string&) { flags.gpus_per_host_given = true; });
   app.add_option("--mem-per-gpu", flags.mem_per_gpu,
                  "Memory per GPU: bytes or a size with a unit (16GiB, 80GB, 512MiB; binary and decimal units). "
-                 "Default: the --hardware profile's, else 80GiB");
+                 "Default: the --hardware profile's, else 80GiB")
+      ->each([&flags](const std::string&) { flags.mem_per_gpu_given = true; });
   add_hardware_option(app, flags.hardware);
   app.add_option("--reserve", flags.reserve, "Fraction of each GPU's memory kept for the rest of the model, in [0, 1)")
       ->capture_default_str();
@@ -88,12 +90,10 @@ Cluster cluster_from_flags(const ClusterFlags& flags, std::optional<HardwareProf
   if (!flags.hardware.empty()) loaded = load_hardware_profile(flags.hardware);
   Cluster cluster;
   cluster.num_devices = flags.gpus;
-  cluster.devices_per_host = flags.gpus_per_host != 0 ? flags.gpus_per_host : loaded ? loaded->gpus_per_host : 8;
-  if (!flags.mem_per_gpu.empty()) {
-    cluster.memory_per_device_bytes = parse_byte_size(flags.mem_per_gpu, "--mem-per-gpu");
-  } else if (loaded) {
-    cluster.memory_per_device_bytes = loaded->memory_per_gpu_bytes;
-  }
+  cluster.devices_per_host = loaded && !flags.gpus_per_host_given ? loaded->gpus_per_host : flags.gpus_per_host;
+  cluster.memory_per_device_bytes = loaded && !flags.mem_per_gpu_given
+                                        ? loaded->memory_per_gpu_bytes
+                                        : parse_byte_size(flags.mem_per_gpu, "--mem-per-gpu");
   if (loaded) cluster.hardware = loaded->name;
   if (profile != nullptr) *profile = std::move(loaded);
   cluster.reserve_fraction = flags.reserve;

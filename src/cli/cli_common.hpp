@@ -33,8 +33,10 @@ std::optional<int> parse_or_exit(CLI::App& app, int argc, char** argv);
 // The flags that describe a cluster, as strings where they carry units.
 struct ClusterFlags {
   int gpus = 0;
-  int gpus_per_host = 0;    // 0: the profile's, else 8
-  std::string mem_per_gpu;  // empty: the profile's, else 80GiB
+  int gpus_per_host = 8;  // unless given: the profile's
+  std::string mem_per_gpu = "80GiB";
+  bool gpus_per_host_given = false;
+  bool mem_per_gpu_given = false;
   std::string hardware;     // --hardware NAME|FILE; empty: none
   double reserve = 0.0;
   std::string optimizer = "sgd";

@@ -23,11 +23,17 @@ int run_eval_model(int argc, char** argv) {
   app.add_option("--model", model_dir, "Model directory")->required();
   app.add_option("--data", data_dir, "Cost data (compute and/or comm directories at or below it)")->required();
   app.add_flag("--json", json, "Print the metrics as JSON");
+  std::string hardware;
+  app.add_option("--hardware", hardware,
+                 "Score the all-to-alls for this hardware profile's links (as plan --hardware does): on emulated or "
+                 "another cluster's data, the structure alone unless the model was measured on this profile; "
+                 "adds the structure-alone metrics")
+      ->type_name("NAME|FILE");
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
 
-  nlohmann::json metrics = evaluate_cost_model(model_dir, data_dir);
+  nlohmann::json metrics = evaluate_cost_model(model_dir, data_dir, hardware);
   if (json) {
     fmt::print("{}\n", metrics.dump(2));
     return 0;
@@ -36,6 +42,10 @@ int run_eval_model(int argc, char** argv) {
   if (metrics.contains("comm")) {
     print_metrics_line("comm forward", metrics["comm"]["fw"]);
     print_metrics_line("comm backward", metrics["comm"]["bw"]);
+  }
+  if (metrics.contains("comm_structure_alone")) {
+    print_metrics_line("comm forward, structure", metrics["comm_structure_alone"]["fw"]);
+    print_metrics_line("comm backward, structure", metrics["comm_structure_alone"]["bw"]);
   }
   return 0;
 }

@@ -112,6 +112,10 @@ after the current sample; only complete samples are kept. Exit codes: 0 done or 
   app.add_option("--repeats", config.repeats,
                  "Timed runs of each sample; every rank records its median delay, forward and backward")
       ->capture_default_str();
+  app.add_option("--gpus-per-host", config.gpus_per_host,
+                 "Ranks per host when they run on several (emulated) hosts: rank r is on host r / N; recorded in every "
+                 "sample, so training places them (tools/emulate-hosts runs such a collection here); 0: one host")
+      ->capture_default_str();
   app.add_option("--timeout", config.timeout_s, "Seconds any rank waits for a peer (rendezvous, each collective)")
       ->capture_default_str();
   app.add_flag("--spawn", spawn, "Run all W ranks as processes on this host (loopback)");
@@ -147,6 +151,9 @@ after the current sample; only complete samples are kept. Exit codes: 0 done or 
     throw InputError(fmt::format("--batch-size: must be in [1, 16777216], got {}", config.batch_size));
   }
   resolve_comm_backend(config.backend);
+  if (config.gpus_per_host < 0 || config.gpus_per_host > 4096) {
+    throw InputError(fmt::format("--gpus-per-host: must be in [0, 4096], got {}", config.gpus_per_host));
+  }
 
   if (spawn) {
     if (world_size == 0) throw InputError("--world-size: required with --spawn");

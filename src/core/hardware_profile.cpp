@@ -30,6 +30,10 @@ LinkFigures read_link(const nlohmann::json& doc, const std::string& source, cons
   if (const auto* latency = find_member(doc, "peer_latency_us")) {
     link.peer_latency_us = read_double(*latency, source, path + ".peer_latency_us", 0.0, kMaxLatencyUs);
   }
+  if (const auto* shared = find_member(doc, "shared_by_host")) {
+    if (!shared->is_boolean()) throw_field_error(source, path + ".shared_by_host", "must be true or false", *shared);
+    link.shared_by_host = shared->get<bool>();
+  }
   return link;
 }
 
@@ -102,6 +106,7 @@ CommFabric fabric_of(const HardwareProfile& profile, int64_t batch_size) {
   f.intra_peer_latency_ms = profile.intra_host.peer_latency_us / 1000.0;
   f.inter_bytes_per_ms = profile.inter_host.bandwidth_gb_per_s * kBytesPerMsPerGBps;
   f.inter_peer_latency_ms = profile.inter_host.peer_latency_us / 1000.0;
+  f.inter_shared_by_host = profile.inter_host.shared_by_host;
   f.host_bytes_per_ms = profile.host_bandwidth_gb_per_s * kBytesPerMsPerGBps;
   f.batch_size = batch_size;
   return f;
@@ -113,7 +118,8 @@ nlohmann::json fabric_to_json(const CommFabric& f) {
           {"intra_host", {{"bandwidth_GBps", f.intra_bytes_per_ms / kBytesPerMsPerGBps},
                           {"peer_latency_us", f.intra_peer_latency_ms * 1000.0}}},
           {"inter_host", {{"bandwidth_GBps", f.inter_bytes_per_ms / kBytesPerMsPerGBps},
-                          {"peer_latency_us", f.inter_peer_latency_ms * 1000.0}}},
+                          {"peer_latency_us", f.inter_peer_latency_ms * 1000.0},
+                          {"shared_by_host", f.inter_shared_by_host}}},
           {"host_bandwidth_GBps", f.host_bytes_per_ms > 0 ? nlohmann::json(f.host_bytes_per_ms / kBytesPerMsPerGBps)
                                                           : nlohmann::json(nullptr)},
           {"batch_size", f.batch_size}};
@@ -131,6 +137,7 @@ CommFabric fabric_from_json(const nlohmann::json& doc, const std::string& source
   f.intra_peer_latency_ms = intra.peer_latency_us / 1000.0;
   f.inter_bytes_per_ms = inter.bandwidth_gb_per_s * kBytesPerMsPerGBps;
   f.inter_peer_latency_ms = inter.peer_latency_us / 1000.0;
+  f.inter_shared_by_host = inter.shared_by_host;
   if (const auto* shared = find_member(doc, "host_bandwidth_GBps"); shared != nullptr && !shared->is_null()) {
     f.host_bytes_per_ms = read_double(*shared, source, path + ".host_bandwidth_GBps", 1e-9, kMaxGBps) * kBytesPerMsPerGBps;
   }

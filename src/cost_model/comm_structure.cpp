@@ -39,7 +39,50 @@ std::vector<AllToAllVolume> alltoall_volumes(const CommFabric& fabric, const std
     // Everything the host's GPUs send, plus what arrives from other hosts.
     v.host = unit * (host_width[h] * static_cast<double>(n - 1) + (total - host_width[h]) * local);
   }
+  // A fairly shared port serves every GPU's traffic at an equal rate until the smaller ones are through
+  // (processor sharing): a GPU's traffic is through after sum over its host of min(theirs, its own).
+  std::vector<double> sorted_out, sorted_in, prefix_out, prefix_in;
+  auto through = [](const std::vector<double>& sorted, const std::vector<double>& prefix, double own) {
+    const auto below = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), own) - sorted.begin());
+    return prefix[below] + own * static_cast<double>(sorted.size() - below);
+  };
+  for (std::size_t h = 0; h < hosts; ++h) {
+    const std::size_t begin = h * per_host;
+    const std::size_t end = std::min(n, begin + per_host);
+    sorted_out.clear();
+    sorted_in.clear();
+    for (std::size_t r = begin; r < end; ++r) {
+      sorted_out.push_back(out[r].inter_out);
+      sorted_in.push_back(out[r].inter_in);
+    }
+    std::sort(sorted_out.begin(), sorted_out.end());
+    std::sort(sorted_in.begin(), sorted_in.end());
+    prefix_out.assign(1, 0.0);
+    prefix_in.assign(1, 0.0);
+    for (std::size_t k = 0; k < sorted_out.size(); ++k) {
+      prefix_out.push_back(prefix_out.back() + sorted_out[k]);
+      prefix_in.push_back(prefix_in.back() + sorted_in[k]);
+    }
+    for (std::size_t r = begin; r < end; ++r) {
+      out[r].shared_port_out = through(sorted_out, prefix_out, out[r].inter_out);
+      out[r].shared_port_in = through(sorted_in, prefix_in, out[r].inter_in);
+    }
+  }
   return out;
+}
+
+double structural_transfer_ms(const CommFabric& fabric, const AllToAllVolume& v) {
+  double t = 0.0;
+  if (v.intra_peers > 0) {
+    t = v.intra_peers * fabric.intra_peer_latency_ms + std::max(v.intra_out, v.intra_in) / fabric.intra_bytes_per_ms;
+  }
+  if (v.inter_peers > 0) {
+    const double bytes = fabric.inter_shared_by_host ? std::max(v.shared_port_out, v.shared_port_in)
+                                                     : std::max(v.inter_out, v.inter_in);
+    t = std::max(t, v.inter_peers * fabric.inter_peer_latency_ms + bytes / fabric.inter_bytes_per_ms);
+  }
+  if (fabric.host_bytes_per_ms > 0) t = std::max(t, v.host / fabric.host_bytes_per_ms);
+  return t;
 }
 
 void hierarchical_alltoall_times(const CommFabric& fabric, const std::vector<int64_t>& dim_sums,
@@ -50,21 +93,11 @@ void hierarchical_alltoall_times(const CommFabric& fabric, const std::vector<int
   for (std::size_t r = 0; r < volumes.size(); ++r) {
     const AllToAllVolume& v = volumes[r];
     AllToAllTimes& t = out[r];
-    const double intra_latency = v.intra_peers * fabric.intra_peer_latency_ms;
-    const double inter_latency = v.inter_peers * fabric.inter_peer_latency_ms;
-    if (v.intra_peers > 0) {
-      t.total = std::max(t.total, intra_latency + std::max(v.intra_out, v.intra_in) / fabric.intra_bytes_per_ms);
-    }
-    if (v.inter_peers > 0) {
-      t.total = std::max(t.total, inter_latency + std::max(v.inter_out, v.inter_in) / fabric.inter_bytes_per_ms);
-    }
-    if (fabric.host_bytes_per_ms > 0) {
-      t.host = v.host / fabric.host_bytes_per_ms;
-      t.total = std::max(t.total, t.host);
-    }
+    t.total = structural_transfer_ms(fabric, v);
+    if (fabric.host_bytes_per_ms > 0) t.host = v.host / fabric.host_bytes_per_ms;
     t.out = v.intra_out / fabric.intra_bytes_per_ms + (v.inter_peers > 0 ? v.inter_out / fabric.inter_bytes_per_ms : 0.0);
     t.in = v.intra_in / fabric.intra_bytes_per_ms + (v.inter_peers > 0 ? v.inter_in / fabric.inter_bytes_per_ms : 0.0);
-    t.latency = intra_latency + inter_latency;
+    t.latency = v.intra_peers * fabric.intra_peer_latency_ms + v.inter_peers * fabric.inter_peer_latency_ms;
   }
 }
 

@@ -17,14 +17,18 @@ struct Row {
 
 struct Figures {
   double intra_rate, intra_latency, inter_rate, inter_latency, host_rate;  // host_rate 0: not shared
+  bool inter_shared = false;
 };
 
 double predicted_ms(const Figures& f, const AllToAllVolume& v) {
-  double t = 0.0;
-  if (v.intra_peers > 0) t = std::max(t, v.intra_peers * f.intra_latency + std::max(v.intra_out, v.intra_in) / f.intra_rate);
-  if (v.inter_peers > 0) t = std::max(t, v.inter_peers * f.inter_latency + std::max(v.inter_out, v.inter_in) / f.inter_rate);
-  if (f.host_rate > 0) t = std::max(t, v.host / f.host_rate);
-  return std::max(t, 1e-6);
+  CommFabric fabric;
+  fabric.intra_bytes_per_ms = f.intra_rate;
+  fabric.intra_peer_latency_ms = f.intra_latency;
+  fabric.inter_bytes_per_ms = f.inter_rate;
+  fabric.inter_peer_latency_ms = f.inter_latency;
+  fabric.inter_shared_by_host = f.inter_shared;
+  fabric.host_bytes_per_ms = f.host_rate;
+  return std::max(structural_transfer_ms(fabric, v), 1e-6);
 }
 
 double loss(const Figures& f, const std::vector<Row>& rows) {
@@ -82,13 +86,17 @@ FabricFit fit_fabric(const std::vector<CommSample>& samples, CommFabric start) {
     }
   }
   if (spans_hosts) {
-    for (double rate : rates) {
-      for (double latency : latencies) {
-        Figures f = best;
-        f.inter_rate = rate;
-        f.inter_latency = latency;
-        double l = loss(f, coarse);
-        if (l < best_loss) best_loss = l, best = f;
+    const Figures intra_only = best;
+    for (bool shared : {false, true}) {  // a port per GPU, or one per host
+      for (double rate : rates) {
+        for (double latency : latencies) {
+          Figures f = intra_only;
+          f.inter_rate = rate;
+          f.inter_latency = latency;
+          f.inter_shared = shared;
+          double l = loss(f, coarse);
+          if (l < best_loss) best_loss = l, best = f;
+        }
       }
     }
   }
@@ -118,6 +126,7 @@ FabricFit fit_fabric(const std::vector<CommSample>& samples, CommFabric start) {
   fit.fabric.inter_bytes_per_ms = spans_hosts ? best.inter_rate : best.intra_rate;
   fit.fabric.inter_peer_latency_ms = spans_hosts ? best.inter_latency : best.intra_latency;
   fit.fabric.host_bytes_per_ms = best.host_rate;
+  fit.fabric.inter_shared_by_host = spans_hosts && best.inter_shared;
   fit.mean_abs_log_error = best_loss;
   fit.inter_measured = spans_hosts;
   return fit;

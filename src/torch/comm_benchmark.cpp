@@ -273,6 +273,7 @@ nlohmann::json collection_meta(const CommCollectConfig& config, const std::strin
                              {"max_mean_shards", w.max_mean_shards},
                              {"max_skew", w.max_skew},
                              {"repeats", config.repeats}};
+  if (config.gpus_per_host > 0) settings["gpus_per_host"] = config.gpus_per_host;
   if (!config.given_workloads.empty()) {
     settings["workloads_digest"] = fmt::format("{:016x}", comm_workloads_digest(config.given_workloads));
   }
@@ -321,12 +322,13 @@ std::vector<int64_t> shared_settings(const CommCollectConfig& config) {
           config.workload.max_skew,
           config.warmup_rounds,
           config.repeats,
-          static_cast<int64_t>(config.given_workloads.empty() ? 0 : comm_workloads_digest(config.given_workloads) >> 1)};
+          static_cast<int64_t>(config.given_workloads.empty() ? 0 : comm_workloads_digest(config.given_workloads) >> 1),
+          config.gpus_per_host};
 }
 
 constexpr const char* kSharedSettingNames[] = {
     "--world-size", "--samples", "--batch-size",  "--seed", "--max-delay (us)", "zero-delay fraction (ppm)",
-    "mean shards",  "skew",      "warm-up rounds", "--repeats", "--workloads (digest)"};
+    "mean shards",  "skew",      "warm-up rounds", "--repeats", "--workloads (digest)", "--gpus-per-host"};
 
 // Reusable send and receive buffers that only grow, filled once, so no allocation or first-touch page
 // fault happens inside a timed all-to-all.
@@ -627,6 +629,7 @@ CollectSummary run_comm_collection(const CommCollectConfig& config) {
         if (leader) {
           CommSample sample;
           sample.world_size = where.world_size;
+          sample.devices_per_host = config.gpus_per_host;
           sample.dim_sums = w.dim_sums;
           for (const Timing& t : all) {
             sample.delays_ms.push_back(t.delay_ms);

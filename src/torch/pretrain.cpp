@@ -172,11 +172,13 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
   return t;
 }
 
-void comm_predictions(const NeuralCostModel& model, const std::vector<CommSample>& samples,
+// Each sample is predicted with its own layout of ranks on hosts (CommSample::devices_per_host).
+void comm_predictions(NeuralCostModel& model, const std::vector<CommSample>& samples,
                       std::vector<double>& fw_pred, std::vector<double>& fw_true, std::vector<double>& bw_pred,
                       std::vector<double>& bw_true) {
   for (const auto& sample : samples) {
     std::vector<double> fw, bw;
+    model.set_devices_per_host(sample.devices_per_host > 0 ? sample.devices_per_host : sample.world_size);
     model.predict_comm(sample.dim_sums, sample.delays_ms, fw, bw);
     fw_pred.insert(fw_pred.end(), fw.begin(), fw.end());
     bw_pred.insert(bw_pred.end(), bw.begin(), bw.end());
@@ -185,7 +187,7 @@ void comm_predictions(const NeuralCostModel& model, const std::vector<CommSample
   }
 }
 
-nlohmann::json comm_metrics(const NeuralCostModel& model, const std::vector<CommSample>& samples) {
+nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample>& samples) {
   std::vector<double> fw_pred, fw_true, bw_pred, bw_true;
   comm_predictions(model, samples, fw_pred, fw_true, bw_pred, bw_true);
   return {{"fw", compute_metrics(fw_pred, fw_true).to_json()}, {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
@@ -498,8 +500,16 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
   return meta;
 }
 
-nlohmann::json evaluate_cost_model(const std::string& model_dir, const std::string& data_dir) {
+nlohmann::json evaluate_cost_model(const std::string& model_dir, const std::string& data_dir,
+                                   const std::string& hardware) {
   std::unique_ptr<NeuralCostModel> model = load_cost_model(model_dir);
+  std::optional<CommFabric> fabric;
+  if (!hardware.empty()) {
+    HardwareProfile profile = load_hardware_profile(hardware);
+    fabric = fabric_of(profile, model->comm_spec().form == CommForm::kHierarchical ? model->comm_spec().fabric.batch_size
+                                                                                   : kScaleFreeCommBatch);
+    model->plan_for_hardware(*fabric);
+  }
   nlohmann::json out = nlohmann::json::object();
   if (std::optional<CostData> data = find_cost_data(data_dir, CostKind::kCompute)) {
     std::vector<std::vector<ShardFeatures>> sets;
@@ -512,6 +522,7 @@ nlohmann::json evaluate_cost_model(const std::string& model_dir, const std::stri
   }
   if (std::optional<CostData> data = find_cost_data(data_dir, CostKind::kComm)) {
     out["comm"] = comm_metrics(*model, data->comm);
+    if (fabric) out["comm_structure_alone"] = structure_metrics(*fabric, data->comm);
   }
   if (out.empty()) throw InputError(fmt::format("{}: holds no compute or comm cost data", data_dir));
   return out;

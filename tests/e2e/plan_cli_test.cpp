@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
 #include "cli_runner.hpp"
 #include "shardplan/planner.hpp"
 
@@ -62,6 +64,41 @@ TEST(PlanCli, TimeLimitCutsTheSearchShortAndSaysSo) {
   auto done = nlohmann::json::parse(read_file(dir.path("full.json")));
   EXPECT_EQ(done["search"]["cut_short"], false);
   EXPECT_TRUE(done["search"]["time_limit_seconds"].is_null());
+}
+
+TEST(PlanCli, HardwareProfileSetsTheClusterAndTheAllToAllSaysWhereItComesFrom) {
+  TempDir dir;
+  std::string out = dir.path("plan.json");
+  CliResult r = run_cli({"--tables", kSmall, "--gpus", "16", "--hardware", "h100-sxm-ib400", "--no-compare", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(8 per host, hardware h100-sxm-ib400)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("all-to-all for h100-sxm-ib400: the hierarchical estimate from its profile's figures"),
+            std::string::npos) << r.out;
+  auto plan = nlohmann::json::parse(read_file(out));
+  EXPECT_EQ(plan["hardware"], "h100-sxm-ib400");
+  EXPECT_EQ(plan["devices_per_host"], 8);
+  EXPECT_EQ(plan["memory_per_device_bytes"], 80'000'000'000);
+  EXPECT_EQ(plan["cost_model_hardware"]["planned_for"]["profile"], "h100-sxm-ib400");
+  expect_valid(out, kSmall);
+  // NVLink and InfiniBand move these widths in well under a millisecond; this CPU's loopback does not.
+  for (const auto& device : plan["devices"]) EXPECT_LT(device["bw_comm_ms"].get<double>(), 1.0) << device;
+
+  // Flags still win over the profile; evaluate reads the profile back from the plan.
+  std::string four = dir.path("four.json");
+  CliResult r4 = run_cli({"--tables", kSmall, "--gpus", "16", "--hardware", "h100-sxm-ib400", "--gpus-per-host", "4",
+                          "--mem-per-gpu", "40GB", "--no-compare", "-o", four});
+  ASSERT_EQ(r4.exit_code, 0) << r4.err;
+  auto plan4 = nlohmann::json::parse(read_file(four));
+  EXPECT_EQ(plan4["devices_per_host"], 4);
+  EXPECT_EQ(plan4["memory_per_device_bytes"], 40'000'000'000);
+  CliResult eval = run_cli({"evaluate", "--plan", out, "--tables", kSmall});
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_NE(eval.out.find("h100-sxm-ib400"), std::string::npos) << eval.out;
+
+  CliResult bad = run_cli({"--tables", kSmall, "--gpus", "4", "--hardware", "no-such-cluster", "-o", dir.path("x.json")});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("no profile named 'no-such-cluster'"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path("x.json")));
 }
 
 TEST(PlanCli, SubcommandNameIsOptional) {

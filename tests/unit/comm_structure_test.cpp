@@ -45,6 +45,13 @@ TEST(CommStructure, AHierarchicalCaseComputedByHand) {
   shared.host_bytes_per_ms = 20.0;
   hierarchical_alltoall_ms(shared, widths, ms);
   EXPECT_NEAR(ms[0], (576.0 + 896.0) / 20.0, 1e-9);
+  // One network port per host, shared fairly: rank 0 sends 128 B and its neighbour 256 B, so its sending
+  // is through after 128 + 128 B; both receive 448 B, so its receiving after 896 B: 4 + 896 / 10 ms.
+  CommFabric port = two_by_two();
+  port.inter_shared_by_host = true;
+  hierarchical_alltoall_ms(port, widths, ms);
+  EXPECT_NEAR(ms[0], 4.0 + 89.6, 1e-9);
+  EXPECT_NEAR(ms[3], 4.0 + (384.0 + 512.0) / 10.0, 1e-9);
   // One device exchanges nothing.
   hierarchical_alltoall_ms(two_by_two(), {64}, ms);
   EXPECT_EQ(ms, std::vector<double>{0.0});
@@ -56,6 +63,7 @@ TEST(CommStructure, MoreBytesNeverCostLess) {
     CommFabric f = two_by_two();
     f.devices_per_host = 1 + static_cast<int>(rng.below(8));
     f.host_bytes_per_ms = rng.below(2) ? 30.0 : 0.0;
+    f.inter_shared_by_host = rng.below(2) == 1;
     const std::size_t n = 2 + rng.below(20);
     std::vector<int64_t> widths;
     for (std::size_t r = 0; r < n; ++r) widths.push_back(static_cast<int64_t>(rng.below(500)));
