@@ -282,17 +282,14 @@ int64_t comm_batch_size(const nlohmann::json& comm_meta) {
 // `left_out_world_size`, when the fit is for the held-out test).
 CommFabric comm_fabric(const CostData& comm_data, const PretrainConfig& config, int left_out_world_size = 0) {
   const int64_t batch = comm_batch_size(comm_data.meta);
-  // The planning default of GPUs per host: the samples' own (training places each sample by its own
-  // layout, fabric_for_sample), else every rank of the largest one-host sample.
+  // Training places each sample by its own layout (fabric_for_sample); the model's GPUs per host is only
+  // the default a plan's cluster overrides: the profile's, else the largest multi-host layout measured,
+  // else every rank of the largest one-host sample.
   int per_host = 0;
   int single_host_max = 0;
   for (const auto& s : comm_data.comm) {
     if (s.devices_per_host > 0) {
-      if (per_host != 0 && per_host != s.devices_per_host) {
-        throw InputError(fmt::format("comm data: samples ran with {} and {} ranks per host; train on one layout",
-                                     per_host, s.devices_per_host));
-      }
-      per_host = s.devices_per_host;
+      per_host = std::max(per_host, s.devices_per_host);
     } else {
       single_host_max = std::max(single_host_max, s.world_size);
     }
@@ -300,10 +297,6 @@ CommFabric comm_fabric(const CostData& comm_data, const PretrainConfig& config, 
   if (!config.hardware.empty()) {
     HardwareProfile profile = load_hardware_profile(config.hardware);
     CommFabric fabric = fabric_of(profile, batch);
-    if (per_host != 0 && per_host != fabric.devices_per_host) {
-      throw InputError(fmt::format("--hardware {}: gpus_per_host {} but the comm data ran {} ranks per host",
-                                   config.hardware, fabric.devices_per_host, per_host));
-    }
     spdlog::info("comm structure: profile {} ({})", profile.name, profile.source_path);
     return fabric;
   }

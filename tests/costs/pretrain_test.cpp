@@ -142,6 +142,38 @@ TEST(Pretrain, HierarchicalCommModelIsMonotoneInBytesAndReportsTheStructureAlone
   fs::remove_all(data);
 }
 
+TEST(Pretrain, SamplesFromSeveralHostLayoutsTrainTogether) {
+  fs::path data = write_synthetic_data("layouts", 120, 40);
+  // Emulated hosts: 2 and 4 ranks per host, slower between hosts.
+  Rng rng(9);
+  for (int per_host : {2, 4}) {
+    CostDataWriter writer((data / "comm" / ("h" + std::to_string(per_host))).string(),
+                          {{"kind", "comm"}, {"config", {{"world_size", 8}, {"gpus_per_host", per_host}}}, {"world_size", 8}});
+    for (int i = 0; i < 40; ++i) {
+      CommSample s;
+      s.world_size = 8;
+      s.devices_per_host = per_host;
+      double total = 0;
+      for (int r = 0; r < 8; ++r) {
+        s.dim_sums.push_back(static_cast<int64_t>(4 * (1 + rng.below(200))));
+        s.delays_ms.push_back(0.0);
+        total += static_cast<double>(s.dim_sums.back());
+      }
+      for (int r = 0; r < 8; ++r) {
+        s.fw_ms.push_back(0.2 + 0.004 * total * (8 - per_host) / 8);
+        s.bw_ms.push_back(s.fw_ms.back());
+      }
+      writer.append(comm_sample_to_json(s));
+    }
+  }
+  nlohmann::json meta = pretrain_cost_models(quick_config(data, data / "model", 10));
+  EXPECT_EQ(meta["comm"]["fabric"]["gpus_per_host"], 4);  // the largest layout measured
+  EXPECT_EQ(load_cost_model((data / "model").string())->comm_spec().form, CommForm::kHierarchical);
+  nlohmann::json eval = evaluate_cost_model((data / "model").string(), (data / "comm" / "h2").string());
+  EXPECT_TRUE(eval["comm"].contains("bw"));
+  fs::remove_all(data);
+}
+
 TEST(Pretrain, BundledModelIsMonotoneInBytes) {
   auto model = load_cost_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/default");
   ASSERT_EQ(model->comm_spec().form, CommForm::kHierarchical);
