@@ -9,14 +9,21 @@
 
 namespace shardplan {
 
-std::vector<AllToAllVolume> alltoall_volumes(const CommFabric& fabric, const std::vector<int64_t>& dim_sums) {
+namespace {
+
+// alltoall_volumes into `out`, reusing this thread's buffers: the search predicts an all-to-all for every
+// candidate change. The shared-port sums (a sort per host) only when `shared_port` asks for them.
+void volumes_into(const CommFabric& fabric, const std::vector<int64_t>& dim_sums, bool shared_port,
+                  std::vector<AllToAllVolume>& out) {
   const std::size_t n = dim_sums.size();
-  std::vector<AllToAllVolume> out(n);
-  if (n < 2) return out;
+  out.assign(n, AllToAllVolume{});
+  if (n < 2) return;
   const auto per_host = static_cast<std::size_t>(std::max(1, fabric.devices_per_host));
   const std::size_t hosts = (n + per_host - 1) / per_host;
-  std::vector<double> host_width(hosts, 0.0);
-  std::vector<std::size_t> host_devices(hosts, 0);
+  thread_local std::vector<double> host_width;
+  thread_local std::vector<std::size_t> host_devices;
+  host_width.assign(hosts, 0.0);
+  host_devices.assign(hosts, 0);
   double total = 0.0;
   for (std::size_t r = 0; r < n; ++r) {
     host_width[r / per_host] += static_cast<double>(dim_sums[r]);
@@ -39,9 +46,10 @@ std::vector<AllToAllVolume> alltoall_volumes(const CommFabric& fabric, const std
     // Everything the host's GPUs send, plus what arrives from other hosts.
     v.host = unit * (host_width[h] * static_cast<double>(n - 1) + (total - host_width[h]) * local);
   }
+  if (!shared_port) return;
   // A fairly shared port serves every GPU's traffic at an equal rate until the smaller ones are through
   // (processor sharing): a GPU's traffic is through after sum over its host of min(theirs, its own).
-  std::vector<double> sorted_out, sorted_in, prefix_out, prefix_in;
+  thread_local std::vector<double> sorted_out, sorted_in, prefix_out, prefix_in;
   auto through = [](const std::vector<double>& sorted, const std::vector<double>& prefix, double own) {
     const auto below = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), own) - sorted.begin());
     return prefix[below] + own * static_cast<double>(sorted.size() - below);
@@ -68,6 +76,13 @@ std::vector<AllToAllVolume> alltoall_volumes(const CommFabric& fabric, const std
       out[r].shared_port_in = through(sorted_in, prefix_in, out[r].inter_in);
     }
   }
+}
+
+}  // namespace
+
+std::vector<AllToAllVolume> alltoall_volumes(const CommFabric& fabric, const std::vector<int64_t>& dim_sums) {
+  std::vector<AllToAllVolume> out;
+  volumes_into(fabric, dim_sums, /*shared_port=*/true, out);
   return out;
 }
 
@@ -87,7 +102,8 @@ double structural_transfer_ms(const CommFabric& fabric, const AllToAllVolume& v)
 
 void hierarchical_alltoall_times(const CommFabric& fabric, const std::vector<int64_t>& dim_sums,
                                  std::vector<AllToAllTimes>& out) {
-  const std::vector<AllToAllVolume> volumes = alltoall_volumes(fabric, dim_sums);
+  thread_local std::vector<AllToAllVolume> volumes;
+  volumes_into(fabric, dim_sums, fabric.inter_shared_by_host, volumes);
   out.assign(dim_sums.size(), AllToAllTimes{});
   if (dim_sums.size() < 2) return;
   for (std::size_t r = 0; r < volumes.size(); ++r) {

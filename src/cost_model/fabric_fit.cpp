@@ -15,25 +15,12 @@ struct Row {
   double measured_ms = 0.0;
 };
 
-struct Figures {
-  double intra_rate, intra_latency, inter_rate, inter_latency, host_rate;  // host_rate 0: not shared
-  bool inter_shared = false;
-};
-
-double predicted_ms(const Figures& f, const AllToAllVolume& v) {
-  CommFabric fabric;
-  fabric.intra_bytes_per_ms = f.intra_rate;
-  fabric.intra_peer_latency_ms = f.intra_latency;
-  fabric.inter_bytes_per_ms = f.inter_rate;
-  fabric.inter_peer_latency_ms = f.inter_latency;
-  fabric.inter_shared_by_host = f.inter_shared;
-  fabric.host_bytes_per_ms = f.host_rate;
-  return std::max(structural_transfer_ms(fabric, v), 1e-6);
-}
-
-double loss(const Figures& f, const std::vector<Row>& rows) {
+// The candidates are fabrics themselves, scored by the structure's own formula.
+double loss(const CommFabric& f, const std::vector<Row>& rows) {
   double sum = 0.0;
-  for (const Row& r : rows) sum += std::fabs(std::log(predicted_ms(f, r.volume) / r.measured_ms));
+  for (const Row& r : rows) {
+    sum += std::fabs(std::log(std::max(structural_transfer_ms(f, r.volume), 1e-6) / r.measured_ms));
+  }
   return sum / static_cast<double>(rows.size());
 }
 
@@ -74,26 +61,34 @@ FabricFit fit_fabric(const std::vector<CommSample>& samples, CommFabric start) {
   const std::vector<double> latencies = log_grid(1e-3, 10.0, 13);
   std::vector<double> host_rates = {0.0};
   for (double r : rates) host_rates.push_back(r);
-  Figures best{1e6, 1e-3, 1e6, 1e-3, 0.0};
+  // The rates and latencies only; name, batch and layout do not enter the per-row formula.
+  auto with = [](double rate, double latency, double host) {
+    CommFabric f;
+    f.intra_bytes_per_ms = f.inter_bytes_per_ms = rate;
+    f.intra_peer_latency_ms = f.inter_peer_latency_ms = latency;
+    f.host_bytes_per_ms = host;
+    return f;
+  };
+  CommFabric best = with(1e6, 1e-3, 0.0);
   double best_loss = std::numeric_limits<double>::infinity();
   for (double rate : rates) {
     for (double latency : latencies) {
       for (double host : host_rates) {
-        Figures f{rate, latency, rate, latency, host};
+        CommFabric f = with(rate, latency, host);
         double l = loss(f, coarse);
         if (l < best_loss) best_loss = l, best = f;
       }
     }
   }
   if (spans_hosts) {
-    const Figures intra_only = best;
+    const CommFabric intra_only = best;
     for (bool shared : {false, true}) {  // a port per GPU, or one per host
       for (double rate : rates) {
         for (double latency : latencies) {
-          Figures f = intra_only;
-          f.inter_rate = rate;
-          f.inter_latency = latency;
-          f.inter_shared = shared;
+          CommFabric f = intra_only;
+          f.inter_bytes_per_ms = rate;
+          f.inter_peer_latency_ms = latency;
+          f.inter_shared_by_host = shared;
           double l = loss(f, coarse);
           if (l < best_loss) best_loss = l, best = f;
         }
@@ -102,17 +97,18 @@ FabricFit fit_fabric(const std::vector<CommSample>& samples, CommFabric start) {
   }
   // Coordinate search on every row with shrinking multiplicative steps.
   best_loss = loss(best, rows);
-  std::vector<double Figures::*> params = {&Figures::intra_rate, &Figures::intra_latency, &Figures::host_rate};
-  if (spans_hosts) params.insert(params.end(), {&Figures::inter_rate, &Figures::inter_latency});
+  std::vector<double CommFabric::*> params = {&CommFabric::intra_bytes_per_ms, &CommFabric::intra_peer_latency_ms,
+                                              &CommFabric::host_bytes_per_ms};
+  if (spans_hosts) params.insert(params.end(), {&CommFabric::inter_bytes_per_ms, &CommFabric::inter_peer_latency_ms});
   for (double step : {2.0, 1.41, 1.19, 1.09, 1.04, 1.02}) {
     for (bool improved = true; improved;) {
       improved = false;
       for (auto param : params) {
         if (best.*param == 0.0) continue;  // a host fabric the grid found not to matter stays off
         for (double factor : {step, 1.0 / step}) {
-          Figures f = best;
+          CommFabric f = best;
           f.*param *= factor;
-          if (!spans_hosts) f.inter_rate = f.intra_rate, f.inter_latency = f.intra_latency;
+          if (!spans_hosts) f.inter_bytes_per_ms = f.intra_bytes_per_ms, f.inter_peer_latency_ms = f.intra_peer_latency_ms;
           double l = loss(f, rows);
           if (l < best_loss - 1e-12) best_loss = l, best = f, improved = true;
         }
@@ -121,12 +117,12 @@ FabricFit fit_fabric(const std::vector<CommSample>& samples, CommFabric start) {
   }
   FabricFit fit;
   fit.fabric = start;
-  fit.fabric.intra_bytes_per_ms = best.intra_rate;
-  fit.fabric.intra_peer_latency_ms = best.intra_latency;
-  fit.fabric.inter_bytes_per_ms = spans_hosts ? best.inter_rate : best.intra_rate;
-  fit.fabric.inter_peer_latency_ms = spans_hosts ? best.inter_latency : best.intra_latency;
-  fit.fabric.host_bytes_per_ms = best.host_rate;
-  fit.fabric.inter_shared_by_host = spans_hosts && best.inter_shared;
+  fit.fabric.intra_bytes_per_ms = best.intra_bytes_per_ms;
+  fit.fabric.intra_peer_latency_ms = best.intra_peer_latency_ms;
+  fit.fabric.inter_bytes_per_ms = best.inter_bytes_per_ms;
+  fit.fabric.inter_peer_latency_ms = best.inter_peer_latency_ms;
+  fit.fabric.host_bytes_per_ms = best.host_bytes_per_ms;
+  fit.fabric.inter_shared_by_host = best.inter_shared_by_host;
   fit.mean_abs_log_error = best_loss;
   fit.inter_measured = spans_hosts;
   return fit;
