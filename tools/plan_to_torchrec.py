@@ -32,6 +32,15 @@ only the subset common to both is used:
   * row_wise(): ceil(rows / world_size) rows on each of ranks 0, 1, ... in order (trailing ranks may get
     none). Nothing else can be expressed for training: row_wise(sizes_placement=...) is for inference
     (it forces the quantized kernel).
+  * table_row_wise(host_index=H) and data_parallel() are the same in meta-pytorch/torchrec 376cac6a and
+    pytorch/torchrec a48cef79 as when they were added (pytorch/torchrec 5a8b5d8b); neither takes
+    compute_kernel, so TorchRec picks the kernel (data_parallel: "dense", never "fused").
+  * table_row_wise(host_index=H): row_wise's split over the local_size ranks of host H instead of all
+    ranks: ceil(rows / local_size) rows on each of ranks H*local_size, H*local_size + 1, ... in order;
+    ranks lists all local_size of them, trailing ones possibly empty. Its sharding (sharding/twrw_sharding.py)
+    asserts world_size % local_size == 0 ("group granularity must be node").
+  * data_parallel(): ranks = [0, ..., world_size - 1] and sharding_spec None: a replica of the whole
+    table per rank, with no shard metadata.
   * ParameterSharding is a dataclass (sharding_type, compute_kernel, ranks, sharding_spec, ...);
     EnumerableShardingSpec and ShardMetadata come from torchrec.distributed.types.
 """
@@ -45,7 +54,7 @@ import os
 import sys
 
 PLAN_FORMAT = "shard-plan/1"
-SHARDING_TYPES = ("table_wise", "column_wise", "row_wise")
+SHARDING_TYPES = ("table_wise", "column_wise", "row_wise", "table_row_wise", "data_parallel")
 
 
 class PlanError(ValueError):
@@ -83,8 +92,8 @@ def describe_plan(plan):
 
     Returns {"format", "world_size", "local_size", "tables": [...]}, tables in plan order, each with
     "table", "rows", "dim", "sharding_type", "compute_kernel", "ranks" and "shards" in TorchRec's shard
-    order (column order, row order), "torchrec" (the helper call), plus "widths" (column_wise) or
-    "rows_per_rank" (row_wise).
+    order (column order, row order), "torchrec" (the helper call), plus "widths" (column_wise),
+    "rows_per_rank" (row_wise, table_row_wise) and "host_index" (table_row_wise).
     """
     if not isinstance(plan, dict):
         raise PlanError("plan: must be a JSON object")
@@ -159,23 +168,63 @@ def _describe_table(entry, index, world, local):
         out.update(ranks=ranks, widths=widths, shards=ordered, torchrec=call)
         return out
 
-    # row_wise
+    if kind == "data_parallel":
+        # data_parallel() replicates the whole table on every rank, in rank order; nothing else is expressible.
+        if [s["rank"] for s in shards] != list(range(world)):
+            raise PlanError(f"{label}: TorchRec's data_parallel() puts one replica on each of ranks 0..{world - 1} "
+                            f"in rank order; this plan has shards on ranks {[s['rank'] for s in shards]}")
+        for i, s in enumerate(shards):
+            if s["shard_offsets"] != [0, 0] or s["shard_sizes"] != [rows, dim]:
+                raise PlanError(f"{label} shards[{i}]: a data_parallel shard must be the whole table (offsets "
+                                f"[0, 0], sizes [{rows}, {dim}]), got offsets {s['shard_offsets']}, "
+                                f"sizes {s['shard_sizes']}")
+        out.update(ranks=list(range(world)), shards=shards, torchrec="data_parallel()")
+        return out
+
     for i, s in enumerate(shards):
         if s["shard_offsets"][1] != 0 or s["shard_sizes"][1] != dim:
-            raise PlanError(f"{label} shards[{i}]: a row_wise shard must hold all {dim} columns, got columns "
+            raise PlanError(f"{label} shards[{i}]: a {kind} shard must hold all {dim} columns, got columns "
                             f"[{s['shard_offsets'][1]}, {s['shard_offsets'][1] + s['shard_sizes'][1]})")
+    if kind == "row_wise":
+        ordered = _row_blocks(label, shards, rows, world, 0, "row_wise()", "")
+        out.update(ranks=[s["rank"] for s in ordered], rows_per_rank=[s["shard_sizes"][0] for s in ordered],
+                   shards=ordered, torchrec="row_wise()")
+        return out
+
+    # table_row_wise: TorchRec's helper names a host, not ranks, so the table must sit on one whole host.
+    hosts = sorted({s["rank"] // local for s in shards})
+    if len(hosts) != 1:
+        raise PlanError(f"{label}: TorchRec's table_row_wise(host_index=...) keeps a table on one host of "
+                        f"{local} ranks (devices_per_host); this plan has shards on hosts {hosts} "
+                        f"(ranks {[s['rank'] for s in shards]})")
+    if world % local:
+        raise PlanError(f"{label}: TorchRec's table_row_wise needs whole hosts, num_devices {world} a multiple of "
+                        f"devices_per_host {local} (it lists all {local} ranks of the host, and its sharding "
+                        "asserts whole hosts)")
+    call = f"table_row_wise(host_index={hosts[0]})"
+    ordered = _row_blocks(label, shards, rows, local, hosts[0] * local, call, f" of host {hosts[0]}")
+    out.update(ranks=[s["rank"] for s in ordered], rows_per_rank=[s["shard_sizes"][0] for s in ordered],
+               host_index=hosts[0], shards=ordered, torchrec=call)
+    return out
+
+
+def _row_blocks(label, shards, rows, parts, first, call, where):
+    """Shards in row order, checked to be TorchRec's ceil(rows / parts) blocks on ranks first, first + 1, ...
+
+    Both row_wise() and table_row_wise() lay rows out this way; TorchRec's empty trailing blocks have no
+    shard in a plan, so they are not expected here.
+    """
     ordered = _contiguous(label, shards, 0, rows, "row")
-    block = math.ceil(rows / world)
+    block = math.ceil(rows / parts)
     want_sizes = [min(block, rows - k * block) for k in range(math.ceil(rows / block))]
-    want_ranks = list(range(len(want_sizes)))
+    want_ranks = [first + k for k in range(len(want_sizes))]
     ranks = [s["rank"] for s in ordered]
     sizes = [s["shard_sizes"][0] for s in ordered]
     if ranks != want_ranks or sizes != want_sizes:
-        raise PlanError(f"{label}: TorchRec's row_wise() puts ceil({rows} / {world}) = {block} rows on each of "
-                        f"ranks 0, 1, ... in order (rows {want_sizes} on ranks {want_ranks}); this plan has rows "
-                        f"{sizes} on ranks {ranks}, which TorchRec's helpers cannot express")
-    out.update(ranks=ranks, rows_per_rank=sizes, shards=ordered, torchrec="row_wise()")
-    return out
+        raise PlanError(f"{label}: TorchRec's {call} puts ceil({rows} / {parts}) = {block} rows on each of "
+                        f"ranks {first}, {first + 1}, ...{where} in order (rows {want_sizes} on ranks {want_ranks}); "
+                        f"this plan has rows {sizes} on ranks {ranks}, which TorchRec's helpers cannot express")
+    return ordered
 
 
 def _read_shard(shard, where, rows, dim, world, local):
@@ -221,6 +270,7 @@ def build_per_param_sharding(description, compute_kernel=None):
 
     compute_kernel=None lets TorchRec choose (its "fused" needs the optimizer applied in backward, as the
     plan's "fused" assumes); passing one requires a TorchRec whose helpers take `compute_kernel`.
+    table_row_wise() and data_parallel() take none in any TorchRec read, so TorchRec always chooses there.
     """
     sp = importlib.import_module("torchrec.distributed.sharding_plan")
     kw = {"compute_kernel": compute_kernel} if compute_kernel else {}
@@ -230,6 +280,10 @@ def build_per_param_sharding(description, compute_kernel=None):
             out[t["table"]] = sp.table_wise(rank=t["ranks"][0], **kw)
         elif t["sharding_type"] == "row_wise":
             out[t["table"]] = sp.row_wise(**kw)
+        elif t["sharding_type"] == "table_row_wise":
+            out[t["table"]] = sp.table_row_wise(host_index=t["host_index"])
+        elif t["sharding_type"] == "data_parallel":
+            out[t["table"]] = sp.data_parallel()
         elif len(set(t["widths"])) == 1:
             out[t["table"]] = sp.column_wise(ranks=list(t["ranks"]), **kw)
         else:
@@ -314,15 +368,22 @@ def _check_result(description, result, device_type):
     cuda = device_type == "cuda"  # the plan's placements name cuda devices
     for t in description["tables"]:
         ps = result[t["table"]]
-        # row_wise() also lists empty shards on trailing ranks (rows 9 over 4 ranks: 3, 3, 3, 0); they hold
-        # nothing and the plan format has no empty shards, so they are left out of the comparison.
-        got = [(r, list(m.shard_offsets), list(m.shard_sizes), str(m.placement) if cuda else None)
-               for r, m in zip(ps.ranks, ps.sharding_spec.shards) if 0 not in list(m.shard_sizes)]
         want = [(s["rank"], s["shard_offsets"], s["shard_sizes"], s["placement"] if cuda else None)
                 for s in t["shards"]]
+        if ps.sharding_spec is None:
+            # data_parallel: TorchRec keeps only the ranks (every rank holds the whole table), so compare those.
+            got = list(ps.ranks or [])
+            if t["sharding_type"] == "data_parallel":
+                want = t["ranks"]
+        else:
+            # row_wise() and table_row_wise() also list empty shards on trailing ranks (rows 9 over 4 ranks:
+            # 3, 3, 3, 0); they hold nothing and the plan format has no empty shards, so they are left out.
+            got = [(r, list(m.shard_offsets), list(m.shard_sizes), str(m.placement) if cuda else None)
+                   for r, m in zip(ps.ranks, ps.sharding_spec.shards) if 0 not in list(m.shard_sizes)]
         if ps.sharding_type != t["sharding_type"] or got != want:
-            raise PlanError(f'table "{t["table"]}": TorchRec built {ps.sharding_type} shards {got}, '
-                            f"the plan has {t['sharding_type']} shards {want}")
+            what = "on ranks" if ps.sharding_spec is None else "shards"
+            raise PlanError(f'table "{t["table"]}": TorchRec built {ps.sharding_type} {what} {got}, '
+                            f"the plan has {t['sharding_type']} {what} {want}")
 
 
 def _torchrec_summary(plan_dict, description):

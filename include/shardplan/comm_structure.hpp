@@ -63,6 +63,12 @@ void hierarchical_alltoall_ms(const CommFabric& fabric, const std::vector<int64_
 // One device's structural total from its traffic (what hierarchical_alltoall_ms gives each device).
 double structural_transfer_ms(const CommFabric& fabric, const AllToAllVolume& volume);
 
+// A ring all-reduce of `bytes` over `num_devices` GPUs (data-parallel gradients), in ms: every GPU sends
+// and receives 2 (W - 1) / W x bytes in 2 (W - 1) steps, each paying a per-peer latency, at the pace of
+// the ring's slowest link (the network once the ring leaves a host, a shared port split among the host's
+// GPUs), and a host's shared fabric carries all its GPUs' traffic. 0 for one GPU or no bytes.
+double ring_allreduce_ms(const CommFabric& fabric, double bytes, int num_devices);
+
 // Throws InputError naming the field when a figure is not usable (rates must be positive).
 void validate_fabric(const CommFabric& fabric, const std::string& source);
 

@@ -41,6 +41,15 @@ class CostModel {
   // collective).
   virtual void predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
                             std::vector<double>& fw_ms, std::vector<double>& bw_ms) const = 0;
+
+  // The all-reduce of data-parallel tables' gradients (`bytes` in all) over `num_devices` GPUs, in ms: a
+  // ring on the links the model plans for (comm_structure.hpp). By default TorchRec's nominal GPU links,
+  // for models that know no links of their own. Nothing measured: the collectors measure all-to-alls.
+  virtual double allreduce_ms(double bytes, int num_devices) const;
+
+ protected:
+  // The ring on TorchRec's nominal GPU links with this many GPUs per host.
+  static double nominal_allreduce_ms(double bytes, int num_devices, int devices_per_host);
 };
 
 // The features of a shard: `cols` columns of `table` (all rows).
@@ -49,13 +58,17 @@ ShardFeatures shard_features(const Table& table, int64_t cols);
 // The compute sets of a plan's devices (device_shards' pieces as the model's features).
 std::vector<std::vector<ShardFeatures>> compute_sets(const std::vector<DeviceShards>& devices);
 
-// Per-device costs from each device's predicted compute and output width: adds the model's all-to-all.
+// Per-device costs from each device's predicted compute and output width: adds the model's all-to-all,
+// and to the backward the data-parallel gradients' all-reduce (allreduce_ms, the same on every device).
 std::vector<DeviceCost> costs_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
-                                           const std::vector<int64_t>& dim_sums);
+                                           const std::vector<int64_t>& dim_sums, double allreduce_ms = 0.0);
 // max_total_ms(costs_from_compute(...)), the same value, without allocating: what a search asks of
 // every candidate change.
 double max_total_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
-                              const std::vector<int64_t>& dim_sums);
+                              const std::vector<int64_t>& dim_sums, double allreduce_ms = 0.0);
+
+// The all-reduce a plan's devices run for its data-parallel tables (0 without any).
+double plan_allreduce_ms(const CostModel& model, const std::vector<DeviceShards>& devices);
 
 // Scores a plan: per-device compute, forward and backward communication.
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model);

@@ -116,6 +116,8 @@ class NeuralCostModel final : public CostModel {
   void scale_shard_summary(float* summary, double factor) const override;
   void predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
                     std::vector<double>& fw_ms, std::vector<double>& bw_ms) const override;
+  // On the links it plans for: the profile's, or the hierarchical model's own (scale-free models: the default).
+  double allreduce_ms(double bytes, int num_devices) const override;
 
   // Plans for the hardware `fabric` describes (a --hardware profile): a hierarchical model measured on
   // that profile keeps its learned correction; any other hardware gets the structure's estimate on the

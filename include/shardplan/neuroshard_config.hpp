@@ -1,5 +1,7 @@
 #pragma once
 // The NeuroShard search's parameters (every one a flag of `shard-plan plan`).
+#include "shardplan/sharding_types.hpp"
+
 namespace shardplan {
 
 struct NeuroShardConfig {
@@ -14,6 +16,10 @@ struct NeuroShardConfig {
   int threads = 0;               // 0: every core; plans are identical for any count
   double time_limit_seconds = 0; // stop the search (then the refinement) at this many seconds; 0: none
   bool show_progress = false;    // progress on stderr once the search has run for a second (the CLI's plan)
+  // Types the plan may use: the search splits columns (when column_wise is allowed), then converts tables
+  // to the other allowed types where the cost model predicts a faster slowest device.
+  ShardingTypeSet sharding_types = ShardingTypeSet::all();
+  int type_moves = 64;           // changes the conversion pass may make
 };
 
 // The step budget when --steps is 0: 10 (the paper's) on small clusters, growing with the devices and

@@ -12,10 +12,15 @@
 
 namespace shardplan {
 
-// Row-wise plans come only from other tools (shard-plan's planners split columns); evaluate reads them.
-enum class ShardingType { kTableWise, kColumnWise, kRowWise };
+// TorchRec's sharding types (docs/sharding-types.md). Row-wise blocks span every rank, table-row-wise
+// blocks the ranks of one host, and a data-parallel table has a whole replica on every rank.
+enum class ShardingType { kTableWise, kColumnWise, kRowWise, kTableRowWise, kDataParallel };
 
+inline constexpr int kNumShardingTypes = 5;
+
+// TorchRec's names: "table_wise", "column_wise", "row_wise", "table_row_wise", "data_parallel".
 std::string_view sharding_type_name(ShardingType type);
+std::optional<ShardingType> parse_sharding_type(std::string_view name);
 
 // A rectangle of a table, [row_offset, row_offset + rows) x [col_offset, col_offset + cols), on a rank.
 struct Shard {
@@ -86,6 +91,9 @@ struct SearchSummary {
   int splits = 0;         // column-wise halvings in the plan
   std::string stopped;    // "step budget", "patience", "nothing to split", "time limit"
   int refine_rounds = 0;  // refinement moves accepted
+  int type_moves = 0;     // conversions and shard moves of the sharding-type pass
+  int converted = 0;      // tables it gave another sharding type
+  std::string sharding_types;  // the types it was allowed (--sharding-types), comma-separated
   bool cut_short = false; // --time-limit ended the search or the refinement early
   double time_limit_seconds = 0.0;  // 0: none
 };
@@ -110,8 +118,9 @@ struct DeviceUsage {
   int num_shards = 0;
   int num_table_wise = 0;
   int num_column_wise = 0;
-  int num_row_wise = 0;
-  int64_t dim_sum = 0;  // the device's pooled output width
+  int num_row_wise = 0;        // row_wise and table_row_wise blocks
+  int num_data_parallel = 0;   // replicas
+  int64_t dim_sum = 0;  // the device's pooled output width in the all-to-all (replicas send none)
 };
 
 std::vector<DeviceUsage> device_usage(const Plan& plan);
@@ -127,13 +136,26 @@ TableSharding sharding_of(const Table& table, std::vector<Shard> shards);
 // hashed, so a row range receives its share of the table's pooling factor).
 Table shard_as_table(const Table& table, const Shard& shard);
 
+// A data-parallel replica as a table of its own: every row, with the lookups of this rank's 1/W of the
+// batch (each replica serves its own rank's samples; the model-parallel shards serve the whole batch).
+Table replica_as_table(const Table& table, int num_devices);
+
 // What one device holds under a plan, as the cost model and the benchmark kernel see it: each shard as a
-// table of its own (shard_as_table), the plan table it comes from, and the device's output width.
+// table of its own (shard_as_table, replica_as_table), the plan table it comes from, the device's output
+// width in the all-to-all, and the bytes of data-parallel gradients every device all-reduces.
 struct DeviceShards {
   std::vector<Table> pieces;
   std::vector<std::size_t> plan_tables;  // per piece: its index in plan.tables
   int64_t dim_sum = 0;
+  int64_t allreduce_bytes = 0;  // the same on every device
 };
+
+// The bytes of the gradients a data-parallel table's replicas all-reduce each step: the whole table.
+int64_t replica_gradient_bytes(const Table& table);
+
+// A replica's device memory: weights and optimizer state like any shard, plus its dense gradient, which
+// TorchRec's data-parallel (dense kernel, DDP) keeps whole on every GPU.
+int64_t replica_memory_bytes(const Table& table, Optimizer optimizer);
 
 // Per device, in rank order. `tables` must hold every table the plan names.
 std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Table>& tables);
@@ -145,5 +167,14 @@ std::string shard_set_key(const std::vector<Table>& pieces);
 
 // A table placed whole on one rank.
 TableSharding table_wise_sharding(const Table& table, int rank);
+
+// The layouts TorchRec's helpers build (tools/plan_to_torchrec.py), so that plans load there unchanged:
+//   row_wise:       ceil(rows / W) rows on each of ranks 0, 1, ... in row order (empty blocks left out);
+//   table_row_wise: ceil(rows / K) rows on each rank of host h (ranks hK, hK+1, ...), likewise (TorchRec
+//                   needs whole hosts: the device count a multiple of K);
+//   data_parallel:  the whole table on every rank, in rank order.
+TableSharding row_wise_sharding(const Table& table, int num_devices);
+TableSharding table_row_wise_sharding(const Table& table, int host, int devices_per_host);
+TableSharding data_parallel_sharding(const Table& table, int num_devices);
 
 }  // namespace shardplan

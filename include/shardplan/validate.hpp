@@ -10,6 +10,10 @@
 
 namespace shardplan {
 
+// Above this many shards in one table the validator refuses the plan (its overlap check is pairwise), so
+// the planner makes row-wise and data-parallel tables, a shard per GPU, only up to this many GPUs.
+inline constexpr std::size_t kMaxShardsPerTable = 4096;
+
 struct ValidationResult {
   std::vector<std::string> problems;  // empty when the plan is valid
   bool valid() const { return problems.empty(); }

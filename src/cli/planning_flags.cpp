@@ -93,6 +93,18 @@ void add_search_options(CLI::App& app, NeuroShardConfig& config) {
   app.add_option("--threads", config.threads, "Search threads; 0: every core (plans do not depend on it)")
       ->capture_default_str()
       ->group(group);
+  app.add_option_function<std::string>(
+         "--sharding-types",
+         [&config](const std::string& list) { config.sharding_types = parse_sharding_types(list, "--sharding-types"); },
+         "Sharding types the plan may use, TorchRec's names comma-separated (must include table_wise), or all: "
+         "table_wise, column_wise, row_wise, table_row_wise, data_parallel (docs/sharding-types.md)")
+      ->default_str("all")
+      ->group(group);
+  app.add_option("--type-moves", config.type_moves,
+                 "Changes the sharding-type pass may make after the search (conversions to row-wise, table-row-wise "
+                 "or data-parallel, and moves of shards off the slowest device); 0: none")
+      ->capture_default_str()
+      ->group(group);
 }
 
 }  // namespace shardplan::cli

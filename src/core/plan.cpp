@@ -11,9 +11,19 @@ std::string_view sharding_type_name(ShardingType type) {
   switch (type) {
     case ShardingType::kColumnWise: return "column_wise";
     case ShardingType::kRowWise: return "row_wise";
+    case ShardingType::kTableRowWise: return "table_row_wise";
+    case ShardingType::kDataParallel: return "data_parallel";
     case ShardingType::kTableWise: break;
   }
   return "table_wise";
+}
+
+std::optional<ShardingType> parse_sharding_type(std::string_view name) {
+  for (int i = 0; i < kNumShardingTypes; ++i) {
+    auto type = static_cast<ShardingType>(i);
+    if (sharding_type_name(type) == name) return type;
+  }
+  return std::nullopt;
 }
 
 std::vector<DeviceUsage> device_usage(const Plan& plan) {
@@ -22,13 +32,17 @@ std::vector<DeviceUsage> device_usage(const Plan& plan) {
     for (const auto& shard : table.shards) {
       auto& device = usage.at(static_cast<std::size_t>(shard.rank));
       device.memory_bytes += shard_memory_bytes(shard.rows, shard.cols, table.dtype, plan.cluster.optimizer);
+      // A replica's dense gradient (replica_memory_bytes).
+      if (table.type == ShardingType::kDataParallel) device.memory_bytes += shard.rows * shard.cols * dtype_bytes(table.dtype);
       device.num_shards += 1;
       switch (table.type) {
         case ShardingType::kTableWise: device.num_table_wise += 1; break;
         case ShardingType::kColumnWise: device.num_column_wise += 1; break;
-        case ShardingType::kRowWise: device.num_row_wise += 1; break;
+        case ShardingType::kRowWise:
+        case ShardingType::kTableRowWise: device.num_row_wise += 1; break;
+        case ShardingType::kDataParallel: device.num_data_parallel += 1; break;
       }
-      device.dim_sum += shard.cols;
+      if (table.type != ShardingType::kDataParallel) device.dim_sum += shard.cols;
     }
   }
   return usage;
@@ -60,19 +74,38 @@ Table shard_as_table(const Table& table, const Shard& shard) {
   return piece;
 }
 
+Table replica_as_table(const Table& table, int num_devices) {
+  Table piece = table;
+  piece.pooling_factor = table.pooling_factor / static_cast<double>(std::max(num_devices, 1));
+  return piece;
+}
+
+int64_t replica_gradient_bytes(const Table& table) {
+  return table.rows * static_cast<int64_t>(table.dim) * dtype_bytes(table.dtype);
+}
+
+int64_t replica_memory_bytes(const Table& table, Optimizer optimizer) {
+  return table_memory_bytes(table, optimizer) + replica_gradient_bytes(table);
+}
+
 std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Table>& tables) {
   std::unordered_map<std::string, const Table*> by_name;
   for (const auto& table : tables) by_name.emplace(table.name, &table);
   std::vector<DeviceShards> devices(static_cast<std::size_t>(plan.cluster.num_devices));
+  int64_t allreduce_bytes = 0;
   for (std::size_t t = 0; t < plan.tables.size(); ++t) {
     const Table& table = *by_name.at(plan.tables[t].name);
+    const bool replicated = plan.tables[t].type == ShardingType::kDataParallel;
+    if (replicated) allreduce_bytes += replica_gradient_bytes(table);
     for (const auto& shard : plan.tables[t].shards) {
       DeviceShards& device = devices[static_cast<std::size_t>(shard.rank)];
-      device.pieces.push_back(shard_as_table(table, shard));
+      device.pieces.push_back(replicated ? replica_as_table(table, plan.cluster.num_devices)
+                                         : shard_as_table(table, shard));
       device.plan_tables.push_back(t);
-      device.dim_sum += shard.cols;
+      if (!replicated) device.dim_sum += shard.cols;
     }
   }
+  for (auto& device : devices) device.allreduce_bytes = allreduce_bytes;
   return devices;
 }
 
@@ -95,6 +128,40 @@ std::string shard_set_key(const std::vector<Table>& pieces) {
 
 TableSharding table_wise_sharding(const Table& table, int rank) {
   return sharding_of(table, {Shard{rank, 0, 0, table.rows, table.dim}});
+}
+
+namespace {
+
+// Blocks of ceil(rows / ranks) rows on first_rank, first_rank + 1, ... (empty blocks left out).
+std::vector<Shard> row_blocks(const Table& table, int first_rank, int ranks) {
+  const int64_t block = (table.rows + ranks - 1) / ranks;
+  std::vector<Shard> shards;
+  for (int k = 0; k < ranks && k * block < table.rows; ++k) {
+    shards.push_back(Shard{first_rank + k, k * block, 0, std::min(block, table.rows - k * block), table.dim});
+  }
+  return shards;
+}
+
+TableSharding typed_sharding(const Table& table, ShardingType type, std::vector<Shard> shards) {
+  TableSharding sharding = sharding_of(table, std::move(shards));
+  sharding.type = type;
+  return sharding;
+}
+
+}  // namespace
+
+TableSharding row_wise_sharding(const Table& table, int num_devices) {
+  return typed_sharding(table, ShardingType::kRowWise, row_blocks(table, 0, num_devices));
+}
+
+TableSharding table_row_wise_sharding(const Table& table, int host, int devices_per_host) {
+  return typed_sharding(table, ShardingType::kTableRowWise, row_blocks(table, host * devices_per_host, devices_per_host));
+}
+
+TableSharding data_parallel_sharding(const Table& table, int num_devices) {
+  std::vector<Shard> shards;
+  for (int r = 0; r < num_devices; ++r) shards.push_back(Shard{r, 0, 0, table.rows, table.dim});
+  return typed_sharding(table, ShardingType::kDataParallel, std::move(shards));
 }
 
 double max_total_ms(const std::vector<DeviceCost>& costs) {

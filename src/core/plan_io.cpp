@@ -36,7 +36,8 @@ ojson table_to_plan_json(const TableSharding& table, int devices_per_host) {
                {"dim", table.dim},
                {"dtype", std::string(dtype_name(table.dtype))},
                {"sharding_type", std::string(sharding_type_name(table.type))},
-               {"compute_kernel", "fused"},
+               // TorchRec trains replicas with its dense kernel (and DDP), sharded tables with FBGEMM's fused one.
+               {"compute_kernel", table.type == ShardingType::kDataParallel ? "dense" : "fused"},
                {"ranks", ranks},
                {"shards", shards}};
 }
@@ -67,6 +68,9 @@ ojson search_to_json(const SearchSummary& search) {
                {"splits", search.splits},
                {"stopped", search.stopped},
                {"refine_rounds", search.refine_rounds},
+               {"sharding_types", search.sharding_types},
+               {"type_moves", search.type_moves},
+               {"converted_tables", search.converted},
                {"cut_short", search.cut_short},
                {"time_limit_seconds", search.time_limit_seconds > 0 ? ojson(search.time_limit_seconds) : ojson(nullptr)}};
 }

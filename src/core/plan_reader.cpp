@@ -17,12 +17,6 @@ namespace {
 // Problems listed in the error before "and N more".
 constexpr std::size_t kProblemsShown = 5;
 
-ShardingType parse_sharding_type(const std::string& name) {
-  if (name == "column_wise") return ShardingType::kColumnWise;
-  if (name == "row_wise") return ShardingType::kRowWise;
-  return ShardingType::kTableWise;  // validate_plan_json has rejected any other name
-}
-
 Shard read_shard(const nlohmann::json& entry) {
   const auto& offsets = entry.at("shard_offsets");
   const auto& sizes = entry.at("shard_sizes");
@@ -92,8 +86,9 @@ Plan plan_from_json(const nlohmann::json& doc, const std::vector<Table>& tables,
     std::vector<Shard> shards;
     for (const auto& shard : entry.at("shards")) shards.push_back(read_shard(shard));
     TableSharding sharding = sharding_of(table, std::move(shards));
-    // The file's word, since shard-plan's own planners never split rows.
-    sharding.type = parse_sharding_type(entry.at("sharding_type").get<std::string>());
+    // The file's word (validate_plan_json has rejected unknown names): the shards alone cannot tell a
+    // row-wise table on one rank, or a replica on one device, from a table-wise one.
+    sharding.type = parse_sharding_type(entry.at("sharding_type").get<std::string>()).value_or(ShardingType::kTableWise);
     plan.tables.push_back(std::move(sharding));
   }
   return plan;

@@ -22,8 +22,9 @@ std::string cost_cell(const std::optional<std::vector<DeviceCost>>& costs, std::
 std::string device_row(const Plan& plan, const std::vector<DeviceUsage>& usage, std::size_t r) {
   const DeviceUsage& u = usage[r];
   double share = 100.0 * static_cast<double>(u.memory_bytes) / static_cast<double>(plan.cluster.usable_bytes_per_device());
-  return fmt::format("{:>6}  {:>11} {:>6.1f}%  {:>6} {:>8} {:>7}{}{}{}{}\n", r, format_bytes(u.memory_bytes), share,
-                     u.num_shards, fmt::format("{}/{}/{}", u.num_table_wise, u.num_column_wise, u.num_row_wise),
+  return fmt::format("{:>6}  {:>11} {:>6.1f}%  {:>6} {:>11} {:>7}{}{}{}{}\n", r, format_bytes(u.memory_bytes), share,
+                     u.num_shards,
+                     fmt::format("{}/{}/{}/{}", u.num_table_wise, u.num_column_wise, u.num_row_wise, u.num_data_parallel),
                      u.dim_sum,
                      cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.compute_ms; }),
                      cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.fw_comm_ms; }),
@@ -42,6 +43,29 @@ std::vector<std::size_t> heaviest_first(const Plan& plan, const std::vector<Devi
   return order;
 }
 
+// Tables split by rows or replicated, by type: the plan's choices beyond table- and column-wise.
+std::string format_row_and_replicated_tables(const Plan& plan) {
+  constexpr std::size_t kNamesShown = 6;
+  std::string out;
+  for (ShardingType type : {ShardingType::kRowWise, ShardingType::kTableRowWise, ShardingType::kDataParallel}) {
+    std::vector<std::string> names;
+    for (const auto& table : plan.tables) {
+      if (table.type != type) continue;
+      std::string name = table.name;
+      if (type == ShardingType::kTableRowWise && !table.shards.empty()) {
+        name += fmt::format(" (host {})", table.shards.front().rank / plan.cluster.devices_per_host);
+      }
+      names.push_back(std::move(name));
+    }
+    if (names.empty()) continue;
+    std::string list;
+    for (std::size_t i = 0; i < names.size() && i < kNamesShown; ++i) list += (i ? ", " : "") + names[i];
+    if (names.size() > kNamesShown) list += fmt::format(", and {} more", names.size() - kNamesShown);
+    out += fmt::format("{}: {} table{}: {}\n", sharding_type_name(type), names.size(), names.size() == 1 ? "" : "s", list);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string format_report(const Plan& plan, const ReportOptions& options, const PlanAnalysis& analysis) {
@@ -52,8 +76,8 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
       plan.algorithm, c.num_devices, c.devices_per_host, c.hardware.empty() ? "" : ", hardware " + c.hardware,
       format_bytes(c.memory_per_device_bytes),
       format_bytes(c.usable_bytes_per_device()), optimizer_name(c.optimizer), c.reserve_fraction);
-  out += fmt::format("{:>6}  {:>11} {:>7}  {:>6} {:>8} {:>7}{:>9}{:>9}{:>9}{:>9}\n", "rank", "memory", "used",
-                     "shards", "tw/cw/rw", "width", "compute", "fw_comm", "bw_comm", "total");
+  out += fmt::format("{:>6}  {:>11} {:>7}  {:>6} {:>11} {:>7}{:>9}{:>9}{:>9}{:>9}\n", "rank", "memory", "used",
+                     "shards", "tw/cw/rw/dp", "width", "compute", "fw_comm", "bw_comm", "total");
 
   std::vector<std::size_t> shown(usage.size());
   std::iota(shown.begin(), shown.end(), 0);
@@ -84,6 +108,7 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
                      100.0 * static_cast<double>(max_mem->memory_bytes) / static_cast<double>(c.usable_bytes_per_device()),
                      max_mem - usage.begin(), format_bytes(total_mem / static_cast<int64_t>(usage.size())));
   out += fmt::format("width: max {} on rank {}\n", max_width->dim_sum, max_width - usage.begin());
+  out += format_row_and_replicated_tables(plan);
   if (plan.device_costs) {
     const auto& costs = *plan.device_costs;
     const CostSummary summary = summarise_costs(costs);

@@ -16,9 +16,6 @@ namespace shardplan {
 
 namespace {
 
-// Above this many shards in one table the pairwise overlap check is refused as absurd input.
-constexpr std::size_t kMaxShardsPerTable = 4096;
-
 // Hostile plans can list huge overlapping shards; sums saturate instead of overflowing.
 int64_t saturating_add(int64_t a, int64_t b) {
   int64_t sum = 0;
@@ -106,6 +103,8 @@ class Validator {
         if (r.rank >= 0 && r.rank < cluster_.num_devices) {
           auto& used = memory_[static_cast<std::size_t>(r.rank)];
           used = saturating_add(used, shard_memory_bytes(r.rows, r.cols, table->dtype, cluster_.optimizer));
+          // A replica keeps its dense gradient too (replica_memory_bytes in plan.hpp).
+          if (type == "data_parallel") used = saturating_add(used, r.rows * r.cols * dtype_bytes(table->dtype));
         }
       }
     }
@@ -148,6 +147,10 @@ class Validator {
       problem("{}: table \"{}\" has no shards", path, name);
       return;
     }
+    if (type == "data_parallel") {
+      check_replicas(rects, rows, dim, path);
+      return;
+    }
     int64_t area = 0;
     bool in_bounds = true;
     for (std::size_t i = 0; i < rects.size(); ++i) {
@@ -170,12 +173,42 @@ class Validator {
       for (std::size_t i = 0; i < rects.size(); ++i) {
         if (rects[i].row0 != 0 || rects[i].rows != rows) problem("{}.shards[{}]: a column_wise shard must hold every row", path, i);
       }
-    } else if (type == "row_wise") {
+    } else if (type == "row_wise" || type == "table_row_wise") {
       for (std::size_t i = 0; i < rects.size(); ++i) {
-        if (rects[i].col0 != 0 || rects[i].cols != dim) problem("{}.shards[{}]: a row_wise shard must hold every column", path, i);
+        if (rects[i].col0 != 0 || rects[i].cols != dim) problem("{}.shards[{}]: a {} shard must hold every column", path, i, type);
       }
+      if (type == "table_row_wise") check_one_host(rects, path);
     } else {
-      problem("{}.sharding_type: unknown \"{}\" (expected table_wise, column_wise or row_wise)", path, type);
+      problem("{}.sharding_type: unknown \"{}\" (expected table_wise, column_wise, row_wise, table_row_wise or "
+              "data_parallel)", path, type);
+    }
+  }
+
+  // A data_parallel table: one whole replica on every rank, in rank order.
+  void check_replicas(const std::vector<Rect>& rects, int64_t rows, int64_t dim, const std::string& path) {
+    if (rects.size() != static_cast<std::size_t>(cluster_.num_devices)) {
+      problem("{}: data_parallel needs one replica on each of the {} ranks, got {} shards", path, cluster_.num_devices,
+              rects.size());
+    }
+    for (std::size_t i = 0; i < rects.size(); ++i) {
+      const Rect& r = rects[i];
+      if (r.row0 != 0 || r.col0 != 0 || r.rows != rows || r.cols != dim) {
+        problem("{}.shards[{}]: a data_parallel replica must hold the whole {} x {} table, got [{}, {}) x [{}, {})",
+                path, i, rows, dim, r.row0, r.row0 + r.rows, r.col0, r.col0 + r.cols);
+      }
+      if (r.rank != static_cast<int>(i)) problem("{}.shards[{}]: replicas go in rank order, expected rank {}, got {}", path, i, i, r.rank);
+    }
+  }
+
+  // table_row_wise blocks stay within one host, where the reduce-scatter runs over the host's links.
+  void check_one_host(const std::vector<Rect>& rects, const std::string& path) {
+    const int per_host = cluster_.devices_per_host;
+    const int host = rects.front().rank / per_host;
+    for (std::size_t i = 1; i < rects.size(); ++i) {
+      if (rects[i].rank / per_host != host) {
+        problem("{}.shards[{}]: rank {} is on host {}, but table_row_wise keeps a table's blocks on one host (shards[0] "
+                "is on host {})", path, i, rects[i].rank, rects[i].rank / per_host, host);
+      }
     }
   }
 

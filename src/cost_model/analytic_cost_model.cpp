@@ -1,6 +1,7 @@
 // TorchRec's analytic estimate (torchrec-baseline.md), for table-wise and column-wise shards.
 #include <algorithm>
 
+#include "shardplan/comm_structure.hpp"
 #include "shardplan/cost_model.hpp"
 
 namespace shardplan {
@@ -64,6 +65,14 @@ class AnalyticCostModel final : public CostModel {
       fw_ms[r] = output_bytes(dim_sums[r], config_) / bandwidth;
       bw_ms[r] = fw_ms[r];
     }
+  }
+
+  double allreduce_ms(double bytes, int num_devices) const override {
+    CommFabric fabric;
+    fabric.devices_per_host = config_.devices_per_host;
+    fabric.intra_bytes_per_ms = config_.intra_host_bytes_per_ms;
+    fabric.inter_bytes_per_ms = config_.inter_host_bytes_per_ms;
+    return ring_allreduce_ms(fabric, bytes, num_devices);
   }
 
  private:

@@ -124,6 +124,24 @@ void hierarchical_alltoall_ms(const CommFabric& fabric, const std::vector<int64_
   for (std::size_t r = 0; r < times.size(); ++r) out[r] = times[r].total;
 }
 
+double ring_allreduce_ms(const CommFabric& fabric, double bytes, int num_devices) {
+  if (num_devices < 2 || bytes <= 0.0) return 0.0;
+  const double w = static_cast<double>(num_devices);
+  const double per_gpu = 2.0 * (w - 1.0) / w * bytes;
+  const double steps = 2.0 * (w - 1.0);
+  const int per_host = std::max(1, std::min(fabric.devices_per_host, num_devices));
+  double rate = fabric.intra_bytes_per_ms;
+  double latency = fabric.intra_peer_latency_ms;
+  if (num_devices > fabric.devices_per_host) {
+    const double network = fabric.inter_bytes_per_ms / (fabric.inter_shared_by_host ? per_host : 1);
+    rate = std::min(rate, network);
+    latency = std::max(latency, fabric.inter_peer_latency_ms);
+  }
+  double t = steps * latency + per_gpu / rate;
+  if (fabric.host_bytes_per_ms > 0) t = std::max(t, per_host * per_gpu / fabric.host_bytes_per_ms);
+  return t;
+}
+
 void validate_fabric(const CommFabric& fabric, const std::string& source) {
   auto need = [&](bool ok, const char* field, double value) {
     if (!ok) throw InputError(fmt::format("{}: {}: must be positive and finite, got {}", source, field, value));

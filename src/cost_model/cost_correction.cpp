@@ -71,6 +71,8 @@ class CorrectedCostModel final : public CostModel {
     base_->predict_comm(dim_sums, compute_ms, fw_ms, bw_ms);
   }
 
+  double allreduce_ms(double bytes, int num_devices) const override { return base_->allreduce_ms(bytes, num_devices); }
+
  private:
   std::shared_ptr<const CostModel> base_;
   CostCorrection correction_;

@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "shardplan/comm_structure.hpp"
 #include "shardplan/cost_model.hpp"
 
 namespace shardplan {
@@ -25,6 +26,19 @@ std::vector<double> CostModel::predict_compute(const std::vector<std::vector<Sha
   return out;
 }
 
+double CostModel::allreduce_ms(double bytes, int num_devices) const {
+  return nominal_allreduce_ms(bytes, num_devices, AnalyticCostConfig{}.devices_per_host);
+}
+
+double CostModel::nominal_allreduce_ms(double bytes, int num_devices, int devices_per_host) {
+  const AnalyticCostConfig nominal;
+  CommFabric fabric;
+  fabric.devices_per_host = devices_per_host;
+  fabric.intra_bytes_per_ms = nominal.intra_host_bytes_per_ms;
+  fabric.inter_bytes_per_ms = nominal.inter_host_bytes_per_ms;
+  return ring_allreduce_ms(fabric, bytes, num_devices);
+}
+
 std::vector<std::vector<ShardFeatures>> compute_sets(const std::vector<DeviceShards>& devices) {
   std::vector<std::vector<ShardFeatures>> sets(devices.size());
   for (std::size_t r = 0; r < devices.size(); ++r) {
@@ -34,32 +48,38 @@ std::vector<std::vector<ShardFeatures>> compute_sets(const std::vector<DeviceSha
 }
 
 std::vector<DeviceCost> costs_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
-                                           const std::vector<int64_t>& dim_sums) {
+                                           const std::vector<int64_t>& dim_sums, double allreduce_ms) {
   std::vector<double> fw;
   std::vector<double> bw;
   model.predict_comm(dim_sums, compute_ms, fw, bw);
   std::vector<DeviceCost> costs(compute_ms.size());
-  for (std::size_t r = 0; r < costs.size(); ++r) costs[r] = DeviceCost{compute_ms[r], fw[r], bw[r]};
+  for (std::size_t r = 0; r < costs.size(); ++r) costs[r] = DeviceCost{compute_ms[r], fw[r], bw[r] + allreduce_ms};
   return costs;
 }
 
 double max_total_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
-                              const std::vector<int64_t>& dim_sums) {
+                              const std::vector<int64_t>& dim_sums, double allreduce_ms) {
   thread_local std::vector<double> fw;
   thread_local std::vector<double> bw;
   model.predict_comm(dim_sums, compute_ms, fw, bw);
   double worst = 0.0;
   for (std::size_t r = 0; r < compute_ms.size(); ++r) {
-    worst = std::max(worst, DeviceCost{compute_ms[r], fw[r], bw[r]}.total_ms());
+    worst = std::max(worst, DeviceCost{compute_ms[r], fw[r], bw[r] + allreduce_ms}.total_ms());
   }
   return worst;
+}
+
+double plan_allreduce_ms(const CostModel& model, const std::vector<DeviceShards>& devices) {
+  if (devices.empty() || devices.front().allreduce_bytes == 0) return 0.0;
+  return model.allreduce_ms(static_cast<double>(devices.front().allreduce_bytes), static_cast<int>(devices.size()));
 }
 
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {
   std::vector<DeviceShards> devices = device_shards(plan, tables);
   std::vector<int64_t> dim_sums;
   for (const auto& device : devices) dim_sums.push_back(device.dim_sum);
-  return costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums);
+  return costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums,
+                            plan_allreduce_ms(model, devices));
 }
 
 }  // namespace shardplan

@@ -13,6 +13,7 @@
 #include "parallel_for.hpp"
 #include "placement_refinement.hpp"
 #include "shard_catalog.hpp"
+#include "sharding_type_pass.hpp"
 #include "split_estimate.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
@@ -54,6 +55,10 @@ void validate_neuroshard_config(const NeuroShardConfig& c) {
   if (!(c.time_limit_seconds >= 0.0) || !std::isfinite(c.time_limit_seconds)) {
     bad("--time-limit", c.time_limit_seconds, "must be a number of seconds >= 0 (0: no limit)");
   }
+  if (!c.sharding_types.allows(ShardingType::kTableWise)) {
+    bad("--sharding-types", sharding_types_string(c.sharding_types), "must include table_wise");
+  }
+  if (c.type_moves < 0 || c.type_moves > 1'000'000) bad("--type-moves", c.type_moves, "must be in [0, 1000000] (0: none)");
 }
 
 namespace {
@@ -170,14 +175,16 @@ class NeuroShardPlanner final : public Planner {
     ShardCatalog catalog(tables, cluster, *model_, threads);
     GridPlacer placer(catalog, *model_, cluster, GridOptions{config_.grid_points, config_.grid_min, config_.grid_max});
 
+    const bool may_split = config_.sharding_types.allows(ShardingType::kColumnWise);
     SplitState start;
-    start.pieces = fitting_pieces(tables, cluster, catalog);
+    start.pieces = fitting_pieces(tables, cluster, catalog, may_split);
     start.splits = static_cast<int>(start.pieces.size() - tables.size());
     for (const Piece& p : start.pieces) start.hash += piece_hash(p);
     start.placement = placer.place(start.pieces);
 
-    const int steps = config_.steps > 0 ? config_.steps
-                                        : auto_split_steps(static_cast<int>(tables.size()), cluster.num_devices);
+    const int steps = !may_split           ? 0
+                      : config_.steps > 0 ? config_.steps
+                                          : auto_split_steps(static_cast<int>(tables.size()), cluster.num_devices);
     const bool large = is_large_search(static_cast<int64_t>(start.pieces.size()), cluster.num_devices);
     SplitState best = start;
     std::vector<SplitState> finalists;  // the best distinct states met, best first (only when asked for several)
@@ -189,6 +196,7 @@ class NeuroShardPlanner final : public Planner {
     summary.step_budget = steps;
     summary.stopped = "step budget";
     summary.time_limit_seconds = config_.time_limit_seconds;
+    summary.sharding_types = sharding_types_string(config_.sharding_types);
     std::optional<Progress> progress;
     for (int step = 1; step <= steps; ++step) {
       if (config_.patience > 0 && step - last_improvement > config_.patience) {
@@ -267,6 +275,7 @@ class NeuroShardPlanner final : public Planner {
       if (static_cast<int>(plans.size()) >= max_plans) break;
       plans.push_back(to_plan(state, tables, cluster, catalog));
     }
+    convert_types(plans, tables, deadline, threads);
     return plans;
   }
 
@@ -287,6 +296,27 @@ class NeuroShardPlanner final : public Planner {
                                        options, &stats);
     spdlog::debug("neuroshard: refinement {:.4f} -> {:.4f} ms in {} moves", searched, state.placement.max_cost, stats.rounds);
     return stats;
+  }
+
+  // The sharding-type pass over every plan (sharding_type_pass.hpp); the first plan's summary counts it.
+  void convert_types(std::vector<Plan>& plans, const std::vector<Table>& tables,
+                     std::optional<Clock::time_point> deadline, int threads) const {
+    if (!config_.sharding_types.beyond_table_and_column()) return;
+    TypePassOptions options;
+    options.allowed = config_.sharding_types;
+    options.max_moves = config_.type_moves;
+    options.threads = threads;
+    options.deadline = deadline;
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      TypePassStats stats;
+      plans[i] = choose_sharding_types(std::move(plans[i]), tables, *model_, options, &stats);
+      if (i == 0 && plans[i].search) {
+        plans[i].search->type_moves = stats.moves;
+        plans[i].search->converted = stats.converted;
+        plans[i].search->cut_short = plans[i].search->cut_short || stats.cut_short;
+      }
+      if (i == 0) spdlog::debug("neuroshard: sharding-type pass: {} moves, {} tables converted", stats.moves, stats.converted);
+    }
   }
 
   static bool same_pieces(const SplitState& a, const SplitState& b) {
@@ -312,11 +342,16 @@ class NeuroShardPlanner final : public Planner {
 
   // Every table whole, except those larger than a device: halved until each piece fits.
   static std::vector<Piece> fitting_pieces(const std::vector<Table>& tables, const Cluster& cluster,
-                                           const ShardCatalog& catalog) {
+                                           const ShardCatalog& catalog, bool may_split) {
     std::vector<Piece> pieces;
     const int64_t usable = cluster.usable_bytes_per_device();
     for (std::size_t t = 0; t < tables.size(); ++t) {
       int v = catalog.whole(static_cast<int>(t));
+      if (!may_split && catalog.bytes(v) > usable) {
+        throw InfeasibleError(fmt::format("table \"{}\" ({} x {}, {}) does not fit a device ({}) whole, and "
+                                          "--sharding-types leaves out column_wise", tables[t].name, tables[t].rows,
+                                          tables[t].dim, format_bytes(catalog.bytes(v)), format_bytes(usable)));
+      }
       while (catalog.bytes(v) > usable) {
         if (!catalog.splittable(v)) {
           throw InfeasibleError(fmt::format(

@@ -40,6 +40,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadCase{"malformed_json", R"([{"rows": 10, "dim": 8)", {}, 2, "tables.json: invalid JSON: parse error"},
         BadCase{"empty_file", "", {}, 2, "tables.json: file is empty"},
+        BadCase{"unknown_sharding_type", kOk, {"--sharding-types", "table_wise,grid_shard"}, 2,
+                "--sharding-types: unknown sharding type \"grid_shard\""},
+        BadCase{"sharding_types_without_table_wise", kOk, {"--sharding-types", "row_wise"}, 2,
+                "--sharding-types: must include table_wise"},
+        BadCase{"no_column_slices_for_a_large_table", R"([{"name": "wide", "rows": 10000000, "dim": 64}])",
+                {"--sharding-types", "table_wise,row_wise"}, 3, "and --sharding-types leaves out column_wise"},
         BadCase{"not_a_list", R"({"rows": 10})", {}, 2, "expected a JSON array of tables"},
         BadCase{"no_tables", R"({"tables": []})", {}, 2, "tables: no tables given"},
         BadCase{"rows_wrong_type", R"([{"rows": "ten", "dim": 8}])", {}, 2, "tables[0].rows: must be an integer"},

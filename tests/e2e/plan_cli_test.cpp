@@ -98,7 +98,9 @@ TEST(PlanCli, HardwareProfileSetsTheClusterAndTheAllToAllSaysWhereItComesFrom) {
   EXPECT_EQ(plan4["memory_per_device_bytes"], 40'000'000'000);
   CliResult eval = run_cli({"evaluate", "--plan", out, "--tables", kSmall});
   ASSERT_EQ(eval.exit_code, 0) << eval.err;
-  if (neural) EXPECT_NE(eval.out.find("h100-sxm-ib400"), std::string::npos) << eval.out;
+  if (neural) {
+    EXPECT_NE(eval.out.find("h100-sxm-ib400"), std::string::npos) << eval.out;
+  }
 
   CliResult bad = run_cli({"--tables", kSmall, "--gpus", "4", "--hardware", "no-such-cluster", "-o", dir.path("x.json")});
   EXPECT_EQ(bad.exit_code, 2);

@@ -131,7 +131,8 @@ INSTANTIATE_TEST_SUITE_P(TaskSets, Regression, ::testing::ValuesIn(task_sets()),
                          });
 
 TEST(RegressionMutation, ASearchlessPlannerFailsTheSuite) {
-  // The default planner with its search crippled: no useful splits, one grid point, no refinement.
+  // The default planner with its search crippled: no useful splits, one grid point, no refinement, no
+  // sharding-type pass (its shard moves alone are a refinement).
   NeuroShardConfig off;
   off.steps = 1;
   off.beam_width = 1;
@@ -139,6 +140,7 @@ TEST(RegressionMutation, ASearchlessPlannerFailsTheSuite) {
   off.grid_points = 1;
   off.patience = 1;
   off.refine_rounds = 0;
+  off.type_moves = 0;
   const fs::path set = kSource / "data" / "tasks" / "paper-4gpu.json";
   nlohmann::json recorded = read_recorded();
   if (g_record || !recorded.contains("task_sets") || !recorded["task_sets"].contains("paper-4gpu")) {

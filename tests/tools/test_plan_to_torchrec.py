@@ -52,6 +52,19 @@ def sample_plan():
     )
 
 
+def two_host_plan():
+    """2 hosts of 4 GPUs: table_row_wise on each host, data_parallel, and a table_wise table."""
+    return plan(
+        # Host 1 (ranks 4-7), listed out of row order: ceil(10 / 4) = 3 rows per rank, 3, 3, 3, 1.
+        table("twrw", 10, 8, "table_row_wise", [shard(5, [3, 0], [3, 8], 4), shard(4, [0, 0], [3, 8], 4),
+                                                shard(6, [6, 0], [3, 8], 4), shard(7, [9, 0], [1, 8], 4)]),
+        # Host 0: 5 rows in blocks of 2 are 2, 2, 1 and rank 3 holds none (TorchRec: 2, 2, 1, 0).
+        table("twrw0", 5, 4, "table_row_wise", [shard(r, [2 * r, 0], [min(2, 5 - 2 * r), 4], 4) for r in range(3)]),
+        table("dp", 6, 4, "data_parallel", [shard(r, [0, 0], [6, 4], 4) for r in range(8)]),
+        table("tw", 7, 4, "table_wise", [shard(2, [0, 0], [7, 4], 4)]),
+        gpus=8, per_host=4)
+
+
 class PureMappingTest(unittest.TestCase):
     def by_name(self, p):
         return {t["table"]: t for t in p2t.describe_plan(p)["tables"]}
@@ -103,6 +116,62 @@ class PureMappingTest(unittest.TestCase):
         self.assertPlanError(p, "on ranks [1, 0, 2, 3]")
         p = plan(table("rw", 8, 4, "row_wise", [shard(0, [0, 0], [8, 2]), shard(1, [0, 2], [8, 2])]))
         self.assertPlanError(p, 'table "rw" shards[0]', "all 4 columns")
+
+    def test_table_row_wise(self):
+        tables = self.by_name(two_host_plan())
+        t = tables["twrw"]
+        self.assertEqual((t["ranks"], t["rows_per_rank"], t["host_index"], t["torchrec"]),
+                         ([4, 5, 6, 7], [3, 3, 3, 1], 1, "table_row_wise(host_index=1)"))
+        self.assertEqual([s["shard_offsets"] for s in t["shards"]], [[0, 0], [3, 0], [6, 0], [9, 0]])
+        self.assertEqual([s["placement"] for s in t["shards"]], [f"rank:{r}/cuda:{r - 4}" for r in range(4, 8)])
+        t = tables["twrw0"]
+        self.assertEqual((t["ranks"], t["rows_per_rank"], t["torchrec"]),
+                         ([0, 1, 2], [2, 2, 1], "table_row_wise(host_index=0)"))
+
+    def test_table_row_wise_refusals(self):
+        def twrw(*shards, rows=8, dim=4, gpus=8):
+            return plan(table("twrw", rows, dim, "table_row_wise", [shard(*s, local=4) for s in shards]),
+                        gpus=gpus, per_host=4)
+        # Ranks 2-5 cross from host 0 to host 1.
+        self.assertPlanError(twrw((2, [0, 0], [2, 4]), (3, [2, 0], [2, 4]), (4, [4, 0], [2, 4]), (5, [6, 0], [2, 4])),
+                             'table "twrw"', "one host of 4 ranks", "hosts [0, 1]")
+        # Uneven blocks: TorchRec's are ceil(8 / 4) = 2 rows.
+        self.assertPlanError(twrw((4, [0, 0], [4, 4]), (5, [4, 0], [4, 4])),
+                             'table "twrw"', "table_row_wise(host_index=1)", "ceil(8 / 4) = 2",
+                             "rows [2, 2, 2, 2] on ranks [4, 5, 6, 7]", "rows [4, 4] on ranks [4, 5]")
+        # Right blocks, wrong ranks: row order must be rank order from the host's first rank.
+        self.assertPlanError(twrw((5, [0, 0], [2, 4]), (4, [2, 0], [2, 4]), (6, [4, 0], [2, 4]), (7, [6, 0], [2, 4])),
+                             "on ranks [5, 4, 6, 7]")
+        self.assertPlanError(twrw((5, [0, 0], [2, 4]), (6, [2, 0], [2, 4]), (7, [4, 0], [4, 4])),
+                             "on ranks [5, 6, 7]")
+        # Split by columns.
+        self.assertPlanError(twrw((4, [0, 0], [8, 2]), (5, [0, 2], [8, 2])), 'table "twrw" shards[0]',
+                             "a table_row_wise shard must hold all 4 columns")
+        # Rows missing.
+        self.assertPlanError(twrw((4, [0, 0], [2, 4]), (5, [2, 0], [2, 4])), "rows [4, 8) are in no shard")
+        # 6 GPUs at 4 per host: host 1 is not whole; nor is host 0 with 4 GPUs at 8 per host.
+        self.assertPlanError(twrw((0, [0, 0], [2, 4]), (1, [2, 0], [2, 4]), (2, [4, 0], [2, 4]), (3, [6, 0], [2, 4]),
+                                  gpus=6), "num_devices 6 a multiple of devices_per_host 4")
+        p = plan(table("twrw", 4, 4, "table_row_wise", [shard(r, [r, 0], [1, 4]) for r in range(4)]))
+        self.assertPlanError(p, "num_devices 4 a multiple of devices_per_host 8")
+
+    def test_data_parallel(self):
+        t = self.by_name(two_host_plan())["dp"]
+        self.assertEqual((t["ranks"], t["torchrec"]), (list(range(8)), "data_parallel()"))
+        self.assertEqual(t["shards"], [shard(r, [0, 0], [6, 4], 4) for r in range(8)])
+
+    def test_data_parallel_refusals(self):
+        def dp(*ranks, sizes=(6, 4)):
+            return plan(table("dp", 6, 4, "data_parallel", [shard(r, [0, 0], sizes) for r in ranks]))
+        self.assertPlanError(dp(0, 1, 2), 'table "dp"', "one replica on each of ranks 0..3", "ranks [0, 1, 2]")
+        self.assertPlanError(dp(1, 0, 2, 3), "in rank order", "ranks [1, 0, 2, 3]")
+        self.assertPlanError(dp(0, 1, 2, 3, 3), "ranks [0, 1, 2, 3, 3]")
+        self.assertPlanError(dp(0, 1, 2, 3, sizes=(3, 4)), 'table "dp" shards[0]', "whole table",
+                             "sizes [6, 4]), got offsets [0, 0], sizes [3, 4]")
+        p = dp(0, 1, 2, 3)
+        p["tables"][0]["shards"][2]["shard_offsets"] = [0, 0]
+        p["tables"][0]["shards"][2]["shard_sizes"] = [6, 2]
+        self.assertPlanError(p, 'table "dp" shards[2]', "whole table")
 
     def test_format(self):
         p = sample_plan()
@@ -159,8 +228,9 @@ class PureMappingTest(unittest.TestCase):
         p["tables"][0]["ranks"] = [2]
         self.assertPlanError(p, 'table "tw"', "ranks [2] do not list")
         p = sample_plan()
-        p["tables"][0]["sharding_type"] = "table_row_wise"
-        self.assertPlanError(p, 'table "tw"', '"table_row_wise" has no TorchRec helper')
+        p["tables"][0]["sharding_type"] = "table_column_wise"
+        self.assertPlanError(p, 'table "tw"', '"table_column_wise" has no TorchRec helper', "table_row_wise",
+                             "data_parallel")
         p = sample_plan()
         p["tables"].append(copy.deepcopy(p["tables"][0]))
         self.assertPlanError(p, 'table "tw"', "more than once")
@@ -179,9 +249,10 @@ class CliTest(unittest.TestCase):
                                   timeout=120)
 
     def test_prints_mapping(self):
-        r = self.run_cli(plan_dict=sample_plan())
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(json.loads(r.stdout), p2t.describe_plan(sample_plan()))
+        for p in (sample_plan(), two_host_plan()):
+            r = self.run_cli(plan_dict=p)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout), p2t.describe_plan(p))
 
     def test_bad_plan_exits_2(self):
         p = sample_plan()
@@ -238,6 +309,34 @@ class RealPlanTest(unittest.TestCase):
         self.assertEqual(calls[-1][0], "construct_module_sharding_plan")
 
 
+@unittest.skipUnless(os.environ.get("SHARD_PLAN_BINARY"), "SHARD_PLAN_BINARY is not set")
+class RealTypedPlanTest(unittest.TestCase):
+    """MLPerf DLRMv2's tables planned by shard-plan on H100 profiles, where the neural model converts hot
+    tables to row-wise (8 GPUs) and table-row-wise (64 GPUs): every type it writes maps to TorchRec."""
+
+    def plan(self, gpus):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "plan.json"
+            subprocess.run([os.environ["SHARD_PLAN_BINARY"], "--tables", str(ROOT / "data/configs/mlperf-dlrmv2.json"),
+                            "--gpus", str(gpus), "--hardware", "h100-sxm-ib400", "--optimizer", "rowwise_adagrad",
+                            "--no-compare", "-q", "-o", str(path)], check=True, timeout=300)
+            return json.loads(path.read_text())
+
+    def test_every_type_maps(self):
+        for gpus in (8, 64):
+            plan = self.plan(gpus)
+            described = {t["table"]: t for t in p2t.describe_plan(plan)["tables"]}
+            for table in plan["tables"]:
+                self.assertEqual(described[table["name"]]["sharding_type"], table["sharding_type"])
+            with fake_torchrec():
+                result = p2t.load_sharding_plan(plan, FakeEbc(plan))
+            self.assertEqual(sorted(result), sorted(t["name"] for t in plan["tables"]))
+            types = {t["sharding_type"] for t in plan["tables"]}
+            # Only the pre-trained model (not the analytic one of builds without LibTorch) is known to convert.
+            if plan.get("cost_model", "").startswith("neural"):
+                self.assertTrue(types & {"row_wise", "table_row_wise"}, f"{gpus} GPUs: {types}")
+
+
 # ---- A fake `torchrec` that builds shards the way TorchRec's helpers do (see plan_to_torchrec.py). ----
 
 @dataclasses.dataclass
@@ -282,29 +381,40 @@ class fake_torchrec:
 
         def generator(kind, layout):
             def g(param, local_size, world_size, device_type, sharder):
-                shards = layout(param.shape, world_size)
+                shards = layout(param.shape, world_size, local_size)
                 return FakeParameterSharding(kind, "fused", [r for _, _, r in shards], FakeEnumerableShardingSpec(
                     [FakeShardMetadata(s, o, placement(device_type, r, local_size)) for s, o, r in shards]))
             return g
 
         def table_wise(rank, **kw):
             calls.append(("table_wise", dict(rank=rank, **kw)))
-            return generator("table_wise", lambda shape, world: [([shape[0], shape[1]], [0, 0], rank)])
+            return generator("table_wise", lambda shape, world, local: [([shape[0], shape[1]], [0, 0], rank)])
 
         def column_wise(ranks, **kw):
             calls.append(("column_wise", dict(ranks=ranks, **kw)))
-            def layout(shape, world):
+            def layout(shape, world, local):
                 w = shape[1] // len(ranks)
                 return [([shape[0], w], [0, i * w], r) for i, r in enumerate(ranks)]
             return generator("column_wise", layout)
 
+        def row_blocks(shape, parts, first):
+            block = math.ceil(shape[0] / parts)
+            return [([max(0, min(block, shape[0] - i * block)), shape[1]], [min(i * block, shape[0]), 0], first + i)
+                    for i in range(parts)]
+
         def row_wise(**kw):
             calls.append(("row_wise", kw))
-            def layout(shape, world):
-                block = math.ceil(shape[0] / world)
-                return [([max(0, min(block, shape[0] - i * block)), shape[1]], [min(i * block, shape[0]), 0], i)
-                        for i in range(world)]
-            return generator("row_wise", layout)
+            return generator("row_wise", lambda shape, world, local: row_blocks(shape, world, 0))
+
+        def table_row_wise(host_index):  # TorchRec's takes nothing else
+            calls.append(("table_row_wise", dict(host_index=host_index)))
+            return generator("table_row_wise", lambda shape, world, local: row_blocks(shape, local, host_index * local))
+
+        def data_parallel():
+            calls.append(("data_parallel", {}))
+            # As TorchRec: every rank, no sharding_spec, TorchRec's kernel for replicas.
+            return lambda param, local_size, world_size, device_type, sharder: FakeParameterSharding(
+                "data_parallel", "dense", list(range(world_size)), None)
 
         def construct_module_sharding_plan(module, per_param_sharding, sharder=None, local_size=None,
                                            world_size=None, device_type=None):
@@ -317,6 +427,7 @@ class fake_torchrec:
 
         sp = types.ModuleType("torchrec.distributed.sharding_plan")
         sp.__dict__.update(placement=placement, table_wise=table_wise, column_wise=column_wise, row_wise=row_wise,
+                           table_row_wise=table_row_wise, data_parallel=data_parallel,
                            construct_module_sharding_plan=construct_module_sharding_plan)
         tt = types.ModuleType("torchrec.distributed.types")
         tt.__dict__.update(ParameterSharding=FakeParameterSharding, ShardMetadata=FakeShardMetadata,
@@ -354,6 +465,57 @@ class TorchRecHelperCallsTest(unittest.TestCase):
                           ([0, 16], [50, 16], "rank:1/cuda:1")])
         self.assertEqual(result["tw"].ranks, [3])
         self.assertEqual(result["rw"].ranks, [0, 1, 2, 3])  # rank 3's shard is empty, as in TorchRec
+
+    def test_table_row_wise_and_data_parallel_calls(self):
+        p = two_host_plan()
+        module = FakeEbc(p)
+        with fake_torchrec() as calls:
+            result = p2t.load_sharding_plan(p, module)
+        self.assertEqual(calls, [
+            ("table_row_wise", {"host_index": 1}),
+            ("table_row_wise", {"host_index": 0}),
+            ("data_parallel", {}),
+            ("table_wise", {"rank": 2}),
+            ("construct_module_sharding_plan", {"module": module, "keys": ["dp", "tw", "twrw", "twrw0"],
+                                                "local_size": 4, "world_size": 8, "device_type": "cuda"}),
+        ])
+        twrw = result["twrw"]
+        self.assertEqual((twrw.sharding_type, twrw.ranks), ("table_row_wise", [4, 5, 6, 7]))
+        self.assertEqual([(s.shard_offsets, s.shard_sizes, s.placement) for s in twrw.sharding_spec.shards],
+                         [([0, 0], [3, 8], "rank:4/cuda:0"), ([3, 0], [3, 8], "rank:5/cuda:1"),
+                          ([6, 0], [3, 8], "rank:6/cuda:2"), ([9, 0], [1, 8], "rank:7/cuda:3")])
+        self.assertEqual(result["twrw0"].ranks, [0, 1, 2, 3])  # rank 3's block is empty, as in TorchRec
+        dp = result["dp"]
+        self.assertEqual((dp.sharding_type, dp.ranks, dp.sharding_spec), ("data_parallel", list(range(8)), None))
+
+    def test_compute_kernel_is_not_given_to_table_row_wise_or_data_parallel(self):
+        with fake_torchrec() as calls:  # the fake helpers, like TorchRec's, raise TypeError on compute_kernel
+            p2t.load_sharding_plan(two_host_plan(), FakeEbc(two_host_plan()), compute_kernel="fused")
+        self.assertEqual(calls[:4], [("table_row_wise", {"host_index": 1}), ("table_row_wise", {"host_index": 0}),
+                                     ("data_parallel", {}), ("table_wise", {"rank": 2, "compute_kernel": "fused"})])
+
+    def test_torchrec_building_other_twrw_or_dp_is_caught(self):
+        with fake_torchrec():
+            sp = sys.modules["torchrec.distributed.sharding_plan"]
+            real = sp.table_row_wise
+            # A TorchRec that splits over the whole world instead of the host: ceil(10 / 8) = 2 rows from rank 8.
+            sp.table_row_wise = lambda host_index: (
+                lambda param, local, world, device, sharder: real(host_index)(param, world, world, device, sharder))
+            with self.assertRaisesRegex(p2t.PlanError, 'table "twrw": TorchRec built table_row_wise shards'):
+                p2t.load_sharding_plan(two_host_plan(), FakeEbc(two_host_plan()))
+        with fake_torchrec():
+            sp = sys.modules["torchrec.distributed.sharding_plan"]
+            sp.data_parallel = lambda: (lambda param, local, world, device, sharder: FakeParameterSharding(
+                "data_parallel", "dense", list(range(world - 1)), None))
+            with self.assertRaisesRegex(p2t.PlanError, r'table "dp": TorchRec built data_parallel on ranks '
+                                                       r'\[0, 1, 2, 3, 4, 5, 6\], the plan has data_parallel on ranks'):
+                p2t.load_sharding_plan(two_host_plan(), FakeEbc(two_host_plan()))
+        with fake_torchrec():
+            # A replica listed with shard metadata like a sharded table still has to match the plan's shards.
+            sp = sys.modules["torchrec.distributed.sharding_plan"]
+            sp.data_parallel = lambda: sp.table_wise(rank=0)
+            with self.assertRaisesRegex(p2t.PlanError, 'table "dp": TorchRec built table_wise shards'):
+                p2t.load_sharding_plan(two_host_plan(), FakeEbc(two_host_plan()))
 
     def test_compute_kernel_is_passed_through(self):
         with fake_torchrec() as calls:

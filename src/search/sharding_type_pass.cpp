@@ -1,0 +1,307 @@
+#include "sharding_type_pass.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "parallel_for.hpp"
+#include "shardplan/validate.hpp"
+
+namespace shardplan {
+
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// A conversion must lower the plan's predicted cost by this fraction: it trades one kernel and collective
+// for another on the model's word alone (row blocks and replicas were never measured for it), and a gain
+// within the compute model's typical error (7.5% MAPE per shard set) is a coin toss: on paper-4gpu,
+// conversions predicted to gain under 2% measured slower in 5 of 6 tasks, those over 6% faster in 7 of 7
+// (docs/sharding-types.md). A shard move only has to lower it.
+constexpr double kMinConversionGain = 0.05;
+// Above the float sums' rounding, so that no move is taken on noise.
+constexpr double kMinMoveGain = 1e-6;
+
+// A table's shards as the pass sees them: each one's cost-model summary, memory and all-to-all width.
+struct Layout {
+  TableSharding sharding;
+  std::vector<float> summaries;  // shards x summary size
+  std::vector<int64_t> bytes;
+  std::vector<int64_t> widths;   // 0 for replicas, which send nothing in the all-to-all
+  int64_t allreduce_bytes = 0;
+};
+
+// Per device: the sum of its shards' summaries, its memory, all-to-all width and shard count.
+struct DeviceState {
+  std::size_t summary_size = 0;
+  std::vector<float> sums;  // devices x summary_size
+  std::vector<int64_t> bytes;
+  std::vector<int64_t> width;
+  std::vector<int> count;
+
+  const float* sum(std::size_t r) const { return sums.data() + r * summary_size; }
+
+  // Adds (sign +1) or removes (-1) a table's shards; appends the devices changed to `touched`.
+  void shift(const Layout& layout, int sign, std::vector<int>* touched) {
+    for (std::size_t s = 0; s < layout.sharding.shards.size(); ++s) {
+      const auto r = static_cast<std::size_t>(layout.sharding.shards[s].rank);
+      float* into = sums.data() + r * summary_size;
+      const float* summary = layout.summaries.data() + s * summary_size;
+      for (std::size_t k = 0; k < summary_size; ++k) into[k] += static_cast<float>(sign) * summary[k];
+      bytes[r] += sign * layout.bytes[s];
+      width[r] += sign * layout.widths[s];
+      count[r] += sign;
+      // An emptied device is exactly empty again, whatever the float sums kept.
+      if (count[r] == 0) std::fill(into, into + summary_size, 0.0f);
+      if (touched != nullptr) touched->push_back(static_cast<int>(r));
+    }
+  }
+};
+
+class TypePass {
+ public:
+  TypePass(Plan& plan, const std::vector<Table>& tables, const CostModel& model, const TypePassOptions& options)
+      : plan_(plan), model_(model), options_(options), devices_(plan.cluster.num_devices),
+        summary_size_(static_cast<std::size_t>(model.summary_size())), usable_(plan.cluster.usable_bytes_per_device()) {
+    std::unordered_map<std::string, const Table*> by_name;
+    for (const auto& table : tables) by_name.emplace(table.name, &table);
+    for (const auto& sharding : plan_.tables) tables_.push_back(by_name.at(sharding.name));
+    const auto n = static_cast<std::size_t>(devices_);
+    state_.summary_size = summary_size_;
+    state_.sums.assign(n * summary_size_, 0.0f);
+    state_.bytes.assign(n, 0);
+    state_.width.assign(n, 0);
+    state_.count.assign(n, 0);
+    for (std::size_t t = 0; t < plan_.tables.size(); ++t) {
+      layouts_.push_back(make_layout(t, plan_.tables[t]));
+      add(layouts_.back(), +1);
+    }
+    compute_.assign(static_cast<std::size_t>(devices_), 0.0);
+    for (std::size_t r = 0; r < n; ++r) compute_[r] = device_compute(state_.sum(r), state_.count[r]);
+  }
+
+  TypePassStats run() {
+    TypePassStats stats;
+    double current = total_costs(costs_);
+    while (stats.moves < options_.max_moves) {
+      if (options_.deadline && std::chrono::steady_clock::now() >= *options_.deadline) {
+        stats.cut_short = true;
+        break;
+      }
+      std::vector<Candidate> candidates = candidates_on_bounding();
+      std::vector<double> scores(candidates.size(), kInfinity);
+      parallel_for(static_cast<int>(candidates.size()), options_.threads, [&](int i) {
+        const Candidate& c = candidates[static_cast<std::size_t>(i)];
+        scores[static_cast<std::size_t>(i)] = evaluate(c.table, c.layout);
+      });
+      std::size_t best = candidates.size();
+      for (std::size_t i = 0; i < candidates.size(); ++i) {
+        const bool converts = candidates[i].layout.sharding.type != layouts_[candidates[i].table].sharding.type;
+        const double needed = current * (1.0 - (converts ? kMinConversionGain : kMinMoveGain));
+        if (scores[i] < needed && (best == candidates.size() || scores[i] < scores[best])) best = i;
+      }
+      if (best == candidates.size()) break;
+      Candidate& chosen = candidates[best];
+      const bool converted = chosen.layout.sharding.type != layouts_[chosen.table].sharding.type;
+      spdlog::debug("sharding types: {} \"{}\" -> {}: {:.4f} -> {:.4f} ms", converted ? "converting" : "moving a shard of",
+                    chosen.layout.sharding.name, sharding_type_name(chosen.layout.sharding.type), current, scores[best]);
+      apply(chosen.table, std::move(chosen.layout));
+      current = total_costs(costs_);
+      stats.moves += 1;
+      if (converted) stats.converted += 1;
+    }
+    for (std::size_t t = 0; t < layouts_.size(); ++t) plan_.tables[t] = layouts_[t].sharding;
+    return stats;
+  }
+
+ private:
+  struct Candidate {
+    std::size_t table = 0;
+    Layout layout;
+  };
+
+  // An empty device computes nothing (the model's head over a zero sum need not say 0).
+  double device_compute(const float* summary_sum, int count) const {
+    return count > 0 ? model_.compute_from_summary(summary_sum) : 0.0;
+  }
+
+  Layout make_layout(std::size_t t, TableSharding sharding) const {
+    const Table& table = *tables_[t];
+    const bool replicated = sharding.type == ShardingType::kDataParallel;
+    Layout layout;
+    layout.summaries.resize(sharding.shards.size() * summary_size_);
+    // Row blocks and replicas repeat one geometry: each distinct piece is summarised once.
+    std::map<std::pair<int64_t, int64_t>, std::size_t> seen;
+    for (std::size_t s = 0; s < sharding.shards.size(); ++s) {
+      const Shard& shard = sharding.shards[s];
+      float* out = layout.summaries.data() + s * summary_size_;
+      auto [at, fresh] = seen.emplace(std::make_pair(shard.rows, shard.cols), s);
+      if (fresh) {
+        const Table piece = replicated ? replica_as_table(table, devices_) : shard_as_table(table, shard);
+        model_.shard_summary(shard_features(piece, piece.dim), out);
+      } else {
+        const float* from = layout.summaries.data() + at->second * summary_size_;
+        std::copy(from, from + summary_size_, out);
+      }
+      layout.bytes.push_back(replicated ? replica_memory_bytes(table, plan_.cluster.optimizer)
+                                        : shard_memory_bytes(shard.rows, shard.cols, table.dtype, plan_.cluster.optimizer));
+      layout.widths.push_back(replicated ? 0 : shard.cols);
+    }
+    if (replicated) layout.allreduce_bytes = replica_gradient_bytes(table);
+    layout.sharding = std::move(sharding);
+    return layout;
+  }
+
+  void add(const Layout& layout, int sign) {
+    state_.shift(layout, sign, nullptr);
+    allreduce_bytes_ += sign * layout.allreduce_bytes;
+  }
+
+  double allreduce_ms(int64_t bytes) const {
+    return bytes > 0 ? model_.allreduce_ms(static_cast<double>(bytes), devices_) : 0.0;
+  }
+
+  // The plan's max total, keeping each device's costs.
+  double total_costs(std::vector<DeviceCost>& costs) const {
+    costs = costs_from_compute(model_, compute_, state_.width, allreduce_ms(allreduce_bytes_));
+    return max_total_ms(costs);
+  }
+
+  // The plan's max total with table t laid out as `next`; infinity when a device would overflow.
+  double evaluate(std::size_t t, const Layout& next) const {
+    const Layout& now = layouts_[t];
+    thread_local std::vector<double> compute;
+    thread_local DeviceState state;
+    thread_local std::vector<int> touched;
+    compute = compute_;
+    state = state_;
+    touched.clear();
+    state.shift(now, -1, &touched);
+    state.shift(next, +1, &touched);
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    for (int r : touched) {
+      const auto i = static_cast<std::size_t>(r);
+      if (state.bytes[i] > usable_) return kInfinity;
+      compute[i] = device_compute(state.sum(i), state.count[i]);
+    }
+    return max_total_from_compute(model_, compute, state.width,
+                                  allreduce_ms(allreduce_bytes_ - now.allreduce_bytes + next.allreduce_bytes));
+  }
+
+  void apply(std::size_t t, Layout next) {
+    add(layouts_[t], -1);
+    add(next, +1);
+    std::vector<int> touched;
+    for (const auto* layout : {&layouts_[t], &next}) {
+      for (const auto& shard : layout->sharding.shards) touched.push_back(shard.rank);
+    }
+    for (int r : touched) {
+      const auto i = static_cast<std::size_t>(r);
+      compute_[i] = device_compute(state_.sum(i), state_.count[i]);
+    }
+    layouts_[t] = std::move(next);
+  }
+
+  // What may relieve the slowest device, and the one with the most compute (every device waits for it in
+  // the forward all-to-all, so it often bounds the step through the others' totals): each table-wise or
+  // column-wise table on them converted to every allowed type, and each of their shards moved to one of
+  // the least loaded devices.
+  std::vector<Candidate> candidates_on_bounding() {
+    auto by_total = [](const DeviceCost& a, const DeviceCost& b) { return a.total_ms() < b.total_ms(); };
+    auto by_compute = [](const DeviceCost& a, const DeviceCost& b) { return a.compute_ms < b.compute_ms; };
+    std::vector<int> sources{static_cast<int>(std::max_element(costs_.begin(), costs_.end(), by_total) - costs_.begin())};
+    const auto busiest = static_cast<int>(std::max_element(costs_.begin(), costs_.end(), by_compute) - costs_.begin());
+    if (busiest != sources.front()) sources.push_back(busiest);
+    std::vector<Candidate> out;
+    for (int source : sources) add_candidates_on(source, sources, out);
+    return out;
+  }
+
+  void add_candidates_on(int source, const std::vector<int>& sources, std::vector<Candidate>& out) {
+    std::vector<int> targets;
+    for (int r = 0; r < devices_; ++r) {
+      if (std::find(sources.begin(), sources.end(), r) == sources.end()) targets.push_back(r);
+    }
+    std::stable_sort(targets.begin(), targets.end(), [&](int a, int b) {
+      return costs_[static_cast<std::size_t>(a)].total_ms() < costs_[static_cast<std::size_t>(b)].total_ms();
+    });
+    if (static_cast<int>(targets.size()) > options_.relocation_targets) targets.resize(static_cast<std::size_t>(options_.relocation_targets));
+    const int per_host = plan_.cluster.devices_per_host;
+    const int hosts = (devices_ + per_host - 1) / per_host;
+    // The host whose slowest device is the fastest: where a table-row-wise table troubles no one.
+    int calmest_host = 0;
+    std::vector<double> host_max(static_cast<std::size_t>(hosts), 0.0);
+    for (int r = 0; r < devices_; ++r) {
+      auto& m = host_max[static_cast<std::size_t>(r / per_host)];
+      m = std::max(m, costs_[static_cast<std::size_t>(r)].total_ms());
+    }
+    for (int h = 1; h < hosts; ++h) {
+      if (host_max[static_cast<std::size_t>(h)] < host_max[static_cast<std::size_t>(calmest_host)]) calmest_host = h;
+    }
+
+    for (std::size_t t = 0; t < layouts_.size(); ++t) {
+      const TableSharding& now = layouts_[t].sharding;
+      if (now.type != ShardingType::kTableWise && now.type != ShardingType::kColumnWise) continue;
+      if (std::none_of(now.shards.begin(), now.shards.end(), [&](const Shard& s) { return s.rank == source; })) continue;
+      // A table on both sources is converted once, from the first; its shards on each are moved from each.
+      const bool offered = source != sources.front() &&
+                           std::any_of(now.shards.begin(), now.shards.end(),
+                                       [&](const Shard& s) { return s.rank == sources.front(); });
+      const Table& table = *tables_[t];
+      const bool shard_per_gpu_fits = static_cast<std::size_t>(devices_) <= kMaxShardsPerTable;
+      if (options_.allowed.allows(ShardingType::kRowWise) && shard_per_gpu_fits && !offered) {
+        out.push_back({t, make_layout(t, row_wise_sharding(table, devices_))});
+      }
+      if (options_.allowed.allows(ShardingType::kDataParallel) && shard_per_gpu_fits && !offered) {
+        out.push_back({t, make_layout(t, data_parallel_sharding(table, devices_))});
+      }
+      // On one host, table-row-wise is row-wise; TorchRec shards it over whole hosts only.
+      if (options_.allowed.allows(ShardingType::kTableRowWise) && hosts > 1 && devices_ % per_host == 0 && !offered) {
+        out.push_back({t, make_layout(t, table_row_wise_sharding(table, source / per_host, per_host))});
+        if (calmest_host != source / per_host) {
+          out.push_back({t, make_layout(t, table_row_wise_sharding(table, calmest_host, per_host))});
+        }
+      }
+      for (std::size_t s = 0; s < now.shards.size(); ++s) {
+        if (now.shards[s].rank != source) continue;
+        for (int target : targets) {
+          Layout moved = layouts_[t];
+          moved.sharding.shards[s].rank = target;
+          out.push_back({t, std::move(moved)});
+        }
+      }
+    }
+  }
+
+  Plan& plan_;
+  const CostModel& model_;
+  TypePassOptions options_;
+  int devices_;
+  std::size_t summary_size_;
+  int64_t usable_;
+  std::vector<const Table*> tables_;  // per plan table
+  std::vector<Layout> layouts_;       // per plan table
+  DeviceState state_;
+  std::vector<double> compute_;
+  int64_t allreduce_bytes_ = 0;
+  std::vector<DeviceCost> costs_;
+};
+
+}  // namespace
+
+Plan choose_sharding_types(Plan plan, const std::vector<Table>& tables, const CostModel& model,
+                           const TypePassOptions& options, TypePassStats* stats) {
+  TypePassStats local;
+  if (plan.cluster.num_devices >= 2 && options.allowed.beyond_table_and_column()) {
+    local = TypePass(plan, tables, model, options).run();
+  }
+  if (stats != nullptr) *stats = local;
+  return plan;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,34 @@
+#pragma once
+// After the NeuroShard search: converts tables to row-wise, table-row-wise or data-parallel sharding where
+// the cost model predicts a faster slowest device, and moves shards off the slowest device once others
+// have left it (docs/sharding-types.md). Greedy: each move is the best of the slowest device's candidates.
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "shardplan/cost_model.hpp"
+#include "shardplan/plan.hpp"
+#include "shardplan/sharding_types.hpp"
+
+namespace shardplan {
+
+struct TypePassOptions {
+  ShardingTypeSet allowed = ShardingTypeSet::all();
+  int max_moves = 64;
+  int relocation_targets = 4;  // the least loaded devices a shard on the slowest one may move to
+  int threads = 1;
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+struct TypePassStats {
+  int moves = 0;      // changes accepted
+  int converted = 0;  // tables given another sharding type
+  bool cut_short = false;
+};
+
+// `plan` holds table-wise and column-wise tables that fit; the result fits too and its predicted slowest
+// device is no slower. Deterministic for any thread count.
+Plan choose_sharding_types(Plan plan, const std::vector<Table>& tables, const CostModel& model,
+                           const TypePassOptions& options, TypePassStats* stats = nullptr);
+
+}  // namespace shardplan

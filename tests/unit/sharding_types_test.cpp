@@ -1,0 +1,271 @@
+// Row-wise, table-row-wise and data-parallel sharding: layouts, memory, validation, costs and the
+// search's choice between them.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "shardplan/comm_structure.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/neuroshard.hpp"
+#include "shardplan/plan_io.hpp"
+#include "shardplan/plan_reader.hpp"
+#include "shardplan/sharding_types.hpp"
+#include "shardplan/validate.hpp"
+#include "sharding_type_pass.hpp"
+#include "test_tables.hpp"
+
+namespace shardplan {
+namespace {
+
+using testing::cluster_of;
+using testing::make_table;
+
+Plan plan_of(const Cluster& cluster, std::vector<TableSharding> tables) {
+  Plan plan;
+  plan.algorithm = "test";
+  plan.cluster = cluster;
+  plan.tables = std::move(tables);
+  return plan;
+}
+
+ValidationResult validate(const Plan& plan, const std::vector<Table>& tables) {
+  return validate_plan_json(nlohmann::json::parse(plan_to_string(plan)), tables, "plan");
+}
+
+// Every cell of the table in exactly one shard (replicas: every cell on every rank).
+int64_t covered_cells(const TableSharding& sharding) {
+  int64_t cells = 0;
+  for (const auto& s : sharding.shards) cells += s.rows * s.cols;
+  return cells;
+}
+
+TEST(ShardingTypes, RowBlocksTileTheTableAsTorchRecLaysThemOut) {
+  Table table = make_table("t", 10, 16, 4.0);
+  TableSharding rw = row_wise_sharding(table, 4);
+  EXPECT_EQ(rw.type, ShardingType::kRowWise);
+  ASSERT_EQ(rw.shards.size(), 4u);  // ceil(10 / 4) = 3: 3, 3, 3, 1
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(rw.shards[static_cast<std::size_t>(k)].rank, k);
+    EXPECT_EQ(rw.shards[static_cast<std::size_t>(k)].row_offset, 3 * k);
+    EXPECT_EQ(rw.shards[static_cast<std::size_t>(k)].cols, 16);
+  }
+  EXPECT_EQ(rw.shards.back().rows, 1);
+  EXPECT_EQ(covered_cells(rw), 10 * 16);
+  // 9 rows over 4 ranks of ceil 3: three blocks, the fourth rank holds none.
+  EXPECT_EQ(row_wise_sharding(make_table("u", 9, 8), 4).shards.size(), 3u);
+
+  TableSharding trw = table_row_wise_sharding(table, 1, 4);
+  EXPECT_EQ(trw.type, ShardingType::kTableRowWise);
+  ASSERT_EQ(trw.shards.size(), 4u);
+  EXPECT_EQ(trw.shards.front().rank, 4);
+  EXPECT_EQ(trw.shards.back().rank, 7);
+  EXPECT_EQ(covered_cells(trw), 10 * 16);
+
+  TableSharding dp = data_parallel_sharding(table, 3);
+  EXPECT_EQ(dp.type, ShardingType::kDataParallel);
+  ASSERT_EQ(dp.shards.size(), 3u);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(dp.shards[static_cast<std::size_t>(r)].rank, r);
+  EXPECT_EQ(covered_cells(dp), 3 * 10 * 16);
+
+  Cluster cluster = cluster_of(8, 1ll << 30);
+  cluster.devices_per_host = 4;
+  std::vector<Table> tables{table, make_table("a", 100, 8), make_table("b", 64, 4)};
+  Plan plan = plan_of(cluster, {table_row_wise_sharding(tables[0], 1, 4), row_wise_sharding(tables[1], 8),
+                                data_parallel_sharding(tables[2], 8)});
+  ValidationResult result = validate(plan, tables);
+  EXPECT_TRUE(result.valid()) << result.problems.front();
+}
+
+TEST(ShardingTypes, MemoryCountsReplicasEverywhereAndOptimizerStatePerBlock) {
+  Cluster cluster = cluster_of(4, 1ll << 30);
+  cluster.optimizer = Optimizer::kRowwiseAdagrad;
+  Table big = make_table("big", 1000, 32);
+  Table small = make_table("small", 10, 8);
+  Plan plan = plan_of(cluster, {row_wise_sharding(big, 4), data_parallel_sharding(small, 4)});
+  std::vector<DeviceUsage> usage = device_usage(plan);
+  const int64_t block = 250 * 32 * 4 + 250 * 4;  // weights and one fp32 of state per row of the block
+  const int64_t replica = 10 * 8 * 4 + 10 * 4 + 10 * 8 * 4;  // and its dense gradient
+  for (const auto& u : usage) {
+    EXPECT_EQ(u.memory_bytes, block + replica);
+    EXPECT_EQ(u.num_row_wise, 1);
+    EXPECT_EQ(u.num_data_parallel, 1);
+    EXPECT_EQ(u.dim_sum, 32);  // a replica sends nothing in the all-to-all
+  }
+  // The validator counts the same: a cluster one byte short of it is refused.
+  cluster.memory_per_device_bytes = block + replica - 1;
+  plan.cluster = cluster;
+  ValidationResult result = validate(plan, {big, small});
+  ASSERT_FALSE(result.valid());
+  EXPECT_NE(result.problems.front().find("over its usable"), std::string::npos) << result.problems.front();
+  cluster.memory_per_device_bytes = block + replica;
+  plan.cluster = cluster;
+  EXPECT_TRUE(validate(plan, {big, small}).valid());
+}
+
+TEST(ShardingTypes, ValidatorRefusesGapsHostsAndMissingReplicas) {
+  Cluster cluster = cluster_of(8, 1ll << 30);
+  cluster.devices_per_host = 4;
+  Table table = make_table("t", 10, 16);
+  std::vector<Table> tables{table};
+
+  TableSharding gap = row_wise_sharding(table, 4);
+  gap.shards.erase(gap.shards.begin() + 1);
+  ValidationResult result = validate(plan_of(cluster, {gap}), tables);
+  ASSERT_FALSE(result.valid());
+  EXPECT_NE(result.problems.front().find("gaps"), std::string::npos) << result.problems.front();
+
+  TableSharding split_host = table_row_wise_sharding(table, 0, 4);
+  split_host.shards.back().rank = 5;
+  result = validate(plan_of(cluster, {split_host}), tables);
+  ASSERT_FALSE(result.valid());
+  EXPECT_NE(result.problems.front().find("one host"), std::string::npos) << result.problems.front();
+
+  TableSharding missing = data_parallel_sharding(table, 8);
+  missing.shards.pop_back();
+  result = validate(plan_of(cluster, {missing}), tables);
+  ASSERT_FALSE(result.valid());
+  EXPECT_NE(result.problems.front().find("one replica on each of the 8 ranks"), std::string::npos)
+      << result.problems.front();
+}
+
+TEST(ShardingTypes, PlanFileRoundTripKeepsTheTypes) {
+  Cluster cluster = cluster_of(8, 1ll << 30);
+  cluster.devices_per_host = 4;
+  std::vector<Table> tables{make_table("rw", 100, 8), make_table("trw", 50, 8), make_table("dp", 7, 4),
+                            make_table("tw", 7, 4)};
+  Plan plan = plan_of(cluster, {row_wise_sharding(tables[0], 8), table_row_wise_sharding(tables[1], 1, 4),
+                                data_parallel_sharding(tables[2], 8), table_wise_sharding(tables[3], 3)});
+  Plan read = plan_from_json(nlohmann::json::parse(plan_to_string(plan)), tables, "plan");
+  ASSERT_EQ(read.tables.size(), 4u);
+  EXPECT_EQ(read.tables[0].type, ShardingType::kRowWise);
+  EXPECT_EQ(read.tables[1].type, ShardingType::kTableRowWise);
+  EXPECT_EQ(read.tables[2].type, ShardingType::kDataParallel);
+  EXPECT_EQ(read.tables[3].type, ShardingType::kTableWise);
+  EXPECT_EQ(plan_to_string(read), plan_to_string(plan));
+  // TorchRec trains replicas with its dense kernel.
+  auto doc = nlohmann::json::parse(plan_to_string(plan));
+  EXPECT_EQ(doc["tables"][2]["compute_kernel"], "dense");
+  EXPECT_EQ(doc["tables"][0]["compute_kernel"], "fused");
+}
+
+TEST(ShardingTypes, ReplicasServeTheirRanksSamplesAndAllReduceTheirGradients) {
+  Cluster cluster = cluster_of(4, 1ll << 30);
+  Table table = make_table("dp", 1000, 16, 8.0);
+  Plan plan = plan_of(cluster, {data_parallel_sharding(table, 4)});
+  std::vector<DeviceShards> devices = device_shards(plan, {table});
+  for (const auto& d : devices) {
+    ASSERT_EQ(d.pieces.size(), 1u);
+    EXPECT_EQ(d.pieces[0].rows, 1000);
+    EXPECT_DOUBLE_EQ(d.pieces[0].pooling_factor, 2.0);
+    EXPECT_EQ(d.dim_sum, 0);
+    EXPECT_EQ(d.allreduce_bytes, 1000 * 16 * 4);
+  }
+  auto model = testing::analytic_model();
+  const double allreduce = model->allreduce_ms(1000.0 * 16 * 4, 4);
+  EXPECT_GT(allreduce, 0.0);
+  for (const auto& cost : score_plan(plan, {table}, *model)) EXPECT_DOUBLE_EQ(cost.bw_comm_ms, allreduce);
+}
+
+TEST(ShardingTypes, RingAllReduceByHand) {
+  CommFabric fabric;
+  fabric.devices_per_host = 4;
+  fabric.intra_bytes_per_ms = 1000.0;
+  fabric.intra_peer_latency_ms = 0.01;
+  fabric.inter_bytes_per_ms = 100.0;
+  fabric.inter_peer_latency_ms = 0.1;
+  // One host of 4: 2 x 3/4 x 1000 bytes at 1000 B/ms, and 6 steps of 0.01 ms.
+  EXPECT_NEAR(ring_allreduce_ms(fabric, 1000.0, 4), 1.5 + 0.06, 1e-12);
+  // Two hosts: the ring crosses the network, at its rate and latency: 2 x 7/8 x 1000 / 100 + 14 x 0.1.
+  EXPECT_NEAR(ring_allreduce_ms(fabric, 1000.0, 8), 17.5 + 1.4, 1e-12);
+  // A port the host's 4 GPUs share gives each a quarter of it.
+  fabric.inter_shared_by_host = true;
+  EXPECT_NEAR(ring_allreduce_ms(fabric, 1000.0, 8), 70.0 + 1.4, 1e-12);
+  EXPECT_EQ(ring_allreduce_ms(fabric, 1000.0, 1), 0.0);
+  EXPECT_EQ(ring_allreduce_ms(fabric, 0.0, 8), 0.0);
+}
+
+TEST(ShardingTypes, ParsesTheFlagAndNamesWhatIsWrong) {
+  EXPECT_EQ(parse_sharding_types("all", "--sharding-types").bits, ShardingTypeSet::all().bits);
+  ShardingTypeSet set = parse_sharding_types("column_wise,table_wise,row_wise", "--sharding-types");
+  EXPECT_TRUE(set.allows(ShardingType::kRowWise));
+  EXPECT_FALSE(set.allows(ShardingType::kDataParallel));
+  EXPECT_EQ(sharding_types_string(set), "table_wise,column_wise,row_wise");
+  EXPECT_FALSE(ShardingTypeSet::table_and_column().beyond_table_and_column());
+  auto message = [](const char* list) {
+    try {
+      parse_sharding_types(list, "--sharding-types");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("table_wise,grid").find("unknown sharding type \"grid\""), std::string::npos);
+  EXPECT_NE(message("table_wise,row_wise,row_wise").find("listed twice"), std::string::npos);
+  EXPECT_NE(message("row_wise").find("must include table_wise"), std::string::npos);
+  EXPECT_NE(message("").find("unknown sharding type \"\""), std::string::npos);
+}
+
+// One hot table whose 4 columns cannot be split, beside light ones: only row blocks spread its lookups.
+std::vector<Table> one_hot_table() {
+  std::vector<Table> tables{make_table("hot", 4'000'000, 4, 400.0)};
+  for (int i = 0; i < 6; ++i) tables.push_back(make_table("light" + std::to_string(i), 10'000, 16, 2.0));
+  return tables;
+}
+
+TEST(ShardingTypes, RowWiseWinsForOneHotTableOnManyGpus) {
+  auto model = testing::analytic_model();
+  std::vector<Table> tables = one_hot_table();
+  Cluster cluster = cluster_of(16, 1ll << 30);
+  NeuroShardConfig config;
+  config.sharding_types = ShardingTypeSet::table_and_column();
+  Plan narrow = make_neuroshard_planner(model, config)->plan(tables, cluster);
+  config.sharding_types = parse_sharding_types("table_wise,column_wise,row_wise", "test");
+  Plan wide = make_neuroshard_planner(model, config)->plan(tables, cluster);
+  EXPECT_EQ(narrow.tables[0].type, ShardingType::kTableWise);
+  EXPECT_EQ(wide.tables[0].type, ShardingType::kRowWise);
+  const double before = max_total_ms(score_plan(narrow, tables, *model));
+  const double after = max_total_ms(score_plan(wide, tables, *model));
+  EXPECT_LT(after, 0.5 * before);
+  ASSERT_TRUE(wide.search);
+  EXPECT_GE(wide.search->converted, 1);
+  ValidationResult result = validate(wide, tables);
+  EXPECT_TRUE(result.valid()) << result.problems.front();
+}
+
+TEST(ShardingTypes, PassNeverWorsensFitsMemoryAndIgnoresThreads) {
+  auto model = testing::analytic_model();
+  std::vector<Table> tables = testing::varied_tables(60);
+  tables.push_back(make_table("hot", 2'000'000, 4, 300.0));
+  for (int devices : {8, 32}) {
+    Cluster cluster = cluster_of(devices, 2ll << 30);
+    cluster.devices_per_host = 8;
+    NeuroShardConfig config;
+    config.sharding_types = ShardingTypeSet::table_and_column();
+    Plan base = make_neuroshard_planner(model, config)->plan(tables, cluster);
+    TypePassOptions options;
+    options.threads = 1;
+    Plan one = choose_sharding_types(base, tables, *model, options);
+    options.threads = 3;
+    Plan three = choose_sharding_types(base, tables, *model, options);
+    EXPECT_EQ(plan_to_string(one), plan_to_string(three)) << devices;
+    EXPECT_LE(max_total_ms(score_plan(one, tables, *model)), max_total_ms(score_plan(base, tables, *model)) + 1e-9);
+    for (const auto& usage : device_usage(one)) EXPECT_LE(usage.memory_bytes, cluster.usable_bytes_per_device());
+    ValidationResult result = validate(one, tables);
+    EXPECT_TRUE(result.valid()) << devices << ": " << result.problems.front();
+  }
+}
+
+TEST(ShardingTypes, WithoutColumnWiseTheSearchSplitsNoColumns) {
+  auto model = testing::analytic_model();
+  std::vector<Table> tables = testing::varied_tables(40);
+  NeuroShardConfig config;
+  config.sharding_types = parse_sharding_types("table_wise,row_wise", "test");
+  Plan plan = make_neuroshard_planner(model, config)->plan(tables, cluster_of(8, 4ll << 30));
+  for (const auto& t : plan.tables) EXPECT_NE(t.type, ShardingType::kColumnWise) << t.name;
+  // A table larger than a device needs column slices, which this set leaves out.
+  std::vector<Table> huge{make_table("huge", 100'000'000, 64)};
+  EXPECT_THROW(make_neuroshard_planner(model, config)->plan(huge, cluster_of(8, 4ll << 30)), InfeasibleError);
+}
+
+}  // namespace
+}  // namespace shardplan
