@@ -311,8 +311,8 @@ class RealPlanTest(unittest.TestCase):
 
 @unittest.skipUnless(os.environ.get("SHARD_PLAN_BINARY"), "SHARD_PLAN_BINARY is not set")
 class RealTypedPlanTest(unittest.TestCase):
-    """MLPerf DLRMv2's tables planned by shard-plan on H100 profiles, where the neural model converts hot
-    tables to row-wise (8 GPUs) and table-row-wise (64 GPUs): every type it writes maps to TorchRec."""
+    """MLPerf DLRMv2's tables planned by shard-plan on H100 profiles (on 64 GPUs the bundled model makes
+    its hottest tables table-row-wise): every type it writes maps to TorchRec."""
 
     def plan(self, gpus):
         with tempfile.TemporaryDirectory() as tmp:
@@ -333,8 +333,8 @@ class RealTypedPlanTest(unittest.TestCase):
             self.assertEqual(sorted(result), sorted(t["name"] for t in plan["tables"]))
             types = {t["sharding_type"] for t in plan["tables"]}
             # Only the pre-trained model (not the analytic one of builds without LibTorch) is known to convert.
-            if plan.get("cost_model", "").startswith("neural"):
-                self.assertTrue(types & {"row_wise", "table_row_wise"}, f"{gpus} GPUs: {types}")
+            if gpus == 64 and plan.get("cost_model", "").startswith("neural"):
+                self.assertIn("table_row_wise", types)
 
 
 # ---- A fake `torchrec` that builds shards the way TorchRec's helpers do (see plan_to_torchrec.py). ----
