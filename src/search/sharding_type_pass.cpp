@@ -45,10 +45,12 @@ struct DeviceState {
 
   const float* sum(std::size_t r) const { return sums.data() + r * summary_size; }
 
-  // Adds (sign +1) or removes (-1) a table's shards; appends the devices changed to `touched`.
-  void shift(const Layout& layout, int sign, std::vector<int>* touched) {
+  // Adds (sign +1) or removes (-1) a table's shards. With `rows`, this state holds only some devices:
+  // shard rank r updates row rows[r].
+  void shift(const Layout& layout, int sign, const std::vector<int>& rows = {}) {
     for (std::size_t s = 0; s < layout.sharding.shards.size(); ++s) {
-      const auto r = static_cast<std::size_t>(layout.sharding.shards[s].rank);
+      const int rank = layout.sharding.shards[s].rank;
+      const auto r = static_cast<std::size_t>(rows.empty() ? rank : rows[static_cast<std::size_t>(rank)]);
       float* into = sums.data() + r * summary_size;
       const float* summary = layout.summaries.data() + s * summary_size;
       for (std::size_t k = 0; k < summary_size; ++k) into[k] += static_cast<float>(sign) * summary[k];
@@ -57,7 +59,6 @@ struct DeviceState {
       count[r] += sign;
       // An emptied device is exactly empty again, whatever the float sums kept.
       if (count[r] == 0) std::fill(into, into + summary_size, 0.0f);
-      if (touched != nullptr) touched->push_back(static_cast<int>(r));
     }
   }
 };
@@ -157,7 +158,7 @@ class TypePass {
   }
 
   void add(const Layout& layout, int sign) {
-    state_.shift(layout, sign, nullptr);
+    state_.shift(layout, sign);
     allreduce_bytes_ += sign * layout.allreduce_bytes;
   }
 
@@ -171,25 +172,48 @@ class TypePass {
     return max_total_ms(costs);
   }
 
-  // The plan's max total with table t laid out as `next`; infinity when a device would overflow.
+  // The plan's max total with table t laid out as `next`; infinity when a device would overflow. Only the
+  // devices the change touches get new sums (the comm model still needs every device's compute and width).
   double evaluate(std::size_t t, const Layout& next) const {
     const Layout& now = layouts_[t];
     thread_local std::vector<double> compute;
-    thread_local DeviceState state;
-    thread_local std::vector<int> touched;
+    thread_local std::vector<int64_t> width;
+    thread_local DeviceState touched;  // one row per touched device, in order of first touch
+    thread_local std::vector<int> slot_of;
+    thread_local std::vector<int> ranks;
     compute = compute_;
-    state = state_;
-    touched.clear();
-    state.shift(now, -1, &touched);
-    state.shift(next, +1, &touched);
-    std::sort(touched.begin(), touched.end());
-    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-    for (int r : touched) {
-      const auto i = static_cast<std::size_t>(r);
-      if (state.bytes[i] > usable_) return kInfinity;
-      compute[i] = device_compute(state.sum(i), state.count[i]);
+    width = state_.width;
+    slot_of.assign(static_cast<std::size_t>(devices_), -1);
+    ranks.clear();
+    touched.summary_size = summary_size_;
+    touched.sums.clear();
+    touched.bytes.clear();
+    touched.width.clear();
+    touched.count.clear();
+    for (const Layout* layout : {&now, &next}) {
+      for (const auto& shard : layout->sharding.shards) {
+        int& slot = slot_of[static_cast<std::size_t>(shard.rank)];
+        if (slot >= 0) continue;
+        slot = static_cast<int>(ranks.size());
+        ranks.push_back(shard.rank);
+        const float* from = state_.sum(static_cast<std::size_t>(shard.rank));
+        touched.sums.insert(touched.sums.end(), from, from + summary_size_);
+        touched.bytes.push_back(state_.bytes[static_cast<std::size_t>(shard.rank)]);
+        touched.width.push_back(0);  // widths change in `width`, the full copy the comm model reads
+        touched.count.push_back(state_.count[static_cast<std::size_t>(shard.rank)]);
+      }
     }
-    return max_total_from_compute(model_, compute, state.width,
+    for (const auto& [layout, sign] : {std::pair{&now, -1}, std::pair{&next, +1}}) {
+      touched.shift(*layout, sign, slot_of);
+      for (std::size_t s = 0; s < layout->sharding.shards.size(); ++s) {
+        width[static_cast<std::size_t>(layout->sharding.shards[s].rank)] += sign * layout->widths[s];
+      }
+    }
+    for (std::size_t k = 0; k < ranks.size(); ++k) {
+      if (touched.bytes[k] > usable_) return kInfinity;
+      compute[static_cast<std::size_t>(ranks[k])] = device_compute(touched.sum(k), touched.count[k]);
+    }
+    return max_total_from_compute(model_, compute, width,
                                   allreduce_ms(allreduce_bytes_ - now.allreduce_bytes + next.allreduce_bytes));
   }
 
