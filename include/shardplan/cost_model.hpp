@@ -59,16 +59,20 @@ ShardFeatures shard_features(const Table& table, int64_t cols);
 std::vector<std::vector<ShardFeatures>> compute_sets(const std::vector<DeviceShards>& devices);
 
 // Per-device costs from each device's predicted compute and output width: adds the model's all-to-all,
-// and to the backward the data-parallel gradients' all-reduce (allreduce_ms, the same on every device).
+// and to the backward the other collectives (collectives_ms, the same on every device: extra_collectives_ms).
 std::vector<DeviceCost> costs_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
-                                           const std::vector<int64_t>& dim_sums, double allreduce_ms = 0.0);
+                                           const std::vector<int64_t>& dim_sums, double collectives_ms = 0.0);
 // max_total_ms(costs_from_compute(...)), the same value, without allocating: what a search asks of
 // every candidate change.
 double max_total_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
-                              const std::vector<int64_t>& dim_sums, double allreduce_ms = 0.0);
+                              const std::vector<int64_t>& dim_sums, double collectives_ms = 0.0);
 
-// The all-reduce a plan's devices run for its data-parallel tables (0 without any).
-double plan_allreduce_ms(const CostModel& model, const std::vector<DeviceShards>& devices);
+// What every device of a plan spends on collectives besides the all-to-all: the all-reduce of its
+// data-parallel tables' gradients (`allreduce_bytes`, 0 without any) and, when it has row-wise tables,
+// the latency of their reduce-scatter and all-gather. Their bytes are in the all-to-all's widths already;
+// the two extra collectives take W - 1 ring steps each, the latency of an all-reduce of almost nothing.
+double extra_collectives_ms(const CostModel& model, int64_t allreduce_bytes, bool row_wise, int num_devices);
+double plan_collectives_ms(const CostModel& model, const std::vector<DeviceShards>& devices);
 
 // Scores a plan: per-device compute, forward and backward communication.
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model);

@@ -18,7 +18,8 @@ struct DeviceEvaluation {
   std::optional<double> measured_compute_ms;  // when measured
   std::string not_measured;                   // why a device was skipped, when it was
   std::optional<double> measured_fw_ms;       // with the all-to-alls timed
-  std::optional<double> measured_bw_ms;
+  std::optional<double> measured_bw_ms;       // includes the all-reduce, as the predicted bw_comm_ms does
+  std::optional<double> measured_allreduce_ms;  // the data-parallel gradients' part of it, when any
 };
 
 struct MeasuredSummary {

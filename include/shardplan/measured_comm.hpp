@@ -12,8 +12,12 @@ namespace shardplan {
 // One plan's all-to-all to time: per device, its output width and its measured compute (which delays its
 // start: a device that finishes early waits in the forward all-to-all).
 struct CommToMeasure {
-  std::vector<int64_t> dim_sums;
+  std::vector<int64_t> dim_sums;  // the all-to-all's widths: table-wise, column-wise and table-row-wise shards
   std::vector<double> compute_ms;
+  // TorchRec's other collectives for the plan: the row-wise tables' summed width (reduce-scatter forward,
+  // all-gather backward, every rank) and the data-parallel gradients' floats (all-reduce after the backward).
+  int64_t rw_dim = 0;
+  int64_t allreduce_floats = 0;
 };
 
 // One plan's all-to-alls, timed: per device, the forward (including its wait for devices that finish
@@ -21,12 +25,13 @@ struct CommToMeasure {
 struct MeasuredComm {
   std::vector<double> fw_ms;
   std::vector<double> bw_ms;
+  std::vector<double> allreduce_ms;  // per device; empty when the plan has no data-parallel table
 };
 
 // The all-to-all of `plan` with each device's measured compute; nullopt when a device was not measured.
 std::optional<CommToMeasure> comm_to_measure(const Plan& plan, const std::vector<std::optional<double>>& compute_ms);
 
-// Per device: its compute, then the forward all-to-all, then the backward.
+// Per device: its compute, then the forward collectives, the backward ones and the all-reduce.
 std::vector<double> measured_step_ms(const std::vector<double>& compute_ms, const MeasuredComm& comm);
 
 }  // namespace shardplan

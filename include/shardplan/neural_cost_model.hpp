@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/allreduce_fit.hpp"
 #include "shardplan/comm_structure.hpp"
 #include "shardplan/cost_model.hpp"
 
@@ -92,6 +93,7 @@ struct CommModelSpec {
   std::array<float, 2> target_std{1.0f, 1.0f};
   CommFabric fabric;                       // hierarchical: the figures of the hardware measured
   std::vector<float> input_min, input_max; // hierarchical: the training range of each input
+  AllreduceFit allreduce;                  // hierarchical: the measured all-reduce (empty: the structure)
 };
 
 // Whether an Mlp is non-decreasing in input `input`: that input's first-layer weights are non-negative,
@@ -116,7 +118,8 @@ class NeuralCostModel final : public CostModel {
   void scale_shard_summary(float* summary, double factor) const override;
   void predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
                     std::vector<double>& fw_ms, std::vector<double>& bw_ms) const override;
-  // On the links it plans for: the profile's, or the hierarchical model's own (scale-free models: the default).
+  // On the links it plans for: the profile's, or the hierarchical model's own with its measured fit
+  // (scale-free models: the default).
   double allreduce_ms(double bytes, int num_devices) const override;
 
   // Plans for the hardware `fabric` describes (a --hardware profile): a hierarchical model measured on

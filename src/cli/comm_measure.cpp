@@ -80,6 +80,8 @@ std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flag
   for (const CommToMeasure* plan : plans) {
     CommWorkload w;
     w.dim_sums = plan->dim_sums;
+    w.rw_dim = plan->rw_dim;
+    w.allreduce_floats = plan->allreduce_floats;
     const double earliest = *std::min_element(plan->compute_ms.begin(), plan->compute_ms.end());
     for (double ms : plan->compute_ms) w.delays_ms.push_back(ms - earliest);
     round.push_back(std::move(w));
@@ -111,12 +113,13 @@ std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flag
     const CommSample& sample = timed->comm[k];
     std::optional<MeasuredComm>& result = results[k % plans.size()];
     if (!result) {
-      result = MeasuredComm{sample.fw_ms, sample.bw_ms};
+      result = MeasuredComm{sample.fw_ms, sample.bw_ms, sample.allreduce_ms};
       continue;
     }
     for (std::size_t r = 0; r < sample.fw_ms.size(); ++r) {
       result->fw_ms[r] = std::min(result->fw_ms[r], sample.fw_ms[r]);
       result->bw_ms[r] = std::min(result->bw_ms[r], sample.bw_ms[r]);
+      if (!result->allreduce_ms.empty()) result->allreduce_ms[r] = std::min(result->allreduce_ms[r], sample.allreduce_ms[r]);
     }
   }
   return results;
@@ -131,7 +134,7 @@ std::vector<std::optional<MeasuredComm>> measure_comm_on_this_host(const CommMea
   for (std::size_t i = 0; i < plans.size(); ++i) by_world_size[static_cast<int>(plans[i].dim_sums.size())].push_back(i);
   for (const auto& [world_size, indices] : by_world_size) {
     if (world_size == 1) {  // one device: no all-to-all
-      for (std::size_t i : indices) results[i] = MeasuredComm{{0.0}, {0.0}};
+      for (std::size_t i : indices) results[i] = MeasuredComm{{0.0}, {0.0}, {}};
       continue;
     }
     if (world_size > flags.max_ranks) {

@@ -7,8 +7,8 @@ namespace shardplan {
 namespace {
 
 double total_on(const CostModel& model, const std::vector<double>& compute, const std::vector<int64_t>& dim_sums,
-                double allreduce_ms, std::size_t rank) {
-  return costs_from_compute(model, compute, dim_sums, allreduce_ms)[rank].total_ms();
+                double collectives_ms, std::size_t rank) {
+  return costs_from_compute(model, compute, dim_sums, collectives_ms)[rank].total_ms();
 }
 
 }  // namespace
@@ -21,10 +21,10 @@ std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vect
   for (const auto& device : devices) dim_sums.push_back(device.dim_sum);
   // The plan's own scores when this model made them (the planner scores every plan); else score it.
   const bool scored = plan.device_costs && plan.device_costs->size() == devices.size() && plan.cost_model == model.name();
-  const double allreduce = plan_allreduce_ms(model, devices);
+  const double collectives = plan_collectives_ms(model, devices);
   std::vector<DeviceCost> base = scored ? *plan.device_costs
                                         : costs_from_compute(model, model.predict_compute(compute_sets(devices)),
-                                                             dim_sums, allreduce);
+                                                             dim_sums, collectives);
   std::vector<double> compute;
   for (const auto& cost : base) compute.push_back(cost.compute_ms);
   const auto rank = static_cast<std::size_t>(
@@ -57,7 +57,7 @@ std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vect
   for (std::size_t k = 0; k < on_rank.size(); ++k) {
     compute[rank] = compute_without[k];
     dim_sums[rank] = width_without[k];
-    const double total_without = total_on(model, compute, dim_sums, allreduce, rank);
+    const double total_without = total_on(model, compute, dim_sums, collectives, rank);
     const std::string& name = plan.tables[on_rank[k]].name;
     const Table& table = *std::find_if(tables.begin(), tables.end(), [&](const Table& t) { return t.name == name; });
     bound.drivers.push_back({name, held.dim_sum - width_without[k], table.pooling_factor,

@@ -67,8 +67,10 @@ void attach_comm_measurements(PlanEvaluation& evaluation, const MeasuredComm& co
   MeasuredSummary& summary = *evaluation.measured;
   summary.max_total_ms = 0.0;
   for (std::size_t r = 0; r < steps.size(); ++r) {
+    const double allreduce = comm.allreduce_ms.empty() ? 0.0 : comm.allreduce_ms[r];
     evaluation.devices[r].measured_fw_ms = comm.fw_ms[r];
-    evaluation.devices[r].measured_bw_ms = comm.bw_ms[r];
+    evaluation.devices[r].measured_bw_ms = comm.bw_ms[r] + allreduce;
+    if (!comm.allreduce_ms.empty()) evaluation.devices[r].measured_allreduce_ms = allreduce;
     if (steps[r] >= *summary.max_total_ms) {
       summary.max_total_ms = steps[r];
       summary.max_total_rank = static_cast<int>(r);
@@ -95,6 +97,7 @@ nlohmann::ordered_json evaluation_to_json(const PlanEvaluation& evaluation) {
       if (d.measured_fw_ms && d.measured_bw_ms) {
         row["measured_fw_comm_ms"] = *d.measured_fw_ms;
         row["measured_bw_comm_ms"] = *d.measured_bw_ms;
+        if (d.measured_allreduce_ms) row["measured_allreduce_ms"] = *d.measured_allreduce_ms;
         row["measured_total_ms"] = *d.measured_compute_ms + *d.measured_fw_ms + *d.measured_bw_ms;
       }
     }
@@ -169,9 +172,14 @@ std::string format_evaluation(const PlanEvaluation& evaluation) {
         m.spearman);
     if (m.max_total_ms) {
       out += fmt::format(
-          "measured step (compute, then the all-to-alls timed across ranks on this host): max {:.3f} ms on rank {} "
+          "measured step (compute, then the collectives timed across ranks on this host): max {:.3f} ms on rank {} "
           "(predicted max {:.3f} ms)\n",
           *m.max_total_ms, m.max_total_rank, evaluation.predicted.max_ms);
+      if (!evaluation.devices.empty() && evaluation.devices.front().measured_allreduce_ms) {
+        double slowest = 0.0;
+        for (const auto& d : evaluation.devices) slowest = std::max(slowest, d.measured_allreduce_ms.value_or(0.0));
+        out += fmt::format("measured all-reduce of the data-parallel gradients (in m_bw): up to {:.3f} ms\n", slowest);
+      }
     }
   }
   return out;

@@ -1,5 +1,7 @@
 #include "shardplan/measured_comm.hpp"
 
+#include <cmath>
+
 namespace shardplan {
 
 std::optional<CommToMeasure> comm_to_measure(const Plan& plan, const std::vector<std::optional<double>>& compute_ms) {
@@ -8,13 +10,31 @@ std::optional<CommToMeasure> comm_to_measure(const Plan& plan, const std::vector
     if (!ms) return std::nullopt;
     comm.compute_ms.push_back(*ms);
   }
-  for (const auto& usage : device_usage(plan)) comm.dim_sums.push_back(usage.dim_sum);
+  comm.dim_sums.assign(static_cast<std::size_t>(plan.cluster.num_devices), 0);
+  double gradient_bytes = 0.0;
+  for (const auto& table : plan.tables) {
+    switch (table.type) {
+      case ShardingType::kRowWise:
+        comm.rw_dim += table.dim;
+        break;
+      case ShardingType::kDataParallel:
+        gradient_bytes += static_cast<double>(table.rows) * table.dim * dtype_bytes(table.dtype);
+        break;
+      default:
+        for (const auto& shard : table.shards) comm.dim_sums[static_cast<std::size_t>(shard.rank)] += shard.cols;
+    }
+  }
+  // Timed as fp32 gradients of the same bytes.
+  comm.allreduce_floats = static_cast<int64_t>(std::ceil(gradient_bytes / 4.0));
   return comm;
 }
 
 std::vector<double> measured_step_ms(const std::vector<double>& compute_ms, const MeasuredComm& comm) {
   std::vector<double> step;
-  for (std::size_t d = 0; d < compute_ms.size(); ++d) step.push_back(compute_ms[d] + comm.fw_ms.at(d) + comm.bw_ms.at(d));
+  for (std::size_t d = 0; d < compute_ms.size(); ++d) {
+    const double allreduce = comm.allreduce_ms.empty() ? 0.0 : comm.allreduce_ms.at(d);
+    step.push_back(compute_ms[d] + comm.fw_ms.at(d) + comm.bw_ms.at(d) + allreduce);
+  }
   return step;
 }
 

@@ -48,30 +48,39 @@ std::vector<std::vector<ShardFeatures>> compute_sets(const std::vector<DeviceSha
 }
 
 std::vector<DeviceCost> costs_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
-                                           const std::vector<int64_t>& dim_sums, double allreduce_ms) {
+                                           const std::vector<int64_t>& dim_sums, double collectives_ms) {
   std::vector<double> fw;
   std::vector<double> bw;
   model.predict_comm(dim_sums, compute_ms, fw, bw);
   std::vector<DeviceCost> costs(compute_ms.size());
-  for (std::size_t r = 0; r < costs.size(); ++r) costs[r] = DeviceCost{compute_ms[r], fw[r], bw[r] + allreduce_ms};
+  for (std::size_t r = 0; r < costs.size(); ++r) costs[r] = DeviceCost{compute_ms[r], fw[r], bw[r] + collectives_ms};
   return costs;
 }
 
 double max_total_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
-                              const std::vector<int64_t>& dim_sums, double allreduce_ms) {
+                              const std::vector<int64_t>& dim_sums, double collectives_ms) {
   thread_local std::vector<double> fw;
   thread_local std::vector<double> bw;
   model.predict_comm(dim_sums, compute_ms, fw, bw);
   double worst = 0.0;
   for (std::size_t r = 0; r < compute_ms.size(); ++r) {
-    worst = std::max(worst, DeviceCost{compute_ms[r], fw[r], bw[r] + allreduce_ms}.total_ms());
+    worst = std::max(worst, DeviceCost{compute_ms[r], fw[r], bw[r] + collectives_ms}.total_ms());
   }
   return worst;
 }
 
-double plan_allreduce_ms(const CostModel& model, const std::vector<DeviceShards>& devices) {
-  if (devices.empty() || devices.front().allreduce_bytes == 0) return 0.0;
-  return model.allreduce_ms(static_cast<double>(devices.front().allreduce_bytes), static_cast<int>(devices.size()));
+double extra_collectives_ms(const CostModel& model, int64_t allreduce_bytes, bool row_wise, int num_devices) {
+  if (num_devices < 2) return 0.0;
+  double ms = allreduce_bytes > 0 ? model.allreduce_ms(static_cast<double>(allreduce_bytes), num_devices) : 0.0;
+  constexpr double kLatencyProbeBytes = 4.0;
+  if (row_wise) ms += model.allreduce_ms(kLatencyProbeBytes, num_devices);
+  return ms;
+}
+
+double plan_collectives_ms(const CostModel& model, const std::vector<DeviceShards>& devices) {
+  if (devices.empty()) return 0.0;
+  return extra_collectives_ms(model, devices.front().allreduce_bytes, devices.front().row_wise,
+                              static_cast<int>(devices.size()));
 }
 
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {
@@ -79,7 +88,7 @@ std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& t
   std::vector<int64_t> dim_sums;
   for (const auto& device : devices) dim_sums.push_back(device.dim_sum);
   return costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums,
-                            plan_allreduce_ms(model, devices));
+                            plan_collectives_ms(model, devices));
 }
 
 }  // namespace shardplan

@@ -43,7 +43,7 @@ FabricFit fit_fabric(const std::vector<CommSample>& samples, CommFabric start) {
   std::vector<Row> rows;
   bool spans_hosts = false;
   for (const CommSample& s : samples) {
-    std::vector<AllToAllVolume> volumes = alltoall_volumes(fabric_for_sample(start, s), s.dim_sums);
+    std::vector<AllToAllVolume> volumes = alltoall_volumes(fabric_for_sample(start, s), model_dim_sums(s));
     for (std::size_t r = 0; r < volumes.size(); ++r) {
       if (!(s.bw_ms[r] > 0)) continue;
       spans_hosts = spans_hosts || volumes[r].inter_peers > 0;

@@ -288,7 +288,7 @@ void NeuralCostModel::predict_comm_hierarchical(const std::vector<int64_t>& dim_
 
 double NeuralCostModel::allreduce_ms(double bytes, int num_devices) const {
   if (structure_only_) return ring_allreduce_ms(planning_fabric_, bytes, num_devices);
-  if (comm_.form == CommForm::kHierarchical) return ring_allreduce_ms(comm_.fabric, bytes, num_devices);
+  if (comm_.form == CommForm::kHierarchical) return fitted_allreduce_ms(comm_.allreduce, comm_.fabric, bytes, num_devices);
   return nominal_allreduce_ms(bytes, num_devices, comm_.fabric.devices_per_host);
 }
 

@@ -11,6 +11,7 @@ set(SHARDPLAN_COST_MODEL_CORE_SOURCES
   ${PROJECT_SOURCE_DIR}/src/cost_model/cost_correction.cpp
   ${PROJECT_SOURCE_DIR}/src/cost_model/comm_structure.cpp
   ${PROJECT_SOURCE_DIR}/src/cost_model/fabric_fit.cpp
+  ${PROJECT_SOURCE_DIR}/src/cost_model/allreduce_fit.cpp
 )
 set(SHARDPLAN_COST_MODEL_TORCH_SOURCES
   ${PROJECT_SOURCE_DIR}/src/torch/training.cpp

@@ -82,7 +82,12 @@ CommWorkload draw_comm_workload(const CommWorkloadConfig& config, uint64_t seed,
 
 nlohmann::json comm_workloads_to_json(int world_size, const std::vector<CommWorkload>& workloads) {
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& w : workloads) list.push_back({{"dim_sums", w.dim_sums}, {"delays_ms", w.delays_ms}});
+  for (const auto& w : workloads) {
+    nlohmann::json entry = {{"dim_sums", w.dim_sums}, {"delays_ms", w.delays_ms}};
+    if (w.rw_dim > 0) entry["rw_dim"] = w.rw_dim;
+    if (w.allreduce_floats > 0) entry["allreduce_floats"] = w.allreduce_floats;
+    list.push_back(std::move(entry));
+  }
   return {{"format", kCommWorkloadsFormat}, {"world_size", world_size}, {"workloads", list}};
 }
 
@@ -117,6 +122,12 @@ std::vector<CommWorkload> comm_workloads_from_json(const nlohmann::json& doc, co
         }
       }
     }
+    if (const auto* rw = find_member(list[i], "rw_dim")) {
+      w.rw_dim = read_int64(*rw, source, path + ".rw_dim", 0, kMaxGivenDimSum);
+    }
+    if (const auto* floats = find_member(list[i], "allreduce_floats")) {
+      w.allreduce_floats = read_int64(*floats, source, path + ".allreduce_floats", 0, kMaxGivenAllreduceFloats);
+    }
     w.shard_counts.assign(w.dim_sums.size(), 0);  // not known for a given width
     workloads.push_back(std::move(w));
   }
@@ -142,6 +153,8 @@ uint64_t comm_workloads_digest(const std::vector<CommWorkload>& workloads) {
   for (const auto& w : workloads) {
     for (int64_t d : w.dim_sums) text += fmt::format("{},", d);
     for (double d : w.delays_ms) text += fmt::format("{:.17g},", d);
+    // Only when present, so the digests of workloads without them (directories being resumed) stay.
+    if (w.rw_dim > 0 || w.allreduce_floats > 0) text += fmt::format("rw{},ar{},", w.rw_dim, w.allreduce_floats);
     text += ";";
   }
   return fnv1a_hash(text);

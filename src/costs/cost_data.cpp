@@ -115,7 +115,18 @@ nlohmann::json comm_sample_to_json(const CommSample& sample) {
                         {"fw_ms", rounded(sample.fw_ms)},
                         {"bw_ms", rounded(sample.bw_ms)}};
   if (sample.devices_per_host > 0) doc["gpus_per_host"] = sample.devices_per_host;
+  if (sample.rw_dim > 0) doc["rw_dim"] = sample.rw_dim;
+  if (sample.allreduce_floats > 0) {
+    doc["allreduce_floats"] = sample.allreduce_floats;
+    doc["allreduce_ms"] = rounded(sample.allreduce_ms);
+  }
   return doc;
+}
+
+std::vector<int64_t> model_dim_sums(const CommSample& sample) {
+  std::vector<int64_t> widths = sample.dim_sums;
+  for (int64_t& w : widths) w += sample.rw_dim;
+  return widths;
 }
 
 ComputeSample compute_sample_from_json(const nlohmann::json& doc, const std::string& source) {
@@ -159,6 +170,11 @@ CommSample comm_sample_from_json(const nlohmann::json& doc, const std::string& s
   sample.bw_ms = read_vector<double>(doc, "bw_ms", source, n);
   if (const auto* per_host = find_member(doc, "gpus_per_host")) {
     sample.devices_per_host = static_cast<int>(read_int64(*per_host, source, "gpus_per_host", 1, sample.world_size));
+  }
+  if (const auto* rw = find_member(doc, "rw_dim")) sample.rw_dim = read_int64(*rw, source, "rw_dim", 0, 1 << 20);
+  if (const auto* floats = find_member(doc, "allreduce_floats")) {
+    sample.allreduce_floats = read_int64(*floats, source, "allreduce_floats", 0, int64_t{1} << 40);
+    if (sample.allreduce_floats > 0) sample.allreduce_ms = read_vector<double>(doc, "allreduce_ms", source, n);
   }
   return sample;
 }

@@ -144,7 +144,7 @@ class MeasuredNeuroShardPlanner final : public Planner {
         auto it = state.measured.find(c.keys[r]);
         compute[r] = it != state.measured.end() ? it->second : compute[r] * margin;
       }
-      c.estimate = costs_from_compute(model, compute, widths, plan_allreduce_ms(model, c.devices));
+      c.estimate = costs_from_compute(model, compute, widths, plan_collectives_ms(model, c.devices));
       c.estimate_max_ms = max_total_ms(c.estimate);
     }
   }

@@ -33,6 +33,7 @@ struct Layout {
   std::vector<int64_t> bytes;
   std::vector<int64_t> widths;   // 0 for replicas, which send nothing in the all-to-all
   int64_t allreduce_bytes = 0;
+  int row_wise_tables = 0;       // 1 for a row-wise table: the plan then runs a reduce-scatter and an all-gather
 };
 
 // Per device: the sum of its shards' summaries, its memory, all-to-all width and shard count.
@@ -153,6 +154,7 @@ class TypePass {
       layout.widths.push_back(replicated ? 0 : shard.cols);
     }
     if (replicated) layout.allreduce_bytes = replica_gradient_bytes(table);
+    layout.row_wise_tables = sharding.type == ShardingType::kRowWise ? 1 : 0;
     layout.sharding = std::move(sharding);
     return layout;
   }
@@ -160,15 +162,16 @@ class TypePass {
   void add(const Layout& layout, int sign) {
     state_.shift(layout, sign);
     allreduce_bytes_ += sign * layout.allreduce_bytes;
+    row_wise_tables_ += sign * layout.row_wise_tables;
   }
 
-  double allreduce_ms(int64_t bytes) const {
-    return bytes > 0 ? model_.allreduce_ms(static_cast<double>(bytes), devices_) : 0.0;
+  double collectives_ms(int64_t allreduce_bytes, int row_wise_tables) const {
+    return extra_collectives_ms(model_, allreduce_bytes, row_wise_tables > 0, devices_);
   }
 
   // The plan's max total, keeping each device's costs.
   double total_costs(std::vector<DeviceCost>& costs) const {
-    costs = costs_from_compute(model_, compute_, state_.width, allreduce_ms(allreduce_bytes_));
+    costs = costs_from_compute(model_, compute_, state_.width, collectives_ms(allreduce_bytes_, row_wise_tables_));
     return max_total_ms(costs);
   }
 
@@ -214,7 +217,8 @@ class TypePass {
       compute[static_cast<std::size_t>(ranks[k])] = device_compute(touched.sum(k), touched.count[k]);
     }
     return max_total_from_compute(model_, compute, width,
-                                  allreduce_ms(allreduce_bytes_ - now.allreduce_bytes + next.allreduce_bytes));
+                                  collectives_ms(allreduce_bytes_ - now.allreduce_bytes + next.allreduce_bytes,
+                                                 row_wise_tables_ - now.row_wise_tables + next.row_wise_tables));
   }
 
   void apply(std::size_t t, Layout next) {
@@ -313,6 +317,7 @@ class TypePass {
   DeviceState state_;
   std::vector<double> compute_;
   int64_t allreduce_bytes_ = 0;
+  int row_wise_tables_ = 0;
   std::vector<DeviceCost> costs_;
 };
 

@@ -304,7 +304,10 @@ nlohmann::json collection_meta(const CommCollectConfig& config, const std::strin
            "floats to every rank, receives (B/W) x dim_sum[i] from rank i; includes waiting for later ranks); "
            "barrier, then bw_ms = backward all-to-all of the gradients (the reverse shapes, no delays). "
            "delays_ms are measured (barrier exit to all-to-all start). Each sample runs `repeats` times, a barrier "
-           "before each; every rank records the median of its own delay, fw and bw."}};
+           "before each; every rank records the median of its own delay, fw and bw. Given workloads with rw_dim add "
+           "the row-wise tables' reduce-scatter (local_batch x rw_dim floats per rank; on Gloo an all-to-all of "
+           "equal blocks and their sum) to fw_ms and their all-gather to bw_ms; with allreduce_floats, a barrier "
+           "and then allreduce_ms = an all-reduce of that many floats (the data-parallel gradients)."}};
 }
 
 // Settings every rank must share, as rank 0 broadcasts them; a rank with different ones would deadlock
@@ -337,6 +340,8 @@ class Buffers {
   explicit Buffers(const at::TensorOptions& options) : options_(options) {}
   at::Tensor first(int64_t count) { return take(a_, count); }
   at::Tensor second(int64_t count) { return take(b_, count); }
+  at::Tensor third(int64_t count) { return take(c_, count); }
+  at::Tensor fourth(int64_t count) { return take(d_, count); }
 
  private:
   at::Tensor take(at::Tensor& buffer, int64_t count) {
@@ -346,13 +351,43 @@ class Buffers {
   at::TensorOptions options_;
   at::Tensor a_;
   at::Tensor b_;
+  at::Tensor c_;
+  at::Tensor d_;
 };
 
 struct Timing {
   double delay_ms = 0.0;
   double fw_ms = 0.0;
   double bw_ms = 0.0;
+  double allreduce_ms = 0.0;
 };
+
+// Row-wise tables' forward: each rank holds partial pooled sums of the whole batch (world x local_batch x
+// rw_dim) and ends with the sums of its own samples (local_batch x rw_dim). NCCL reduce-scatters; Gloo in
+// this LibTorch has no reduce_scatter, so it is the direct algorithm, the same bytes on the wire: an
+// all-to-all of equal blocks and a sum of the blocks received.
+void reduce_scatter_rows(const Job& job, at::Tensor& partial, at::Tensor& received, at::Tensor& mine) {
+  if (job.cuda) {
+    job.finish(job.group->_reduce_scatter_base(mine, partial));
+    return;
+  }
+  std::vector<int64_t> counts(static_cast<std::size_t>(job.world), mine.numel());
+  std::vector<int64_t> recv_counts = counts;
+  job.finish(job.group->alltoall_base(received, partial, recv_counts, counts));
+  at::sum_out(mine, received.view({job.world, mine.numel()}), {0});
+}
+
+// Their backward: every rank's gradients for its samples go to every rank (all-gather).
+void all_gather_rows(const Job& job, at::Tensor& mine, at::Tensor& gathered) {
+  if (job.cuda) {
+    job.finish(job.group->_allgather_base(gathered, mine));
+    return;
+  }
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int r = 0; r < job.world; ++r) outputs[0].push_back(gathered.narrow(0, r * mine.numel(), mine.numel()));
+  std::vector<at::Tensor> inputs{mine};
+  job.finish(job.group->allgather(outputs, inputs));
+}
 
 // One sample on this rank. Forward: this rank sends each rank j the rows of j's B/W samples of its own
 // pooled embeddings ((B/W) x w_self floats) and receives (B/W) x w_i from each rank i. Backward sends
@@ -382,6 +417,15 @@ Timing run_sample(const Job& job, Buffers& buffers, const CommWorkload& w, int64
   std::vector<int64_t> recv_counts = fw_recv;
   std::vector<int64_t> send_counts = fw_send;
   job.finish(job.group->alltoall_base(received, embeddings, recv_counts, send_counts));
+  const int64_t rw_floats = local_batch * w.rw_dim;
+  at::Tensor rw_whole_batch, rw_mine;
+  if (rw_floats > 0) {
+    rw_whole_batch = buffers.third(2 * job.world * rw_floats);
+    rw_mine = buffers.fourth(rw_floats);
+    at::Tensor partial = rw_whole_batch.narrow(0, 0, job.world * rw_floats);
+    at::Tensor scratch = rw_whole_batch.narrow(0, job.world * rw_floats, job.world * rw_floats);
+    reduce_scatter_rows(job, partial, scratch, rw_mine);
+  }
   timing.fw_ms = ms_since(start);
 
   job.finish(job.group->barrier());
@@ -390,36 +434,52 @@ Timing run_sample(const Job& job, Buffers& buffers, const CommWorkload& w, int64
   recv_counts = fw_send;
   send_counts = fw_recv;
   job.finish(job.group->alltoall_base(embeddings, received, recv_counts, send_counts));
+  if (rw_floats > 0) {
+    at::Tensor gathered = rw_whole_batch.narrow(0, 0, job.world * rw_floats);
+    all_gather_rows(job, rw_mine, gathered);
+  }
   timing.bw_ms = ms_since(start);
+
+  if (w.allreduce_floats > 0) {
+    // DDP all-reduces the replicas' gradients once the backward is done; timed from a common start.
+    at::Tensor gradients = buffers.third(std::max(w.allreduce_floats, 2 * job.world * rw_floats))
+                               .narrow(0, 0, w.allreduce_floats);
+    job.finish(job.group->barrier());
+    start = Clock::now();
+    std::vector<at::Tensor> tensors{gradients};
+    job.finish(job.group->allreduce(tensors));
+    timing.allreduce_ms = ms_since(start);
+  }
   return timing;
 }
 
 // The sample run `repeats` times, each after a barrier so that every run's delays start together; the
 // per-rank medians damp the scheduling noise of many ranks sharing few cores.
 Timing run_sample_repeated(const Job& job, Buffers& buffers, const CommWorkload& w, int64_t local_batch, int repeats) {
-  std::vector<double> delays, fw, bw;
+  std::vector<double> delays, fw, bw, allreduce;
   for (int i = 0; i < repeats; ++i) {
     if (i > 0) job.finish(job.group->barrier());
     Timing t = run_sample(job, buffers, w, local_batch, /*timed=*/true);
     delays.push_back(t.delay_ms);
     fw.push_back(t.fw_ms);
     bw.push_back(t.bw_ms);
+    allreduce.push_back(t.allreduce_ms);
   }
-  return Timing{median(delays), median(fw), median(bw)};
+  return Timing{median(delays), median(fw), median(bw), median(allreduce)};
 }
 
 // Every rank's {delay, fw, bw} at every rank (rank 0 writes them).
 std::vector<Timing> gather_timings(const Job& job, const Timing& mine) {
   std::vector<at::Tensor> input{
-      at::tensor({mine.delay_ms, mine.fw_ms, mine.bw_ms}, at::kDouble).to(job.double_options.device())};
+      at::tensor({mine.delay_ms, mine.fw_ms, mine.bw_ms, mine.allreduce_ms}, at::kDouble).to(job.double_options.device())};
   std::vector<std::vector<at::Tensor>> output(1);
-  for (int r = 0; r < job.world; ++r) output[0].push_back(at::empty({3}, job.double_options));
+  for (int r = 0; r < job.world; ++r) output[0].push_back(at::empty({4}, job.double_options));
   job.finish(job.group->allgather(output, input));
   std::vector<Timing> all;
   for (const auto& t : output[0]) {
     at::Tensor cpu = t.cpu();
     const double* v = cpu.data_ptr<double>();
-    all.push_back(Timing{v[0], v[1], v[2]});
+    all.push_back(Timing{v[0], v[1], v[2], v[3]});
   }
   return all;
 }
@@ -517,10 +577,14 @@ void check_given_workloads(const CommCollectConfig& config, int64_t local_batch)
     if (given[i].dim_sums.size() != ranks || given[i].delays_ms.size() != ranks) {
       throw InputError(fmt::format("{}: workloads[{}]: must list the {} ranks of the world size", source, i, ranks));
     }
-    // Each rank holds a send and a receive buffer of local_batch x (sum of widths) floats.
+    // Each rank holds a send and a receive buffer of local_batch x (sum of widths) floats, the row-wise
+    // reduce-scatter's two of world x local_batch x rw_dim (or the all-reduce's gradients) and its own part.
     int64_t width = 0;
     for (int64_t d : given[i].dim_sums) width += d;
-    const double bytes = 2.0 * static_cast<double>(local_batch) * static_cast<double>(width) * sizeof(float);
+    const double rw_floats = static_cast<double>(local_batch) * static_cast<double>(given[i].rw_dim);
+    const double third = std::max(2.0 * static_cast<double>(ranks) * rw_floats, static_cast<double>(given[i].allreduce_floats));
+    const double bytes =
+        (2.0 * static_cast<double>(local_batch) * static_cast<double>(width) + third + rw_floats) * sizeof(float);
     if (bytes > kMaxGivenBufferBytes) {
       throw InputError(fmt::format("{}: workloads[{}].dim_sums: need {:.1f} GiB of buffers per rank at batch {}, over "
                                    "the limit of {:.0f} GiB",
@@ -631,10 +695,13 @@ CollectSummary run_comm_collection(const CommCollectConfig& config) {
           sample.world_size = where.world_size;
           sample.devices_per_host = config.gpus_per_host;
           sample.dim_sums = w.dim_sums;
+          sample.rw_dim = w.rw_dim;
+          sample.allreduce_floats = w.allreduce_floats;
           for (const Timing& t : all) {
             sample.delays_ms.push_back(t.delay_ms);
             sample.fw_ms.push_back(t.fw_ms);
             sample.bw_ms.push_back(t.bw_ms);
+            if (w.allreduce_floats > 0) sample.allreduce_ms.push_back(t.allreduce_ms);
           }
           writer->append(comm_sample_to_json(sample));
           progress.update(current + 1,

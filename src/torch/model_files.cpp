@@ -132,6 +132,9 @@ ModelFiles load_model_files(const std::string& dir) {
     comm_inputs = kHierCommFeatures;
     comm.fabric = fabric_from_json(require_member(meta["comm"], "fabric", source, "comm"), source, "comm.fabric");
     validate_fabric(comm.fabric, source + ": comm.fabric");
+    if (const auto* allreduce = find_member(meta["comm"], "allreduce")) {
+      comm.allreduce = allreduce_fit_from_json(*allreduce, source, "comm.allreduce");
+    }
     for (const char* key : {"input_min", "input_max"}) {
       const auto& list = read_array(require_member(meta["comm"], key, source, "comm"), source, std::string("comm.") + key);
       if (static_cast<int>(list.size()) != comm_inputs) {

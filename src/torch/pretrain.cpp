@@ -18,6 +18,7 @@
 #include "mlp_module.hpp"
 #include "model_files.hpp"
 #include "training.hpp"
+#include "shardplan/allreduce_fit.hpp"
 #include "shardplan/atomic_file.hpp"
 #include "shardplan/cost_features.hpp"
 #include "shardplan/cost_model_io.hpp"
@@ -67,7 +68,7 @@ CommRows comm_rows(const std::vector<CommSample>& samples, const CommFabric& fab
   std::vector<double> structure;
   for (std::size_t s = 0; s < samples.size(); ++s) {
     const CommSample& sample = samples[s];
-    hierarchical_comm_features_into(fabric_for_sample(fabric, sample), sample.dim_sums, sample.delays_ms, features,
+    hierarchical_comm_features_into(fabric_for_sample(fabric, sample), model_dim_sums(sample), sample.delays_ms, features,
                                     structure);
     std::vector<double> waits = comm_waits(sample.delays_ms);
     for (std::size_t r = 0; r < features.size(); ++r) {
@@ -179,7 +180,7 @@ void comm_predictions(NeuralCostModel& model, const std::vector<CommSample>& sam
   for (const auto& sample : samples) {
     std::vector<double> fw, bw;
     model.set_devices_per_host(sample.devices_per_host > 0 ? sample.devices_per_host : sample.world_size);
-    model.predict_comm(sample.dim_sums, sample.delays_ms, fw, bw);
+    model.predict_comm(model_dim_sums(sample), sample.delays_ms, fw, bw);
     fw_pred.insert(fw_pred.end(), fw.begin(), fw.end());
     bw_pred.insert(bw_pred.end(), bw.begin(), bw.end());
     fw_true.insert(fw_true.end(), sample.fw_ms.begin(), sample.fw_ms.end());
@@ -190,7 +191,21 @@ void comm_predictions(NeuralCostModel& model, const std::vector<CommSample>& sam
 nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample>& samples) {
   std::vector<double> fw_pred, fw_true, bw_pred, bw_true;
   comm_predictions(model, samples, fw_pred, fw_true, bw_pred, bw_true);
-  return {{"fw", compute_metrics(fw_pred, fw_true).to_json()}, {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
+  nlohmann::json metrics = {{"fw", compute_metrics(fw_pred, fw_true).to_json()},
+                            {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
+  // Samples that also timed a data-parallel all-reduce (given workloads): every rank against the model's.
+  std::vector<double> ar_pred, ar_true;
+  for (const auto& sample : samples) {
+    if (sample.allreduce_floats <= 0) continue;
+    model.set_devices_per_host(sample.devices_per_host > 0 ? sample.devices_per_host : sample.world_size);
+    const double predicted = model.allreduce_ms(4.0 * static_cast<double>(sample.allreduce_floats), sample.world_size);
+    for (double ms : sample.allreduce_ms) {
+      ar_pred.push_back(predicted);
+      ar_true.push_back(ms);
+    }
+  }
+  if (!ar_true.empty()) metrics["allreduce"] = compute_metrics(ar_pred, ar_true).to_json();
+  return metrics;
 }
 
 // The structure alone on the same samples (forward: the wait plus the structural time): what the learned
@@ -198,7 +213,7 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
 nlohmann::json structure_metrics(const CommFabric& fabric, const std::vector<CommSample>& samples) {
   std::vector<double> fw_pred, fw_true, bw_pred, bw_true, structure;
   for (const auto& sample : samples) {
-    hierarchical_alltoall_ms(fabric_for_sample(fabric, sample), sample.dim_sums, structure);
+    hierarchical_alltoall_ms(fabric_for_sample(fabric, sample), model_dim_sums(sample), structure);
     std::vector<double> waits = comm_waits(sample.delays_ms);
     for (std::size_t r = 0; r < structure.size(); ++r) {
       fw_pred.push_back(waits[r] + structure[r]);
@@ -319,8 +334,15 @@ CommFabric comm_fabric(const CostData& comm_data, const PretrainConfig& config, 
   return fit.fabric;
 }
 
-CommPart train_comm_part(const CostData& comm_data, const PretrainConfig& config, const ComputeModelSpec& compute_spec) {
+CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config, const ComputeModelSpec& compute_spec) {
   CommPart part;
+  // Samples that timed an all-reduce (plans' collectives, given workloads) fit the all-reduce only; the
+  // all-to-all part learns from the others, so adding them leaves it as it was.
+  CostData comm_data;
+  comm_data.meta = all_comm.meta;
+  std::vector<CommSample> allreduce_samples;
+  for (const auto& s : all_comm.comm) (s.allreduce_floats > 0 ? allreduce_samples : comm_data.comm).push_back(s);
+  if (comm_data.comm.empty()) throw InputError("the comm cost data holds only all-reduce samples: no all-to-all to learn");
   const CommFabric fabric = comm_fabric(comm_data, config);
   CommRows rows = comm_rows(comm_data.comm, fabric);
   Split comm_split = split_indices(comm_data.comm.size(), config.validation_fraction, config.test_fraction, config.seed,
@@ -367,9 +389,28 @@ CommPart train_comm_part(const CostData& comm_data, const PretrainConfig& config
                                   "them clamped to [input_min, input_max]"},
                        {"target_mean", comm.spec.target_mean}, {"target_std", comm.spec.target_std},
                        {"world_sizes", world_sizes}, {"weights", kCommWeightsFile}};
+  if (!allreduce_samples.empty()) {
+    const AllreduceFit fit = fit_allreduce(allreduce_samples);
+    std::vector<double> structure, fitted, measured;
+    for (const auto& s : allreduce_samples) {
+      CommFabric own = fabric;
+      own.devices_per_host = s.devices_per_host > 0 ? s.devices_per_host : s.world_size;
+      const double bytes = 4.0 * static_cast<double>(s.allreduce_floats);
+      structure.push_back(ring_allreduce_ms(own, bytes, s.world_size));
+      fitted.push_back(fitted_allreduce_ms(fit, own, bytes, s.world_size));
+      measured.push_back(measured_allreduce_ms(s));
+    }
+    part.meta_section["allreduce"] = allreduce_fit_to_json(fit);
+    part.meta_section["allreduce"]["metrics"] = {{"structure_alone", compute_metrics(structure, measured).to_json()},
+                                                 {"fitted", compute_metrics(fitted, measured).to_json()}};
+    spdlog::info("all-reduce fitted to {} samples: MAPE {:.1f}% (the ring structure alone: {:.1f}%)",
+                 allreduce_samples.size(), compute_metrics(fitted, measured).mape,
+                 compute_metrics(structure, measured).mape);
+  }
   part.hardware = comm_hardware(comm_data.meta, world_sizes);
   part.data = {{"samples", comm_data.comm.size()}, {"train", comm_split.train.size()},
                {"validation", comm_split.validation.size()}, {"test", comm_split.test.size()}};
+  if (!allreduce_samples.empty()) part.data["allreduce_samples"] = allreduce_samples.size();
   return part;
 }
 

@@ -328,6 +328,33 @@ TEST(CommCollect, GivenWorkloadsAreTimedInOrder) {
   }
 }
 
+// A plan's row-wise reduce-scatter and all-gather ride in fw and bw; its all-reduce is timed on its own.
+TEST(CommCollect, GivenPlanCollectivesAreTimed) {
+  TempDir dir;
+  std::vector<CommWorkload> given(2);
+  given[0] = {{40, 8}, {}, {0.0, 1.0}};
+  given[0].rw_dim = 24;
+  given[0].allreduce_floats = 100000;
+  given[1] = {{4, 4}, {}, {0.0, 0.0}};
+  const std::string file = dir.path("workloads.json");
+  write_comm_workloads(file, 2, given);
+  const std::string out = dir.path("timed");
+  std::string err;
+  ASSERT_EQ(run({"collect-costs", "comm", "--world-size", "2", "--spawn", "--workloads", file, "--out", out,
+                 "--batch-size", "16", "--repeats", "2"},
+                &err),
+            0)
+      << err;
+  std::vector<CommSample> samples = samples_in(out);
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[0].rw_dim, 24);
+  EXPECT_EQ(samples[0].allreduce_floats, 100000);
+  ASSERT_EQ(samples[0].allreduce_ms.size(), 2u);
+  for (double ms : samples[0].allreduce_ms) EXPECT_GT(ms, 0.0);
+  EXPECT_EQ(samples[1].rw_dim, 0);
+  EXPECT_TRUE(samples[1].allreduce_ms.empty());
+}
+
 // bench --measure-comm: the measured plans' all-to-alls are timed on 4 spawned ranks and added to their
 // measured compute. Small batches keep it quick; only the bookkeeping is checked, not the timings.
 TEST(BenchMeasureComm, StepIsComputePlusTimedAllToAlls) {

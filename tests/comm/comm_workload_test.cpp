@@ -128,6 +128,30 @@ TEST(CommWorkloads, GivenListRoundTripsThroughItsFile) {
   EXPECT_NE(comm_workloads_digest(back), comm_workloads_digest(given));
 }
 
+// A plan's row-wise width and all-reduce are optional fields; without them the file and digest are as before.
+TEST(CommWorkloads, PlanCollectivesAreOptionalFields) {
+  std::vector<CommWorkload> given(1);
+  given[0].dim_sums = {8, 16};
+  given[0].delays_ms = {0.0, 1.0};
+  const uint64_t plain_digest = comm_workloads_digest(given);
+  EXPECT_FALSE(comm_workloads_to_json(2, given)["workloads"][0].contains("rw_dim"));
+  given[0].rw_dim = 40;
+  given[0].allreduce_floats = 4096;
+  int world_size = 0;
+  std::vector<CommWorkload> back = comm_workloads_from_json(comm_workloads_to_json(2, given), "w.json", world_size);
+  EXPECT_EQ(back[0].rw_dim, 40);
+  EXPECT_EQ(back[0].allreduce_floats, 4096);
+  EXPECT_NE(comm_workloads_digest(back), plain_digest);
+  nlohmann::json doc = comm_workloads_to_json(2, given);
+  doc["workloads"][0]["rw_dim"] = -4;
+  try {
+    comm_workloads_from_json(doc, "w.json", world_size);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("workloads[0].rw_dim"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CommWorkloads, BadFilesNameTheFieldAndValue) {
   auto good = [] {
     return nlohmann::json::parse(R"({"format": "shard-plan-comm-workloads/1", "world_size": 2,

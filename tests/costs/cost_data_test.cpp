@@ -22,7 +22,13 @@ fs::path fresh_dir(const std::string& name) {
 nlohmann::json meta(int batch) { return {{"kind", "comm"}, {"config", {{"batch_size", batch}}}, {"host", "h"}}; }
 
 CommSample sample(double fw) {
-  return CommSample{2, {64, 128}, {0.0, 1.5}, {fw, fw + 1}, {0.5, 0.25}};
+  CommSample s;
+  s.world_size = 2;
+  s.dim_sums = {64, 128};
+  s.delays_ms = {0.0, 1.5};
+  s.fw_ms = {fw, fw + 1};
+  s.bw_ms = {0.5, 0.25};
+  return s;
 }
 
 TEST(CostData, WritesResumesAndReadsBack) {
@@ -81,6 +87,30 @@ TEST(CostData, LoadsEveryDirectoryOfTheKindBelowARoot) {
   EXPECT_EQ(load_cost_data(root.string(), CostKind::kComm).comm.size(), 2u);
   EXPECT_THROW(load_cost_data(root.string(), CostKind::kCompute), InputError);
   fs::remove_all(root);
+}
+
+// A timed plan's reduce-scatter width and all-reduce ride along; samples without them keep the old form.
+TEST(CostData, PlanCollectivesRoundTrip) {
+  CommSample plain = sample(1.0);
+  EXPECT_FALSE(comm_sample_to_json(plain).contains("rw_dim"));
+  EXPECT_FALSE(comm_sample_to_json(plain).contains("allreduce_ms"));
+  CommSample timed = sample(1.0);
+  timed.rw_dim = 48;
+  timed.allreduce_floats = 1000;
+  timed.allreduce_ms = {0.75, 0.5};
+  CommSample back = comm_sample_from_json(comm_sample_to_json(timed), "x");
+  EXPECT_EQ(back.rw_dim, 48);
+  EXPECT_EQ(back.allreduce_floats, 1000);
+  EXPECT_EQ(back.allreduce_ms, (std::vector<double>{0.75, 0.5}));
+  EXPECT_EQ(model_dim_sums(back), (std::vector<int64_t>{112, 176}));
+  nlohmann::json missing = comm_sample_to_json(timed);
+  missing.erase("allreduce_ms");
+  try {
+    comm_sample_from_json(missing, "f:3");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("allreduce_ms"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CostData, MalformedLinesNameTheFileAndLine) {

@@ -120,9 +120,9 @@ TEST(Evaluate, MeasurementsGiveErrorAndSkippedDevices) {
 TEST(Evaluate, TimedAllToAllsGiveEachDevicesMeasuredStep) {
   auto model = make_analytic_cost_model(AnalyticCostConfig{});
   PlanEvaluation e = evaluate_plan(two_table_plan(), two_tables(), *model);
-  EXPECT_THROW(attach_comm_measurements(e, MeasuredComm{{1.0, 1.0}, {1.0, 1.0}}), InputError);  // compute first
+  EXPECT_THROW(attach_comm_measurements(e, MeasuredComm{{1.0, 1.0}, {1.0, 1.0}, {}}), InputError);  // compute first
   attach_measurements(e, {2.0, 3.0}, {"", ""});
-  attach_comm_measurements(e, MeasuredComm{{4.0, 1.0}, {0.5, 0.25}});
+  attach_comm_measurements(e, MeasuredComm{{4.0, 1.0}, {0.5, 0.25}, {}});
   ASSERT_TRUE(e.measured->max_total_ms.has_value());
   EXPECT_DOUBLE_EQ(*e.measured->max_total_ms, 6.5);  // rank 0: 2 + 4 + 0.5; rank 1: 3 + 1 + 0.25
   EXPECT_EQ(e.measured->max_total_rank, 0);
@@ -132,8 +132,47 @@ TEST(Evaluate, TimedAllToAllsGiveEachDevicesMeasuredStep) {
   EXPECT_DOUBLE_EQ(doc["measured"]["max_total_ms"].get<double>(), 6.5);
   const std::string text = format_evaluation(e);
   EXPECT_NE(text.find("m_total"), std::string::npos) << text;
-  EXPECT_NE(text.find("measured step (compute, then the all-to-alls"), std::string::npos) << text;
+  EXPECT_NE(text.find("measured step (compute, then the collectives"), std::string::npos) << text;
   EXPECT_NE(text.find("max 6.500 ms on rank 0"), std::string::npos) << text;
+  EXPECT_EQ(text.find("all-reduce"), std::string::npos) << text;
+}
+
+// The data-parallel gradients' all-reduce joins each device's backward, as the prediction counts it.
+TEST(Evaluate, TimedAllReduceJoinsTheBackward) {
+  auto model = make_analytic_cost_model(AnalyticCostConfig{});
+  PlanEvaluation e = evaluate_plan(two_table_plan(), two_tables(), *model);
+  attach_measurements(e, {2.0, 3.0}, {"", ""});
+  attach_comm_measurements(e, MeasuredComm{{4.0, 1.0}, {0.5, 0.25}, {1.0, 3.0}});
+  EXPECT_DOUBLE_EQ(*e.measured->max_total_ms, 7.5);  // rank 0: 2 + 4 + 0.5 + 1; rank 1: 3 + 1 + 0.25 + 3
+  EXPECT_EQ(e.measured->max_total_rank, 0);
+  auto doc = evaluation_to_json(e);
+  EXPECT_DOUBLE_EQ(doc["devices"][1]["measured_bw_comm_ms"].get<double>(), 3.25);
+  EXPECT_DOUBLE_EQ(doc["devices"][1]["measured_allreduce_ms"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(doc["devices"][1]["measured_total_ms"].get<double>(), 7.25);
+  const std::string text = format_evaluation(e);
+  EXPECT_NE(text.find("all-reduce of the data-parallel gradients (in m_bw): up to 3.000 ms"), std::string::npos) << text;
+}
+
+// What a plan's step is timed with: all-to-all widths of the table-, column- and table-row-wise shards only;
+// row-wise tables as one reduce-scatter width; replicas as the gradients' floats.
+TEST(MeasuredComm, EachShardingTypeGoesToItsCollective) {
+  std::vector<Table> tables = {make_table("tw", 1000, 16, 2.0), make_table("rw", 9000, 24, 8.0),
+                               make_table("dp", 100, 8, 1.0), make_table("cw", 500, 32, 1.0)};
+  Plan plan;
+  plan.cluster = cluster_of(4);
+  plan.cluster.devices_per_host = 2;
+  plan.tables.push_back(table_wise_sharding(tables[0], 1));
+  plan.tables.push_back(row_wise_sharding(tables[1], 4));
+  plan.tables.push_back(data_parallel_sharding(tables[2], 4));
+  plan.tables.push_back(sharding_of(tables[3], {Shard{2, 0, 0, 500, 20}, Shard{3, 0, 20, 500, 12}}));
+  auto comm = comm_to_measure(plan, {1.0, 2.0, 3.0, 4.0});
+  ASSERT_TRUE(comm.has_value());
+  EXPECT_EQ(comm->dim_sums, (std::vector<int64_t>{0, 16, 20, 12}));
+  EXPECT_EQ(comm->rw_dim, 24);
+  EXPECT_EQ(comm->allreduce_floats, 100 * 8);
+  EXPECT_FALSE(comm_to_measure(plan, {1.0, std::nullopt, 3.0, 4.0}).has_value());
+  EXPECT_EQ(measured_step_ms({1.0, 2.0}, MeasuredComm{{0.5, 0.5}, {0.25, 0.25}, {2.0, 1.0}}),
+            (std::vector<double>{3.75, 3.75}));
 }
 
 // Three tasks of `first_tables`, `first_tables` + 1, ... varied tables on `devices` GPUs.

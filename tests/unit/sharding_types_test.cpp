@@ -166,6 +166,33 @@ TEST(ShardingTypes, ReplicasServeTheirRanksSamplesAndAllReduceTheirGradients) {
   for (const auto& cost : score_plan(plan, {table}, *model)) EXPECT_DOUBLE_EQ(cost.bw_comm_ms, allreduce);
 }
 
+// A row-wise table's bytes are in the all-to-all's widths; its reduce-scatter and all-gather add their
+// latency to every device: 2 (W - 1) ring steps, what an all-reduce of almost nothing costs.
+TEST(ShardingTypes, RowWiseTablesAddTheirCollectivesLatency) {
+  Cluster cluster = cluster_of(4, 1ll << 30);
+  Table rw = make_table("rw", 4000, 16, 8.0);
+  Table tw = make_table("tw", 1000, 8, 2.0);
+  Plan with = plan_of(cluster, {row_wise_sharding(rw, 4), table_wise_sharding(tw, 0)});
+  std::vector<DeviceShards> devices = device_shards(with, {rw, tw});
+  for (const auto& d : devices) EXPECT_TRUE(d.row_wise);
+  auto model = testing::analytic_model();
+  const double latency = model->allreduce_ms(4.0, 4);
+  EXPECT_GT(latency, 0.0);
+  EXPECT_DOUBLE_EQ(plan_collectives_ms(*model, devices), latency);
+  EXPECT_DOUBLE_EQ(extra_collectives_ms(*model, 4000, true, 4), model->allreduce_ms(4000.0, 4) + latency);
+  EXPECT_EQ(extra_collectives_ms(*model, 4000, true, 1), 0.0);
+  Plan without = plan_of(cluster, {table_wise_sharding(rw, 1), table_wise_sharding(tw, 0)});
+  EXPECT_FALSE(device_shards(without, {rw, tw}).front().row_wise);
+  EXPECT_EQ(plan_collectives_ms(*model, device_shards(without, {rw, tw})), 0.0);
+  // The same widths scored without the row-wise flag lose exactly that latency from every backward.
+  std::vector<int64_t> widths;
+  for (const auto& d : devices) widths.push_back(d.dim_sum);
+  const std::vector<double> compute = model->predict_compute(compute_sets(devices));
+  const std::vector<DeviceCost> plain = costs_from_compute(*model, compute, widths);
+  const std::vector<DeviceCost> scored = score_plan(with, {rw, tw}, *model);
+  for (std::size_t r = 0; r < scored.size(); ++r) EXPECT_NEAR(scored[r].bw_comm_ms, plain[r].bw_comm_ms + latency, 1e-9);
+}
+
 TEST(ShardingTypes, RingAllReduceByHand) {
   CommFabric fabric;
   fabric.devices_per_host = 4;

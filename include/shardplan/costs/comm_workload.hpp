@@ -24,6 +24,12 @@ struct CommWorkload {
   std::vector<int> shard_counts;  // per rank: how many shards make up that sum
   std::vector<double> delays_ms;  // per rank: start delay standing in for unequal compute
   double imbalance = 0.0;         // the sample's imbalance level in [0, 1]
+  // Given workloads only (a plan's collectives, as TorchRec runs them): the summed width of its row-wise
+  // tables, whose pooled partial sums every rank reduce-scatters in the forward and all-gathers back in
+  // the backward (on top of the all-to-all of dim_sums); and the floats of its data-parallel gradients,
+  // all-reduced after the backward. 0: none.
+  int64_t rw_dim = 0;
+  int64_t allreduce_floats = 0;
 };
 
 // Sample `index` of the sequence `seed`. Uses only integer and exactly rounded arithmetic on
@@ -39,10 +45,12 @@ void validate_comm_workload(const CommWorkloadConfig& config);
 // Given workloads, timed by `collect-costs comm --workloads FILE` instead of drawn ones: the all-to-alls of
 // particular plans (`bench --measure-comm` writes one per plan, delays = the plan's compute skew).
 // {"format": "shard-plan-comm-workloads/1", "world_size": W,
-//  "workloads": [{"dim_sums": [W integers], "delays_ms": [W numbers]}, ...]}
+//  "workloads": [{"dim_sums": [W integers], "delays_ms": [W numbers],
+//                 "rw_dim": integer, "allreduce_floats": integer}, ...]}   (the last two optional, 0)
 inline constexpr const char* kCommWorkloadsFormat = "shard-plan-comm-workloads/1";
 inline constexpr int64_t kMaxGivenDimSum = 1 << 20;        // a rank's output width
 inline constexpr double kMaxGivenDelayMs = 60'000.0;       // a rank's start delay
+inline constexpr int64_t kMaxGivenAllreduceFloats = int64_t{1} << 31;  // 8 GiB of fp32 gradients
 
 nlohmann::json comm_workloads_to_json(int world_size, const std::vector<CommWorkload>& workloads);
 // Throws InputError naming `source` and the field (`workloads[3].dim_sums[1]`) and the value.
@@ -52,7 +60,7 @@ std::vector<CommWorkload> comm_workloads_from_json(const nlohmann::json& doc, co
 std::vector<CommWorkload> read_comm_workloads(const std::string& path, int world_size);
 // Written atomically.
 void write_comm_workloads(const std::string& path, int world_size, const std::vector<CommWorkload>& workloads);
-// A digest of the widths and delays, so ranks (and a resumed directory) can check they time the same list.
+// A digest of the widths, delays and other collectives, so ranks (and a resumed directory) can check they time the same list.
 uint64_t comm_workloads_digest(const std::vector<CommWorkload>& workloads);
 
 }  // namespace shardplan

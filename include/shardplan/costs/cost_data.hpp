@@ -48,7 +48,17 @@ struct CommSample {
   // Ranks per host when the ranks ran on several (emulated) hosts, rank r on host r / devices_per_host;
   // 0: all on one host ("gpus_per_host" in the file, absent for one host).
   int devices_per_host = 0;
+  // A plan's other collectives, when the sample timed them (given workloads; absent from drawn samples):
+  // row-wise tables' summed width (a reduce-scatter inside fw_ms, an all-gather inside bw_ms), and the
+  // data-parallel gradients' floats, all-reduced after the backward in allreduce_ms per rank.
+  int64_t rw_dim = 0;
+  int64_t allreduce_floats = 0;
+  std::vector<double> allreduce_ms;  // per rank; empty when allreduce_floats is 0
 };
+
+// Each rank's pooled output width as the cost model sees it: its all-to-all width plus the row-wise
+// width, which every rank sends in the reduce-scatter (the same bytes as an all-to-all of that width).
+std::vector<int64_t> model_dim_sums(const CommSample& sample);
 
 nlohmann::json compute_sample_to_json(const ComputeSample& sample);
 nlohmann::json comm_sample_to_json(const CommSample& sample);
