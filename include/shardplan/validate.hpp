@@ -10,9 +10,10 @@
 
 namespace shardplan {
 
-// Above this many shards in one table the validator refuses the plan (its overlap check is pairwise), so
-// the planner makes row-wise and data-parallel tables, a shard per GPU, only up to this many GPUs.
-inline constexpr std::size_t kMaxShardsPerTable = 4096;
+// Above this many shards in one table the validator refuses the plan (a bound on hostile files; its
+// overlap check is O(n log n)), so the planner makes row-wise and data-parallel tables, a shard per GPU,
+// only up to this many GPUs.
+inline constexpr std::size_t kMaxShardsPerTable = std::size_t{1} << 20;
 
 struct ValidationResult {
   std::vector<std::string> problems;  // empty when the plan is valid

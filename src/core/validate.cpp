@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -25,9 +27,6 @@ int64_t saturating_add(int64_t a, int64_t b) {
 struct Rect {
   int rank;
   int64_t row0, col0, rows, cols;
-  bool overlaps(const Rect& o) const {
-    return row0 < o.row0 + o.rows && o.row0 < row0 + rows && col0 < o.col0 + o.cols && o.col0 < col0 + cols;
-  }
 };
 
 std::pair<int64_t, int64_t> read_pair(const nlohmann::json& value, std::string_view source, const std::string& path,
@@ -161,10 +160,8 @@ class Validator {
         in_bounds = false;
       }
       area = saturating_add(area, r.rows * r.cols);
-      for (std::size_t j = 0; j < i; ++j) {
-        if (r.overlaps(rects[j])) problem("{}.shards[{}] overlaps shards[{}]", path, i, j);
-      }
     }
+    check_overlaps(rects, path);
     if (in_bounds && area != rows * dim) problem("{}: shards cover {} of the {} x {} cells (gaps)", path, area, rows, dim);
 
     if (type == "table_wise") {
@@ -181,6 +178,44 @@ class Validator {
     } else {
       problem("{}.sharding_type: unknown \"{}\" (expected table_wise, column_wise, row_wise, table_row_wise or "
               "data_parallel)", path, type);
+    }
+  }
+
+  // Names a pair of overlapping shards for each shard that overlaps one listed before it in the sweep, in
+  // O(n log n), so a shard per GPU on thousands of GPUs stays cheap. The sweep goes down the rows keeping
+  // the column spans of the shards that cover the current row; they stay disjoint (an overlapping shard
+  // is reported, not added), so a new span can only meet the spans on either side of it.
+  void check_overlaps(const std::vector<Rect>& rects, const std::string& path) {
+    std::vector<std::size_t> order(rects.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return std::tie(rects[a].row0, a) < std::tie(rects[b].row0, b);
+    });
+    std::map<int64_t, std::size_t> active;                            // col0 -> shard, disjoint spans
+    std::multimap<int64_t, std::map<int64_t, std::size_t>::iterator> ends;  // row end -> its span
+    auto report = [&](std::size_t a, std::size_t b) {
+      problem("{}.shards[{}] overlaps shards[{}]", path, std::max(a, b), std::min(a, b));
+    };
+    for (std::size_t i : order) {
+      const Rect& r = rects[i];
+      if (r.rows <= 0 || r.cols <= 0) continue;  // empty shards are reported apart and cover nothing
+      while (!ends.empty() && ends.begin()->first <= r.row0) {
+        active.erase(ends.begin()->second);
+        ends.erase(ends.begin());
+      }
+      auto next = active.lower_bound(r.col0);
+      if (next != active.end() && next->first < r.col0 + r.cols) {
+        report(i, next->second);
+        continue;
+      }
+      if (next != active.begin()) {
+        const std::size_t before = std::prev(next)->second;
+        if (rects[before].col0 + rects[before].cols > r.col0) {
+          report(i, before);
+          continue;
+        }
+      }
+      ends.emplace(r.row0 + r.rows, active.emplace(r.col0, i).first);
     }
   }
 

@@ -65,6 +65,64 @@ TEST_F(ValidateTest, FindsGapsAndOverlaps) {
   EXPECT_TRUE(has_problem("tables[0].shards[1] overlaps shards[0]"));
 }
 
+// A grid of shards, each nudged or not: the sweep flags an overlap exactly when some pair overlaps.
+TEST_F(ValidateTest, OverlapSweepAgreesWithEveryPair) {
+  for (int trial = 0; trial < 200; ++trial) {
+    uint64_t state = 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(trial + 1);
+    auto next = [&](int64_t below) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      return static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(below));
+    };
+    struct Box {
+      int64_t r0, c0, rows, cols;
+    };
+    std::vector<Box> boxes;
+    json shards = json::array();
+    json ranks = json::array();
+    for (int i = 0; i < 6; ++i) {
+      Box b{next(900), 4 * next(14), 1 + next(300), 4 * (1 + next(4))};
+      b.rows = std::min<int64_t>(b.rows, 1000 - b.r0);
+      b.cols = std::min<int64_t>(b.cols, 64 - b.c0);
+      boxes.push_back(b);
+      const int rank = i % 4;
+      ranks.push_back(rank);
+      shards.push_back({{"rank", rank}, {"shard_offsets", {b.r0, b.c0}}, {"shard_sizes", {b.rows, b.cols}},
+                        {"placement", "rank:" + std::to_string(rank) + "/cuda:" + std::to_string(rank)}});
+    }
+    bool any = false;
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        const Box& a = boxes[i];
+        const Box& b = boxes[j];
+        any = any || (a.r0 < b.r0 + b.rows && b.r0 < a.r0 + a.rows && a.c0 < b.c0 + b.cols && b.c0 < a.c0 + a.cols);
+      }
+    }
+    plan_["tables"][0]["sharding_type"] = "column_wise";
+    plan_["tables"][0]["shards"] = shards;
+    plan_["tables"][0]["ranks"] = ranks;
+    EXPECT_EQ(has_problem("overlaps shards["), any) << "trial " << trial << ": " << shards.dump();
+  }
+}
+
+// A row-wise table over 20,000 GPUs: one block per GPU, checked in well under the time pairs would take.
+TEST(Validate, RowWiseOverManyThousandGpusIsChecked) {
+  Table table = make_table("huge", 2'000'000, 16);
+  Cluster cluster;
+  cluster.num_devices = 20'000;
+  cluster.memory_per_device_bytes = 1ll << 30;
+  Plan plan;
+  plan.algorithm = "handmade";
+  plan.cluster = cluster;
+  plan.tables.push_back(row_wise_sharding(table, cluster.num_devices));
+  json doc = json::parse(plan_to_string(plan));
+  EXPECT_TRUE(validate_plan_json(doc, {table}, "plan.json").valid());
+  doc["tables"][0]["shards"][19'999]["shard_offsets"] = {1'999'800, 0};  // into the block above it
+  ValidationResult result = validate_plan_json(doc, {table}, "plan.json");
+  bool named = false;
+  for (const auto& p : result.problems) named = named || p.find("shards[19999] overlaps shards[19998]") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
 TEST_F(ValidateTest, FindsShardsOutsideTheTable) {
   plan_["tables"][1]["shards"][0]["shard_sizes"] = {501, 32};
   EXPECT_TRUE(has_problem("lies outside the 500 x 32 table"));
