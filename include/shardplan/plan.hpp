@@ -120,7 +120,9 @@ struct DeviceUsage {
   int num_column_wise = 0;
   int num_row_wise = 0;        // row_wise and table_row_wise blocks
   int num_data_parallel = 0;   // replicas
-  int64_t dim_sum = 0;  // the device's pooled output width in the all-to-all (replicas send none)
+  // The device's pooled output width: its shards' columns, a row-wise table's width on every device (all
+  // ranks join its reduce-scatter, block or not), nothing for replicas.
+  int64_t dim_sum = 0;
 };
 
 std::vector<DeviceUsage> device_usage(const Plan& plan);

@@ -33,8 +33,9 @@ int run_bench_command(int argc, char** argv) {
 of collect-costs, one device at a time) and compares the plans' measured max compute. A task's plans are
 measured together: devices with the same shards are measured once for all of them, in --measure-rounds
 interleaved rounds of fresh builds, keeping the fastest. With --measure-comm, each measured plan's
-all-to-alls are then timed across ranks on this host (collect-costs comm --spawn --workloads: one process
-per GPU, each starting when its measured compute ends) and the whole step, compute plus all-to-alls, is
+collectives (its all-to-all, row-wise tables' reduce-scatter and all-gather, data-parallel gradients'
+all-reduce) are then timed across ranks on this host (collect-costs comm --spawn --workloads: one process
+per GPU, each starting when its measured compute ends) and the whole step, compute plus collectives, is
 compared too. Measure on an idle machine: other work only adds time.
 
 neuroshard_measured (only when named in --algos) is neuroshard with measured-in-the-loop planning: it

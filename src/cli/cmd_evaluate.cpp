@@ -33,8 +33,8 @@ int run_evaluate(int argc, char** argv) {
 Measured compute is the fastest of --measure-iterations timed training steps (forward, backward, sparse
 SGD update) over --measure-rounds fresh builds of each device's shards, the statistic the bundled model
 is trained on; it describes this machine's device, which is the device the model describes only when the
-model was pre-trained on costs collected here. --measure-comm then times the plan's all-to-alls across
-ranks on this host (one process per GPU, each starting when its measured compute ends; the protocol of
+model was pre-trained on costs collected here. --measure-comm then times the plan's collectives across
+ranks on this host (all-to-all, row-wise reduce-scatter and all-gather, data-parallel all-reduce) (one process per GPU, each starting when its measured compute ends; the protocol of
 collect-costs comm) and shows each device's measured step.
 Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an invalid plan.)");
   std::string plan_path;
@@ -82,7 +82,7 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an in
     if (measured.interrupted) spdlog::warn("interrupted: the devices not reached are reported as not measured");
     const std::optional<CommToMeasure> comm = comm_to_measure(plan, measured.compute_ms);
     if (comm_flags.enabled && !comm) {
-      spdlog::warn("--measure-comm: not every device's compute was measured, so the all-to-alls are not timed");
+      spdlog::warn("--measure-comm: not every device's compute was measured, so the collectives are not timed");
     } else if (comm_flags.enabled) {
       if (auto timed = measure_comm_on_this_host(comm_flags, {*comm}, log_options.quiet).front()) {
         attach_comm_measurements(evaluation, *timed);

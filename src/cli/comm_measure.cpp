@@ -20,14 +20,14 @@ namespace shardplan::cli {
 
 void add_comm_measure_options(CLI::App& app, CommMeasureFlags& flags) {
   app.add_flag("--measure-comm", flags.enabled,
-               "With --measure, also time each measured plan's all-to-alls across ranks on this host (one "
+               "With --measure, also time each measured plan's collectives across ranks on this host (one "
                "process per GPU) and compare the whole step");
-  app.add_option("--measure-comm-batch-size", flags.batch_size, "Global batch of the timed all-to-alls")
+  app.add_option("--measure-comm-batch-size", flags.batch_size, "Global batch of the timed collectives")
       ->capture_default_str();
-  app.add_option("--measure-comm-repeats", flags.repeats, "Timed runs of each plan's all-to-alls (median per rank)")
+  app.add_option("--measure-comm-repeats", flags.repeats, "Timed runs of each plan's collectives (median per rank)")
       ->capture_default_str();
   app.add_option("--measure-comm-rounds", flags.rounds,
-                 "Interleaved passes over all plans' all-to-alls; each rank keeps its fastest")
+                 "Interleaved passes over all plans' collectives; each rank keeps its fastest")
       ->capture_default_str();
   app.add_option("--measure-comm-max-ranks", flags.max_ranks, "Plans on more GPUs than this are not timed")
       ->capture_default_str();
@@ -72,6 +72,8 @@ class ScratchDir {
   std::string path_;
 };
 
+constexpr double kMaxHostAllreduceBytes = 8.0 * (1ull << 30);
+
 // Times `plans` (all of `world_size` devices) in one spawned collection; one result per plan.
 std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flags, int world_size,
                                                     const std::vector<const CommToMeasure*>& plans, bool quiet) {
@@ -101,9 +103,9 @@ std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flag
                 "--repeats",     std::to_string(flags.repeats), "--timeout", fmt::format("{}", flags.timeout_s)};
   if (quiet) spawn.args.emplace_back("--quiet");
   spawn.launch_command = "shard-plan bench --measure-comm";
-  spdlog::info("timing the all-to-alls of {} plans on {} ranks, {} rounds", plans.size(), world_size, flags.rounds);
+  spdlog::info("timing the collectives of {} plans on {} ranks, {} rounds", plans.size(), world_size, flags.rounds);
   if (int status = spawn_local_ranks(spawn); status != 0) {
-    spdlog::warn("--measure-comm: timing the all-to-alls on {} ranks failed (exit {}); their steps are not measured",
+    spdlog::warn("--measure-comm: timing the collectives on {} ranks failed (exit {}); their steps are not measured",
                  world_size, status);
   }
   // Sample k is plan k % plans.size() in round k / plans.size(); an interrupted run leaves later ones out.
@@ -147,10 +149,24 @@ std::vector<std::optional<MeasuredComm>> measure_comm_on_this_host(const CommMea
                    indices.size(), world_size, flags.batch_size, world_size);
       continue;
     }
+    // Every rank runs on this host and holds the whole gradient: a plan whose replicas would need more
+    // than kMaxHostAllreduceBytes in all is left untimed rather than failing the others' collection.
+    std::vector<std::size_t> timed_indices;
     std::vector<const CommToMeasure*> group;
-    for (std::size_t i : indices) group.push_back(&plans[i]);
+    for (std::size_t i : indices) {
+      const double host_bytes = 4.0 * static_cast<double>(plans[i].allreduce_floats) * world_size;
+      if (host_bytes > kMaxHostAllreduceBytes) {
+        spdlog::warn("--measure-comm: a plan on {} GPUs not timed: its data-parallel gradients need {:.1f} GiB on "
+                     "this host's {} ranks, over {:.0f} GiB",
+                     world_size, host_bytes / (1ull << 30), world_size, kMaxHostAllreduceBytes / (1ull << 30));
+        continue;
+      }
+      timed_indices.push_back(i);
+      group.push_back(&plans[i]);
+    }
+    if (group.empty()) continue;
     std::vector<std::optional<MeasuredComm>> timed = time_world(flags, world_size, group, quiet);
-    for (std::size_t k = 0; k < indices.size(); ++k) results[indices[k]] = std::move(timed[k]);
+    for (std::size_t k = 0; k < timed_indices.size(); ++k) results[timed_indices[k]] = std::move(timed[k]);
   }
   return results;
 }

@@ -42,7 +42,11 @@ std::vector<DeviceUsage> device_usage(const Plan& plan) {
         case ShardingType::kTableRowWise: device.num_row_wise += 1; break;
         case ShardingType::kDataParallel: device.num_data_parallel += 1; break;
       }
-      if (table.type != ShardingType::kDataParallel) device.dim_sum += shard.cols;
+      if (table.type != ShardingType::kDataParallel && table.type != ShardingType::kRowWise) device.dim_sum += shard.cols;
+    }
+    // Every rank takes part in a row-wise table's reduce-scatter, with or without a block of it.
+    if (table.type == ShardingType::kRowWise) {
+      for (auto& device : usage) device.dim_sum += table.dim;
     }
   }
   return usage;
@@ -104,7 +108,11 @@ std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Tabl
       device.pieces.push_back(replicated ? replica_as_table(table, plan.cluster.num_devices)
                                          : shard_as_table(table, shard));
       device.plan_tables.push_back(t);
-      if (!replicated) device.dim_sum += shard.cols;
+      if (!replicated && plan.tables[t].type != ShardingType::kRowWise) device.dim_sum += shard.cols;
+    }
+    // Every rank takes part in a row-wise table's reduce-scatter, with or without a block of it.
+    if (plan.tables[t].type == ShardingType::kRowWise) {
+      for (auto& device : devices) device.dim_sum += plan.tables[t].dim;
     }
   }
   for (auto& device : devices) {

@@ -181,10 +181,11 @@ class Validator {
     }
   }
 
-  // Names a pair of overlapping shards for each shard that overlaps one listed before it in the sweep, in
-  // O(n log n), so a shard per GPU on thousands of GPUs stays cheap. The sweep goes down the rows keeping
-  // the column spans of the shards that cover the current row; they stay disjoint (an overlapping shard
-  // is reported, not added), so a new span can only meet the spans on either side of it.
+  // Reports an overlapping pair whenever any shards overlap, in O(n log n), so a shard per GPU on
+  // thousands of GPUs stays cheap. The sweep goes down the rows keeping the column spans of the shards
+  // that cover the current row; they stay disjoint (a shard meeting one is reported and left out), so a
+  // new span can only meet the spans on either side of it. A shard that overlaps only shards left out is
+  // not named again: the plan is already invalid.
   void check_overlaps(const std::vector<Rect>& rects, const std::string& path) {
     std::vector<std::size_t> order(rects.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;

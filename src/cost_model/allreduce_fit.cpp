@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 
@@ -19,8 +20,12 @@ double measured_allreduce_ms(const CommSample& sample) {
 
 namespace {
 
-// min sum ((a + b x_i) / y_i - 1)^2 over a >= 0, b > 0: weighted least squares with weights 1 / y^2; when
-// the free optimum has a < 0 or b <= 0, the best line through the origin.
+// A slope this small stands for "no growth with bytes" (an effectively unbounded bus rate).
+constexpr double kFlatSlope = 1e-15;
+
+// min sum ((a + b x_i) / y_i - 1)^2 over a >= 0, b > 0: weighted least squares with weights 1 / y^2. When
+// the free optimum leaves that region (or is not unique: one size), the best on its edges: the line
+// through the origin (a = 0) or the flat one (b -> 0), whichever errs less.
 std::pair<double, double> fit_line(const std::vector<double>& x, const std::vector<double>& y) {
   double s0 = 0, s1 = 0, s2 = 0, t0 = 0, t1 = 0;  // sums of w, w x, w x^2, w y, w x y with w = 1 / y^2
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -37,7 +42,15 @@ std::pair<double, double> fit_line(const std::vector<double>& x, const std::vect
     const double b = (s0 * t1 - s1 * t0) / det;
     if (a >= 0.0 && b > 0.0) return {a, b};
   }
-  return {0.0, s2 > 0 ? t1 / s2 : 0.0};
+  auto error = [&](double a, double b) {
+    double e = 0.0;
+    for (std::size_t i = 0; i < x.size(); ++i) e += std::pow((a + b * x[i]) / y[i] - 1.0, 2);
+    return e;
+  };
+  const std::pair<double, double> through_origin{0.0, s2 > 0 ? t1 / s2 : 0.0};
+  const std::pair<double, double> flat{s0 > 0 ? t0 / s0 : 0.0, kFlatSlope};
+  if (!(through_origin.second > 0.0)) return flat;
+  return error(flat.first, flat.second) < error(through_origin.first, through_origin.second) ? flat : through_origin;
 }
 
 }  // namespace
@@ -54,7 +67,6 @@ AllreduceFit fit_allreduce(const std::vector<CommSample>& samples) {
   AllreduceFit fit;
   for (const auto& [world_size, xy] : by_size) {
     const auto [intercept, slope] = fit_line(xy.first, xy.second);
-    if (!(slope > 0.0)) continue;  // nothing to learn a rate from
     const double w = static_cast<double>(world_size);
     AllreduceFitPoint p;
     p.world_size = world_size;

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "parallel_for.hpp"
+#include "shardplan/cluster.hpp"
 #include "shardplan/validate.hpp"
 
 namespace shardplan {
@@ -25,6 +26,8 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr double kMinConversionGain = 0.05;
 // Above the float sums' rounding, so that no move is taken on noise.
 constexpr double kMinMoveGain = 1e-6;
+// A shard per GPU (row-wise, data-parallel) stays within what validate accepts on any cluster.
+static_assert(static_cast<std::size_t>(kMaxDevices) <= kMaxShardsPerTable);
 
 // A table's shards as the pass sees them: each one's cost-model summary, memory and all-to-all width.
 struct Layout {
@@ -281,11 +284,13 @@ class TypePass {
                            std::any_of(now.shards.begin(), now.shards.end(),
                                        [&](const Shard& s) { return s.rank == sources.front(); });
       const Table& table = *tables_[t];
-      const bool shard_per_gpu_fits = static_cast<std::size_t>(devices_) <= kMaxShardsPerTable;
-      if (options_.allowed.allows(ShardingType::kRowWise) && shard_per_gpu_fits && !offered) {
-        out.push_back({t, make_layout(t, row_wise_sharding(table, devices_))});
+      if (options_.allowed.allows(ShardingType::kRowWise) && !offered) {
+        // Only with a block on every rank: every rank joins the reduce-scatter, and the layout's widths
+        // count the table on the ranks that hold it (device_shards counts it on all).
+        TableSharding rows = row_wise_sharding(table, devices_);
+        if (rows.shards.size() == static_cast<std::size_t>(devices_)) out.push_back({t, make_layout(t, std::move(rows))});
       }
-      if (options_.allowed.allows(ShardingType::kDataParallel) && shard_per_gpu_fits && !offered) {
+      if (options_.allowed.allows(ShardingType::kDataParallel) && !offered) {
         out.push_back({t, make_layout(t, data_parallel_sharding(table, devices_))});
       }
       // On one host, table-row-wise is row-wise; TorchRec shards it over whole hosts only.

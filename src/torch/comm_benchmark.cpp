@@ -24,6 +24,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -405,6 +406,10 @@ Timing run_sample(const Job& job, Buffers& buffers, const CommWorkload& w, int64
   }
   at::Tensor embeddings = buffers.first(send_total);
   at::Tensor received = buffers.second(recv_total);
+  // The row-wise and all-reduce buffers too, before the clock starts: growing one allocates and fills it.
+  const int64_t rw_floats = local_batch * w.rw_dim;
+  at::Tensor third = buffers.third(std::max(2 * job.world * rw_floats, w.allreduce_floats));
+  at::Tensor rw_mine = buffers.fourth(rw_floats);
 
   Timing timing;
   auto released = Clock::now();
@@ -417,13 +422,9 @@ Timing run_sample(const Job& job, Buffers& buffers, const CommWorkload& w, int64
   std::vector<int64_t> recv_counts = fw_recv;
   std::vector<int64_t> send_counts = fw_send;
   job.finish(job.group->alltoall_base(received, embeddings, recv_counts, send_counts));
-  const int64_t rw_floats = local_batch * w.rw_dim;
-  at::Tensor rw_whole_batch, rw_mine;
   if (rw_floats > 0) {
-    rw_whole_batch = buffers.third(2 * job.world * rw_floats);
-    rw_mine = buffers.fourth(rw_floats);
-    at::Tensor partial = rw_whole_batch.narrow(0, 0, job.world * rw_floats);
-    at::Tensor scratch = rw_whole_batch.narrow(0, job.world * rw_floats, job.world * rw_floats);
+    at::Tensor partial = third.narrow(0, 0, job.world * rw_floats);
+    at::Tensor scratch = third.narrow(0, job.world * rw_floats, job.world * rw_floats);
     reduce_scatter_rows(job, partial, scratch, rw_mine);
   }
   timing.fw_ms = ms_since(start);
@@ -435,15 +436,14 @@ Timing run_sample(const Job& job, Buffers& buffers, const CommWorkload& w, int64
   send_counts = fw_recv;
   job.finish(job.group->alltoall_base(embeddings, received, recv_counts, send_counts));
   if (rw_floats > 0) {
-    at::Tensor gathered = rw_whole_batch.narrow(0, 0, job.world * rw_floats);
+    at::Tensor gathered = third.narrow(0, 0, job.world * rw_floats);
     all_gather_rows(job, rw_mine, gathered);
   }
   timing.bw_ms = ms_since(start);
 
   if (w.allreduce_floats > 0) {
     // DDP all-reduces the replicas' gradients once the backward is done; timed from a common start.
-    at::Tensor gradients = buffers.third(std::max(w.allreduce_floats, 2 * job.world * rw_floats))
-                               .narrow(0, 0, w.allreduce_floats);
+    at::Tensor gradients = third.narrow(0, 0, w.allreduce_floats);
     job.finish(job.group->barrier());
     start = Clock::now();
     std::vector<at::Tensor> tensors{gradients};
@@ -573,6 +573,8 @@ void check_given_workloads(const CommCollectConfig& config, int64_t local_batch)
                                  config.samples));
   }
   const auto ranks = static_cast<std::size_t>(config.rendezvous.world_size);
+  // Buffers only grow, so a rank ends up holding each one's largest size over the list.
+  std::array<double, 4> largest{};
   for (std::size_t i = 0; i < given.size(); ++i) {
     if (given[i].dim_sums.size() != ranks || given[i].delays_ms.size() != ranks) {
       throw InputError(fmt::format("{}: workloads[{}]: must list the {} ranks of the world size", source, i, ranks));
@@ -583,13 +585,25 @@ void check_given_workloads(const CommCollectConfig& config, int64_t local_batch)
     for (int64_t d : given[i].dim_sums) width += d;
     const double rw_floats = static_cast<double>(local_batch) * static_cast<double>(given[i].rw_dim);
     const double third = std::max(2.0 * static_cast<double>(ranks) * rw_floats, static_cast<double>(given[i].allreduce_floats));
-    const double bytes =
-        (2.0 * static_cast<double>(local_batch) * static_cast<double>(width) + third + rw_floats) * sizeof(float);
+    const std::array<double, 4> sizes{static_cast<double>(local_batch) * static_cast<double>(width),
+                                      static_cast<double>(local_batch) * static_cast<double>(width), third, rw_floats};
+    double bytes = 0.0;
+    for (std::size_t b = 0; b < sizes.size(); ++b) {
+      bytes += sizes[b] * sizeof(float);
+      largest[b] = std::max(largest[b], sizes[b]);
+    }
     if (bytes > kMaxGivenBufferBytes) {
-      throw InputError(fmt::format("{}: workloads[{}].dim_sums: need {:.1f} GiB of buffers per rank at batch {}, over "
-                                   "the limit of {:.0f} GiB",
+      throw InputError(fmt::format("{}: workloads[{}]: its dim_sums, rw_dim and allreduce_floats need {:.1f} GiB of "
+                                   "buffers per rank at batch {}, over the limit of {:.0f} GiB",
                                    source, i, bytes / (1ull << 30), config.batch_size, kMaxGivenBufferBytes / (1ull << 30)));
     }
+  }
+  double held = 0.0;
+  for (double floats : largest) held += floats * sizeof(float);
+  if (held > kMaxGivenBufferBytes) {
+    throw InputError(fmt::format("{}: workloads: together need {:.1f} GiB of buffers per rank at batch {} (each buffer "
+                                 "keeps its largest size), over the limit of {:.0f} GiB",
+                                 source, held / (1ull << 30), config.batch_size, kMaxGivenBufferBytes / (1ull << 30)));
   }
 }
 

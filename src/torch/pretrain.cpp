@@ -336,12 +336,26 @@ CommFabric comm_fabric(const CostData& comm_data, const PretrainConfig& config, 
 
 CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config, const ComputeModelSpec& compute_spec) {
   CommPart part;
-  // Samples that timed an all-reduce (plans' collectives, given workloads) fit the all-reduce only; the
-  // all-to-all part learns from the others, so adding them leaves it as it was.
+  // Samples that timed an all-reduce (given workloads) fit the all-reduce only, and samples of plans with
+  // row-wise tables (whose reduce-scatter and all-gather latency extra_collectives_ms charges apart) train
+  // nothing: the all-to-all part learns from the plain ones, so adding either leaves it as it was.
   CostData comm_data;
   comm_data.meta = all_comm.meta;
   std::vector<CommSample> allreduce_samples;
-  for (const auto& s : all_comm.comm) (s.allreduce_floats > 0 ? allreduce_samples : comm_data.comm).push_back(s);
+  std::size_t row_wise_samples = 0;
+  for (const auto& s : all_comm.comm) {
+    if (s.allreduce_floats > 0) {
+      allreduce_samples.push_back(s);
+    } else if (s.rw_dim > 0) {
+      ++row_wise_samples;
+    } else {
+      comm_data.comm.push_back(s);
+    }
+  }
+  if (row_wise_samples > 0) {
+    spdlog::info("comm data: left out {} samples of plans with row-wise tables (their extra collectives are charged "
+                 "apart)", row_wise_samples);
+  }
   if (comm_data.comm.empty()) throw InputError("the comm cost data holds only all-reduce samples: no all-to-all to learn");
   const CommFabric fabric = comm_fabric(comm_data, config);
   CommRows rows = comm_rows(comm_data.comm, fabric);

@@ -104,6 +104,25 @@ TEST(AllreduceFit, NegativeLatencyIsRefused) {
   EXPECT_GT(fit.points[0].bus_bytes_per_ms, 0.0);
 }
 
+// Times that fall with bytes, or one size only: the edge that errs less, never a latency thrown away.
+TEST(AllreduceFit, FlatOrSingleSizeDataKeepTheirLatency) {
+  std::vector<CommSample> falling;
+  for (auto [floats, ms] : {std::pair<int64_t, double>{1000, 10.0}, {100000, 9.0}, {1000000, 8.0}}) {
+    falling.push_back(sample(8, floats, ms));
+  }
+  AllreduceFit fit = fit_allreduce(falling);
+  ASSERT_EQ(fit.points.size(), 1u);
+  EXPECT_GT(fit.points[0].step_latency_ms * 14.0, 8.0);  // about the times measured, from latency alone
+  EXPECT_GT(fit.points[0].bus_bytes_per_ms, 0.0);
+  const double small = fitted_allreduce_ms(fit, one_host(8), 4.0, 8);
+  EXPECT_GT(small, 8.0);
+  EXPECT_LT(small, 10.0);
+
+  AllreduceFit single = fit_allreduce({sample(4, 5000, 2.0), sample(4, 5000, 2.2)});
+  ASSERT_EQ(single.points.size(), 1u);
+  EXPECT_NEAR(fitted_allreduce_ms(single, one_host(4), 20000.0, 4), 2.1, 0.15);
+}
+
 TEST(AllreduceFit, JsonRoundTripAndErrorsNameTheField) {
   AllreduceFit fit;
   fit.points = {{2, 0.25, 1500.0, 40}, {8, 1.0, 1200.0, 40}};

@@ -6,6 +6,7 @@
 
 #include "shardplan/comm_structure.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/measured_comm.hpp"
 #include "shardplan/neuroshard.hpp"
 #include "shardplan/plan_io.hpp"
 #include "shardplan/plan_reader.hpp"
@@ -191,6 +192,21 @@ TEST(ShardingTypes, RowWiseTablesAddTheirCollectivesLatency) {
   const std::vector<DeviceCost> plain = costs_from_compute(*model, compute, widths);
   const std::vector<DeviceCost> scored = score_plan(with, {rw, tw}, *model);
   for (std::size_t r = 0; r < scored.size(); ++r) EXPECT_NEAR(scored[r].bw_comm_ms, plain[r].bw_comm_ms + latency, 1e-9);
+}
+
+// A row-wise table with fewer blocks than GPUs (17 rows on 8 GPUs: blocks of 3 on ranks 0-5): every rank
+// still joins its reduce-scatter, so every rank carries its width, as the measured step times it.
+TEST(ShardingTypes, EveryRankCarriesARowWiseTablesWidth) {
+  Cluster cluster = cluster_of(8, 1ll << 30);
+  Table small = make_table("small", 17, 12, 4.0);
+  Plan plan = plan_of(cluster, {row_wise_sharding(small, 8)});
+  ASSERT_EQ(plan.tables[0].shards.size(), 6u);
+  for (const auto& d : device_shards(plan, {small})) EXPECT_EQ(d.dim_sum, 12);
+  for (const auto& u : device_usage(plan)) EXPECT_EQ(u.dim_sum, 12);
+  auto comm = comm_to_measure(plan, std::vector<std::optional<double>>(8, 1.0));
+  ASSERT_TRUE(comm.has_value());
+  EXPECT_EQ(comm->rw_dim, 12);
+  EXPECT_EQ(comm->dim_sums, std::vector<int64_t>(8, 0));
 }
 
 TEST(ShardingTypes, RingAllReduceByHand) {
