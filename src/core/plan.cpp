@@ -26,6 +26,25 @@ std::optional<ShardingType> parse_sharding_type(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+// Each rank's pooled output width from one table: its shards' columns; a row-wise table's full width on
+// every rank (all ranks join its reduce-scatter, block or not); nothing for replicas.
+template <typename AddWidth>
+void for_each_output_width(const TableSharding& table, int num_devices, AddWidth add) {
+  switch (table.type) {
+    case ShardingType::kDataParallel:
+      return;
+    case ShardingType::kRowWise:
+      for (int rank = 0; rank < num_devices; ++rank) add(rank, table.dim);
+      return;
+    default:
+      for (const auto& shard : table.shards) add(shard.rank, shard.cols);
+  }
+}
+
+}  // namespace
+
 std::vector<DeviceUsage> device_usage(const Plan& plan) {
   std::vector<DeviceUsage> usage(static_cast<std::size_t>(plan.cluster.num_devices));
   for (const auto& table : plan.tables) {
@@ -42,12 +61,9 @@ std::vector<DeviceUsage> device_usage(const Plan& plan) {
         case ShardingType::kTableRowWise: device.num_row_wise += 1; break;
         case ShardingType::kDataParallel: device.num_data_parallel += 1; break;
       }
-      if (table.type != ShardingType::kDataParallel && table.type != ShardingType::kRowWise) device.dim_sum += shard.cols;
     }
-    // Every rank takes part in a row-wise table's reduce-scatter, with or without a block of it.
-    if (table.type == ShardingType::kRowWise) {
-      for (auto& device : usage) device.dim_sum += table.dim;
-    }
+    for_each_output_width(table, plan.cluster.num_devices,
+                          [&](int rank, int64_t cols) { usage[static_cast<std::size_t>(rank)].dim_sum += cols; });
   }
   return usage;
 }
@@ -108,12 +124,9 @@ std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Tabl
       device.pieces.push_back(replicated ? replica_as_table(table, plan.cluster.num_devices)
                                          : shard_as_table(table, shard));
       device.plan_tables.push_back(t);
-      if (!replicated && plan.tables[t].type != ShardingType::kRowWise) device.dim_sum += shard.cols;
     }
-    // Every rank takes part in a row-wise table's reduce-scatter, with or without a block of it.
-    if (plan.tables[t].type == ShardingType::kRowWise) {
-      for (auto& device : devices) device.dim_sum += plan.tables[t].dim;
-    }
+    for_each_output_width(plan.tables[t], plan.cluster.num_devices,
+                          [&](int rank, int64_t cols) { devices[static_cast<std::size_t>(rank)].dim_sum += cols; });
   }
   for (auto& device : devices) {
     device.allreduce_bytes = allreduce_bytes;

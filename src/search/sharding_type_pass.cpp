@@ -36,7 +36,8 @@ struct Layout {
   std::vector<int64_t> bytes;
   std::vector<int64_t> widths;   // 0 for replicas, which send nothing in the all-to-all
   int64_t allreduce_bytes = 0;
-  int row_wise_tables = 0;       // 1 for a row-wise table: the plan then runs a reduce-scatter and an all-gather
+  // 1 for a row-wise table: the plan then runs a reduce-scatter and an all-gather.
+  int row_wise() const { return sharding.type == ShardingType::kRowWise ? 1 : 0; }
 };
 
 // Per device: the sum of its shards' summaries, its memory, all-to-all width and shard count.
@@ -157,7 +158,6 @@ class TypePass {
       layout.widths.push_back(replicated ? 0 : shard.cols);
     }
     if (replicated) layout.allreduce_bytes = replica_gradient_bytes(table);
-    layout.row_wise_tables = sharding.type == ShardingType::kRowWise ? 1 : 0;
     layout.sharding = std::move(sharding);
     return layout;
   }
@@ -165,7 +165,7 @@ class TypePass {
   void add(const Layout& layout, int sign) {
     state_.shift(layout, sign);
     allreduce_bytes_ += sign * layout.allreduce_bytes;
-    row_wise_tables_ += sign * layout.row_wise_tables;
+    row_wise_tables_ += sign * layout.row_wise();
   }
 
   double collectives_ms(int64_t allreduce_bytes, int row_wise_tables) const {
@@ -221,7 +221,7 @@ class TypePass {
     }
     return max_total_from_compute(model_, compute, width,
                                   collectives_ms(allreduce_bytes_ - now.allreduce_bytes + next.allreduce_bytes,
-                                                 row_wise_tables_ - now.row_wise_tables + next.row_wise_tables));
+                                                 row_wise_tables_ - now.row_wise() + next.row_wise()));
   }
 
   void apply(std::size_t t, Layout next) {
