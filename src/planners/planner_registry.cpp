@@ -13,7 +13,7 @@
 namespace shardplan {
 
 const std::vector<std::string>& planner_names() {
-  static const std::vector<std::string> names = {"neuroshard", "torchrec", "size_lookup_greedy", "lookup_greedy", "dim_greedy",
+  static const std::vector<std::string> names = {"neuroshard", "torchrec", "torchrec_all_types", "size_lookup_greedy", "lookup_greedy", "dim_greedy",
                                                  "size_greedy", "random"};
   return names;
 }
@@ -28,7 +28,8 @@ std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig
   if (name == "neuroshard_measured") {
     return make_measured_neuroshard_planner(config.cost_model, config.neuroshard, config.measure_loop, config.measure_sets);
   }
-  if (name == "torchrec") return make_torchrec_planner();
+  if (name == "torchrec") return make_torchrec_planner(/*all_types=*/false);
+  if (name == "torchrec_all_types") return make_torchrec_planner(/*all_types=*/true);
   if (name == "random") return make_random_baseline(config.seed);
   if (name == "size_greedy") {
     return make_greedy_baseline("size_greedy", [](const Table& t, const Cluster& c) {

@@ -1,16 +1,23 @@
-// The "torchrec" baseline: what TorchRec's planner would do (torchrec-baseline.md). Its analytic
-// estimate, additive over a rank's shards; per table the table-wise option and, for tables wide enough,
-// the column-wise option with its single width rule; proposals of option choices, each partitioned
-// greedily by performance; the proposal its own estimate rates best wins. Memory follows our cluster
-// model (weights, optimizer state, reserve) so every planner is held to the same capacity.
+// The "torchrec" baselines: what TorchRec's planner would do (torchrec-baseline.md). Its analytic estimate,
+// additive over a rank's shards (torchrec_estimates.hpp); per table a set of sharding options; proposals
+// of one option per table, each partitioned greedily by performance; the proposal its own estimate rates
+// best (the slowest rank's summed perf) wins. Memory follows our cluster model (weights, optimizer state,
+// reserve) so every planner is held to the same capacity.
+//
+// "torchrec" offers table-wise and column-wise options (column-wise with TorchRec's single width rule).
+// "torchrec_all_types" adds what TorchRec's EmbeddingBagCollection sharder offers by default: row-wise,
+// table-row-wise (across hosts) and data-parallel, with TorchRec's own proposers (greedy by depth, greedy by
+// sum, uniform) beside the table- and column-wise proposals.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 #include "shardplan/errors.hpp"
 #include "shardplan/planner.hpp"
 #include "shardplan/units.hpp"
+#include "torchrec_estimates.hpp"
 #include "torchrec_planner.hpp"
 
 namespace shardplan {
@@ -26,66 +33,182 @@ namespace {
 
 constexpr int kMinPartition = 128;  // TorchRec's default
 
+// A greedy proposer stops after this many table-or-rank visits of its partitions (each proposal's costs
+// about tables + GPUs): TorchRec bounds its planner with a timeout; a count keeps the plan deterministic.
+// It binds from about 500 tables on 128 GPUs (a proposer makes up to 4 proposals per table).
+constexpr int64_t kGreedyProposerWork = int64_t{1} << 21;
+
+// A table-wise or column-wise shard: its columns, memory and estimate; the partition picks its rank.
 struct OptionShard {
-  int table = 0;
-  int col_offset = 0;
-  int cols = 0;
+  Shard shard;
   int64_t bytes = 0;
   double perf_ms = 0.0;
 };
 
-struct Proposal {
+struct Option {
+  ShardingType type = ShardingType::kTableWise;
+  std::vector<OptionShard> shards;  // table-wise and column-wise
+  // Row-wise, table-row-wise and data-parallel: `blocks` pieces on consecutive ranks from the first of the
+  // job (row-wise, data-parallel) or of a host (table-row-wise), each with the same estimate; every block
+  // but the last needs `block_bytes`, the last `last_bytes`.
+  int blocks = 0;
+  double block_perf_ms = 0.0;
+  int64_t block_bytes = 0;
+  int64_t last_bytes = 0;
+
+  // Row-wise and data-parallel blocks have their ranks; TorchRec places them before everything else.
+  bool uniform() const { return type == ShardingType::kRowWise || type == ShardingType::kDataParallel; }
+  bool blockwise() const { return blocks > 0; }
+  double max_perf() const {
+    if (blockwise()) return block_perf_ms;
+    double m = 0.0;
+    for (const auto& s : shards) m = std::max(m, s.perf_ms);
+    return m;
+  }
+  double sum_perf() const {
+    if (blockwise()) return block_perf_ms * blocks;
+    double sum = 0.0;
+    for (const auto& s : shards) sum += s.perf_ms;
+    return sum;
+  }
+  // What TorchRec's GreedyProposer compares to pick the option to give up next: (max, sum) of shard storage.
+  std::pair<int64_t, int64_t> storage() const {
+    if (blockwise()) return {std::max(block_bytes, last_bytes), block_bytes * (blocks - 1) + last_bytes};
+    int64_t max = 0;
+    int64_t sum = 0;
+    for (const auto& s : shards) {
+      max = std::max(max, s.bytes);
+      sum += s.bytes;
+    }
+    return {max, sum};
+  }
+};
+
+using Proposal = std::vector<int>;  // per table, the index of its option
+
+struct Placement {
   bool feasible = false;
   double max_rank_ms = 0.0;
-  std::vector<int> ranks;  // per shard
-  std::vector<OptionShard> shards;
+  Proposal proposal;
+  // Per table: the ranks of a table-wise or column-wise option's shards, or a table-row-wise table's host.
+  std::vector<std::vector<int>> ranks;
 };
 
 class TorchRecPlanner final : public Planner {
  public:
-  std::string_view name() const override { return "torchrec"; }
+  explicit TorchRecPlanner(bool all_types) : all_types_(all_types) {}
+
+  std::string_view name() const override { return all_types_ ? "torchrec_all_types" : "torchrec"; }
 
   Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const override {
     validate_cluster(cluster);
-    std::vector<Table> unsplittable;
-    for (const auto& table : tables) {
-      if (torchrec_column_width(table.dim, kMinPartition) == table.dim) unsplittable.push_back(table);
+    if (all_types_) {
+      check_total_capacity(tables, cluster);  // row-wise blocks can hold a table no GPU holds whole
+    } else {
+      std::vector<Table> unsplittable;
+      for (const auto& table : tables) {
+        if (torchrec_column_width(table.dim, kMinPartition) == table.dim) unsplittable.push_back(table);
+      }
+      check_table_wise_capacity(unsplittable, cluster);  // names a table too large for any device
+      check_total_capacity(tables, cluster);
     }
-    check_table_wise_capacity(unsplittable, cluster);  // names a table too large for any device
-    check_total_capacity(tables, cluster);
     AnalyticCostConfig estimate;
     estimate.devices_per_host = cluster.devices_per_host;
-    const int64_t usable = cluster.usable_bytes_per_device();
+    const auto options = enumerate_options(tables, cluster, estimate);
 
-    std::vector<char> has_column_option(tables.size(), 0);
-    std::vector<char> fits_whole(tables.size(), 0);
-    for (std::size_t t = 0; t < tables.size(); ++t) {
-      has_column_option[t] = torchrec_column_width(tables[t].dim, kMinPartition) < tables[t].dim;
-      fits_whole[t] = table_memory_bytes(tables[t], cluster.optimizer) <= usable;
+    Placement best = table_and_column_proposals(tables, options, cluster);
+    if (all_types_) {
+      for (bool use_depth : {true, false}) greedy_proposals(options, cluster, use_depth, best);
+      uniform_proposals(options, cluster, best);
     }
-    auto propose = [&](const std::vector<char>& column_wise) {
-      std::vector<OptionShard> shards;
-      for (std::size_t t = 0; t < tables.size(); ++t) {
-        const int width = column_wise[t] ? torchrec_column_width(tables[t].dim, kMinPartition) : tables[t].dim;
-        for (int offset = 0; offset < tables[t].dim; offset += width) {
-          double perf = analytic_shard_cost(shard_features(tables[t], width), cluster.num_devices, estimate).total_ms();
-          shards.push_back(OptionShard{static_cast<int>(t), offset, width,
-                                       shard_memory_bytes(tables[t].rows, width, tables[t].dtype, cluster.optimizer), perf});
-        }
-      }
-      return partition(std::move(shards), cluster);
-    };
+    if (!best.feasible) {
+      throw InfeasibleError(fmt::format("{}: no proposal fits: a table or {} found no device with room (each offers {}{})",
+                                        name(), all_types_ ? "shard" : "column-wise shard",
+                                        format_bytes(cluster.usable_bytes_per_device()),
+                                        all_types_ ? "" : "; TorchRec would need row-wise sharding here"));
+    }
+    return to_plan(best, tables, options, cluster);
+  }
 
-    // Proposals: table-wise wherever a table fits whole; column-wise wherever TorchRec allows; then,
-    // greedily, each column-capable table switched from the first to column-wise if that rates better.
-    std::vector<char> choice(tables.size());
-    for (std::size_t t = 0; t < tables.size(); ++t) choice[t] = !fits_whole[t] && has_column_option[t];
-    Proposal current = propose(choice);
-    Proposal best = propose(has_column_option);
+ private:
+  bool all_types_;
+
+  // Per table: table-wise first, column-wise second when TorchRec's width rule splits it, then (all types)
+  // row-wise, table-row-wise when the GPUs are whole hosts, and data-parallel.
+  std::vector<std::vector<Option>> enumerate_options(const std::vector<Table>& tables, const Cluster& cluster,
+                                                     const AnalyticCostConfig& estimate) const {
+    const int world = cluster.num_devices;
+    const int per_host = cluster.devices_per_host;
+    std::vector<std::vector<Option>> options(tables.size());
     for (std::size_t t = 0; t < tables.size(); ++t) {
-      if (!has_column_option[t] || choice[t]) continue;
-      choice[t] = 1;
-      Proposal trial = propose(choice);
+      const Table& table = tables[t];
+      auto add_slices = [&](ShardingType type, int width) {
+        Option option{type, {}};
+        for (int offset = 0; offset < table.dim; offset += width) {
+          option.shards.push_back(OptionShard{Shard{-1, 0, offset, table.rows, width},
+                                              shard_memory_bytes(table.rows, width, table.dtype, cluster.optimizer),
+                                              torchrec_shard_perf_ms(type, table, width, world, estimate)});
+        }
+        options[t].push_back(std::move(option));
+      };
+      add_slices(ShardingType::kTableWise, table.dim);
+      const int width = torchrec_column_width(table.dim, kMinPartition);
+      if (width < table.dim) add_slices(ShardingType::kColumnWise, width);
+      if (!all_types_ || world < 2) continue;
+
+      // Row blocks as row_wise_sharding and table_row_wise_sharding lay them out (empty blocks left out).
+      auto add_blocks = [&](ShardingType type, int ranks) {
+        Option option{type, {}};
+        const int64_t rows = (table.rows + ranks - 1) / ranks;
+        option.blocks = static_cast<int>((table.rows + rows - 1) / rows);
+        option.block_perf_ms = torchrec_shard_perf_ms(type, table, table.dim, world, estimate);
+        option.block_bytes = shard_memory_bytes(rows, table.dim, table.dtype, cluster.optimizer);
+        option.last_bytes = shard_memory_bytes(table.rows - rows * (option.blocks - 1), table.dim, table.dtype,
+                                               cluster.optimizer);
+        options[t].push_back(std::move(option));
+      };
+      add_blocks(ShardingType::kRowWise, world);
+      if (world > per_host && world % per_host == 0) add_blocks(ShardingType::kTableRowWise, per_host);
+      Option replicas{ShardingType::kDataParallel, {}};
+      replicas.blocks = world;
+      replicas.block_perf_ms = torchrec_shard_perf_ms(ShardingType::kDataParallel, table, table.dim, world, estimate);
+      replicas.block_bytes = replicas.last_bytes = replica_memory_bytes(table, cluster.optimizer);
+      options[t].push_back(std::move(replicas));
+    }
+    return options;
+  }
+
+  static int option_of_type(const std::vector<Option>& options, ShardingType type) {
+    for (std::size_t i = 0; i < options.size(); ++i) {
+      if (options[i].type == type) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  static void keep_if_better(Placement candidate, Placement& best) {
+    if (candidate.feasible && (!best.feasible || candidate.max_rank_ms < best.max_rank_ms)) best = std::move(candidate);
+  }
+
+  // Table-wise wherever a table fits whole, column-wise wherever TorchRec allows; then, greedily, each
+  // column-capable table switched from the first to column-wise if that rates better.
+  static Placement table_and_column_proposals(const std::vector<Table>& tables,
+                                              const std::vector<std::vector<Option>>& options, const Cluster& cluster) {
+    const int64_t usable = cluster.usable_bytes_per_device();
+    Proposal choice(tables.size());
+    Proposal all_columns(tables.size());
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      const int column = option_of_type(options[t], ShardingType::kColumnWise);
+      const bool fits_whole = table_memory_bytes(tables[t], cluster.optimizer) <= usable;
+      all_columns[t] = column >= 0 ? column : 0;
+      choice[t] = !fits_whole && column >= 0 ? column : 0;
+    }
+    Placement current = partition(choice, options, cluster);
+    Placement best = partition(all_columns, options, cluster);
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      const int column = option_of_type(options[t], ShardingType::kColumnWise);
+      if (column < 0 || choice[t] == column) continue;
+      choice[t] = column;
+      Placement trial = partition(choice, options, cluster);
       if (better(trial, current)) {
         current = std::move(trial);
       } else {
@@ -93,72 +216,214 @@ class TorchRecPlanner final : public Planner {
       }
     }
     if (better(current, best)) best = std::move(current);
-    if (!best.feasible) {
-      throw InfeasibleError(fmt::format(
-          "torchrec: no proposal fits: a table or column-wise shard found no device with room (each offers {}; "
-          "TorchRec would need row-wise sharding here)",
-          format_bytes(usable)));
-    }
-    return to_plan(best, tables, cluster);
+    return best;
   }
 
- private:
-  static bool better(const Proposal& a, const Proposal& b) {
+  static bool better(const Placement& a, const Placement& b) {
     if (a.feasible != b.feasible) return a.feasible;
     return a.max_rank_ms < b.max_rank_ms;
   }
 
-  // Greedy by performance: costliest shard first, onto the least-loaded rank where it fits.
-  static Proposal partition(std::vector<OptionShard> shards, const Cluster& cluster) {
-    Proposal out;
-    std::vector<int> order(shards.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      const auto& sa = shards[static_cast<std::size_t>(a)];
-      const auto& sb = shards[static_cast<std::size_t>(b)];
-      return sa.perf_ms != sb.perf_ms ? sa.perf_ms > sb.perf_ms : sa.bytes > sb.bytes;
-    });
+  // TorchRec's GreedyProposer: each table's options sorted by their slowest shard (use_depth) or their
+  // summed perf; start from every table's first, then repeatedly move the table whose current option
+  // needs the most storage to its next one, until every table is at its last or the work budget is spent.
+  static void greedy_proposals(const std::vector<std::vector<Option>>& options, const Cluster& cluster,
+                               bool use_depth, Placement& best) {
+    std::vector<std::vector<int>> order(options.size());
+    for (std::size_t t = 0; t < options.size(); ++t) {
+      order[t].resize(options[t].size());
+      std::iota(order[t].begin(), order[t].end(), 0);
+      std::stable_sort(order[t].begin(), order[t].end(), [&](int a, int b) {
+        const auto& oa = options[t][static_cast<std::size_t>(a)];
+        const auto& ob = options[t][static_cast<std::size_t>(b)];
+        return use_depth ? oa.max_perf() < ob.max_perf() : oa.sum_perf() < ob.sum_perf();
+      });
+    }
+    const int64_t work_per_proposal = static_cast<int64_t>(options.size()) + cluster.num_devices;
+    const int64_t max_proposals = std::max<int64_t>(1, kGreedyProposerWork / work_per_proposal);
+    std::vector<std::size_t> position(options.size(), 0);
+    Proposal proposal(options.size());
+    for (int64_t proposals = 0; proposals < max_proposals; ++proposals) {
+      for (std::size_t t = 0; t < options.size(); ++t) proposal[t] = order[t][position[t]];
+      keep_if_better(partition(proposal, options, cluster), best);
+      int largest = -1;
+      std::pair<int64_t, int64_t> largest_storage{0, 0};
+      for (std::size_t t = 0; t < options.size(); ++t) {
+        if (position[t] + 1 >= order[t].size()) continue;
+        const auto storage = options[t][static_cast<std::size_t>(proposal[t])].storage();
+        if (storage > largest_storage) {
+          largest = static_cast<int>(t);
+          largest_storage = storage;
+        }
+      }
+      if (largest < 0) return;
+      position[static_cast<std::size_t>(largest)] += 1;
+    }
+  }
+
+  // TorchRec's UniformProposer: every table with the same sharding type, for each type every table offers.
+  static void uniform_proposals(const std::vector<std::vector<Option>>& options, const Cluster& cluster,
+                                Placement& best) {
+    for (int type = 0; type < kNumShardingTypes; ++type) {
+      Proposal proposal(options.size());
+      bool every_table = true;
+      for (std::size_t t = 0; t < options.size() && every_table; ++t) {
+        proposal[t] = option_of_type(options[t], static_cast<ShardingType>(type));
+        every_table = proposal[t] >= 0;
+      }
+      if (every_table) keep_if_better(partition(proposal, options, cluster), best);
+    }
+  }
+
+  // TorchRec's GreedyPerfPartitioner: row-wise and data-parallel blocks on their ranks first; then the
+  // costliest shard (or table-row-wise table) first, a shard onto the least-loaded rank where it fits (the
+  // lowest rank on ties), a table-row-wise table onto the least-loaded host where its blocks fit.
+  static Placement partition(const Proposal& proposal, const std::vector<std::vector<Option>>& options,
+                             const Cluster& cluster) {
+    Placement out;
+    out.proposal = proposal;
+    out.ranks.resize(proposal.size());
     const auto devices = static_cast<std::size_t>(cluster.num_devices);
+    const int64_t usable = cluster.usable_bytes_per_device();
+
+    // Blocks from rank 0 up, as steps over the ranks: O(1) per table, O(GPUs) in all.
+    std::vector<double> load_step(devices + 1, 0.0);
+    std::vector<int64_t> used_step(devices + 1, 0);
+    struct Item {
+      std::size_t table;
+      int shard;  // -1: every block of a table-row-wise table
+      double perf;
+      int64_t bytes;
+    };
+    std::vector<Item> items;
+    for (std::size_t t = 0; t < proposal.size(); ++t) {
+      const Option& option = options[t][static_cast<std::size_t>(proposal[t])];
+      if (option.uniform()) {
+        const auto blocks = static_cast<std::size_t>(option.blocks);
+        load_step[0] += option.block_perf_ms;
+        load_step[blocks] -= option.block_perf_ms;
+        used_step[0] += option.block_bytes;
+        used_step[blocks - 1] += option.last_bytes - option.block_bytes;
+        used_step[blocks] -= option.last_bytes;
+      } else if (option.type == ShardingType::kTableRowWise) {
+        items.push_back(Item{t, -1, option.sum_perf(), option.storage().second});
+      } else {
+        out.ranks[t].assign(option.shards.size(), -1);
+        for (std::size_t i = 0; i < option.shards.size(); ++i) {
+          items.push_back(Item{t, static_cast<int>(i), option.shards[i].perf_ms, option.shards[i].bytes});
+        }
+      }
+    }
     std::vector<double> load(devices, 0.0);
     std::vector<int64_t> used(devices, 0);
-    out.ranks.assign(shards.size(), -1);
-    for (int i : order) {
-      const auto& shard = shards[static_cast<std::size_t>(i)];
-      int best = -1;
-      for (std::size_t r = 0; r < devices; ++r) {
-        if (used[r] + shard.bytes > cluster.usable_bytes_per_device()) continue;
-        if (best < 0 || load[r] < load[static_cast<std::size_t>(best)]) best = static_cast<int>(r);
+    double running_load = 0.0;
+    int64_t running_used = 0;
+    for (std::size_t r = 0; r < devices; ++r) {
+      running_load += load_step[r];
+      running_used += used_step[r];
+      if (running_used > usable) return out;  // infeasible
+      load[r] = running_load;
+      used[r] = running_used;
+    }
+
+    std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+      return a.perf != b.perf ? a.perf > b.perf : a.bytes > b.bytes;
+    });
+    std::set<std::pair<double, int>> by_load;  // (load, rank): the least loaded first, the lowest rank on ties
+    for (std::size_t r = 0; r < devices; ++r) by_load.emplace(load[r], static_cast<int>(r));
+    const auto per_host = static_cast<std::size_t>(cluster.devices_per_host);
+    std::vector<double> host_load(devices / per_host, 0.0);  // only table-row-wise tables read it (whole hosts)
+    for (std::size_t r = 0; r < host_load.size() * per_host; ++r) host_load[r / per_host] += load[r];
+    auto place = [&](std::size_t rank, double perf, int64_t bytes) {
+      by_load.erase({load[rank], static_cast<int>(rank)});
+      load[rank] += perf;
+      used[rank] += bytes;
+      by_load.emplace(load[rank], static_cast<int>(rank));
+      if (rank / per_host < host_load.size()) host_load[rank / per_host] += perf;
+    };
+    for (const Item& item : items) {
+      const Option& option = options[item.table][static_cast<std::size_t>(proposal[item.table])];
+      if (item.shard >= 0) {
+        const OptionShard& shard = option.shards[static_cast<std::size_t>(item.shard)];
+        auto fit = std::find_if(by_load.begin(), by_load.end(), [&](const auto& entry) {
+          return used[static_cast<std::size_t>(entry.second)] + shard.bytes <= usable;
+        });
+        if (fit == by_load.end()) return out;  // infeasible
+        const int rank = fit->second;
+        place(static_cast<std::size_t>(rank), shard.perf_ms, shard.bytes);
+        out.ranks[item.table][static_cast<std::size_t>(item.shard)] = rank;
+        continue;
       }
-      if (best < 0) return out;  // infeasible
-      load[static_cast<std::size_t>(best)] += shard.perf_ms;
-      used[static_cast<std::size_t>(best)] += shard.bytes;
-      out.ranks[static_cast<std::size_t>(i)] = best;
+      const int host = least_loaded_host_with_room(option, host_load, used, usable, per_host);
+      if (host < 0) return out;  // infeasible
+      for (int b = 0; b < option.blocks; ++b) {
+        place(static_cast<std::size_t>(host) * per_host + static_cast<std::size_t>(b), option.block_perf_ms,
+              b + 1 < option.blocks ? option.block_bytes : option.last_bytes);
+      }
+      out.ranks[item.table] = {host};
     }
     out.feasible = true;
     out.max_rank_ms = *std::max_element(load.begin(), load.end());
-    out.shards = std::move(shards);
     return out;
   }
 
-  static Plan to_plan(const Proposal& proposal, const std::vector<Table>& tables, const Cluster& cluster) {
-    Plan plan;
-    plan.algorithm = "torchrec";
-    plan.cluster = cluster;
-    // Proposals list each table's shards together, in column order.
-    std::vector<std::vector<Shard>> shards(tables.size());
-    for (std::size_t i = 0; i < proposal.shards.size(); ++i) {
-      const auto& shard = proposal.shards[i];
-      shards[static_cast<std::size_t>(shard.table)].push_back(
-          Shard{proposal.ranks[i], 0, shard.col_offset, tables[static_cast<std::size_t>(shard.table)].rows, shard.cols});
+  // TorchRec's co-host partition: hosts by their summed load (the lowest index on ties), the first whose
+  // ranks hold every block.
+  static int least_loaded_host_with_room(const Option& option, const std::vector<double>& host_load,
+                                         const std::vector<int64_t>& used, int64_t usable, std::size_t per_host) {
+    std::vector<char> tried(host_load.size(), 0);
+    for (std::size_t attempt = 0; attempt < host_load.size(); ++attempt) {
+      std::size_t h = host_load.size();
+      for (std::size_t k = 0; k < host_load.size(); ++k) {
+        if (!tried[k] && (h == host_load.size() || host_load[k] < host_load[h])) h = k;
+      }
+      tried[h] = 1;
+      bool fits = true;
+      for (int b = 0; b < option.blocks && fits; ++b) {
+        const int64_t bytes = b + 1 < option.blocks ? option.block_bytes : option.last_bytes;
+        fits = used[h * per_host + static_cast<std::size_t>(b)] + bytes <= usable;
+      }
+      if (fits) return static_cast<int>(h);
     }
+    return -1;
+  }
+
+  Plan to_plan(const Placement& placement, const std::vector<Table>& tables,
+               const std::vector<std::vector<Option>>& options, const Cluster& cluster) const {
+    Plan plan;
+    plan.algorithm = std::string(name());
+    plan.cluster = cluster;
     plan.tables.reserve(tables.size());
-    for (std::size_t t = 0; t < tables.size(); ++t) plan.tables.push_back(sharding_of(tables[t], std::move(shards[t])));
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      const Option& option = options[t][static_cast<std::size_t>(placement.proposal[t])];
+      const auto& ranks = placement.ranks[t];
+      switch (option.type) {
+        case ShardingType::kRowWise: plan.tables.push_back(row_wise_sharding(tables[t], cluster.num_devices)); break;
+        case ShardingType::kDataParallel:
+          plan.tables.push_back(data_parallel_sharding(tables[t], cluster.num_devices));
+          break;
+        case ShardingType::kTableRowWise:
+          plan.tables.push_back(table_row_wise_sharding(tables[t], ranks.front(), cluster.devices_per_host));
+          break;
+        case ShardingType::kTableWise:
+        case ShardingType::kColumnWise: {
+          std::vector<Shard> shards;
+          for (std::size_t i = 0; i < option.shards.size(); ++i) {
+            Shard shard = option.shards[i].shard;
+            shard.rank = ranks[i];
+            shards.push_back(shard);
+          }
+          plan.tables.push_back(sharding_of(tables[t], std::move(shards)));
+          break;
+        }
+      }
+    }
     return plan;
   }
 };
 
 }  // namespace
 
-std::unique_ptr<Planner> make_torchrec_planner() { return std::make_unique<TorchRecPlanner>(); }
+std::unique_ptr<Planner> make_torchrec_planner(bool all_types) { return std::make_unique<TorchRecPlanner>(all_types); }
 
 }  // namespace shardplan

@@ -9,6 +9,8 @@ namespace shardplan {
 // at least min_partition and a multiple of 4; dim itself (no split) when there is none.
 int torchrec_column_width(int dim, int min_partition);
 
-std::unique_ptr<Planner> make_torchrec_planner();
+// all_types: TorchRec's default choice of sharding types ("torchrec_all_types"); otherwise table-wise and
+// column-wise only ("torchrec").
+std::unique_ptr<Planner> make_torchrec_planner(bool all_types);
 
 }  // namespace shardplan

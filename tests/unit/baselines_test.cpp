@@ -20,10 +20,10 @@ ValidationResult validate(const Plan& plan, const std::vector<Table>& tables) {
 }
 
 // Conformance: every planner gives a valid plan covering every table's columns once, table-wise unless
-// it searches column-wise splits (and tables of the other sharding types, which only the search makes,
-// are checked by the validator alone).
+// it chooses sharding types (tables of the other types are checked by the validator alone).
 class EveryPlanner : public ::testing::TestWithParam<std::string> {};
-bool splits_tables(const std::string& planner) { return planner == "neuroshard"; }
+// Planners that may split tables and give them the other sharding types.
+bool chooses_types(const std::string& planner) { return planner == "neuroshard" || planner == "torchrec_all_types"; }
 
 TEST_P(EveryPlanner, ProducesValidPlans) {
   auto tables = varied_tables(60);
@@ -36,7 +36,7 @@ TEST_P(EveryPlanner, ProducesValidPlans) {
       EXPECT_EQ(plan.tables[i].name, tables[i].name);
       const ShardingType type = plan.tables[i].type;
       if (type != ShardingType::kTableWise && type != ShardingType::kColumnWise) {
-        EXPECT_TRUE(splits_tables(GetParam())) << plan.tables[i].name;
+        EXPECT_TRUE(chooses_types(GetParam())) << plan.tables[i].name;
         continue;
       }
       int64_t next_col = 0;
@@ -45,7 +45,7 @@ TEST_P(EveryPlanner, ProducesValidPlans) {
         next_col += shard.cols;
       }
       EXPECT_EQ(next_col, tables[i].dim);
-      if (!splits_tables(GetParam())) {
+      if (!chooses_types(GetParam())) {
         ASSERT_EQ(plan.tables[i].shards.size(), 1u);
         EXPECT_EQ(plan.tables[i].type, ShardingType::kTableWise);
       }
@@ -67,7 +67,7 @@ TEST_P(EveryPlanner, RespectsTightMemoryWithOptimizerState) {
 }
 
 TEST_P(EveryPlanner, RefusesATableLargerThanAnyDevice) {
-  if (splits_tables(GetParam())) GTEST_SKIP() << "splits such a table (neuroshard_test)";
+  if (chooses_types(GetParam())) GTEST_SKIP() << "splits such a table (neuroshard_test, torchrec_planner_test)";
   std::vector<Table> tables = {make_table("small", 100, 4), make_table("huge", 1'000'000, 128)};
   try {
     make_planner(GetParam(), testing::planner_config())->plan(tables, cluster_of(4, 100ll << 20));

@@ -1,0 +1,133 @@
+// The torchrec baselines: TorchRec's per-type estimate, checked against its formulas written in its own
+// variables (B samples per rank), and what its all-types planner chooses.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "shardplan/errors.hpp"
+#include "shardplan/plan_io.hpp"
+#include "shardplan/planner.hpp"
+#include "shardplan/validate.hpp"
+#include "test_tables.hpp"
+#include "torchrec_estimates.hpp"
+
+namespace shardplan {
+namespace {
+
+using testing::cluster_of;
+using testing::make_table;
+
+const AnalyticCostConfig kConfig{};  // G = 2048 samples, 8 GPUs per host, TorchRec's nominal bandwidths
+const double kHbm = kConfig.hbm_bandwidth_bytes_per_ms;
+const double kIntra = kConfig.intra_host_bytes_per_ms;
+const double kInter = kConfig.inter_host_bytes_per_ms;
+
+// shard_estimators.py: _get_rw_sharding_perf with B = 512 per rank on 4 ranks, pooling 10, dim 64.
+TEST(TorchRecEstimate, RowWiseBlockFollowsTorchRec) {
+  const Table table = make_table("t", 1000, 64, 10.0);
+  const double b = 512, w = 4, d = 64;
+  const double batch_inputs = 10 * b / w;
+  const double input_read = batch_inputs * w * 8;
+  const double lookups = batch_inputs * w * d * 4;
+  const double output = b * w * d * 4;
+  const double fwd_compute = (input_read + lookups + output) / kHbm;
+  const double expected = fwd_compute + output / kIntra + 2 * fwd_compute + output / kIntra + output * 2.455 / kHbm;
+  EXPECT_NEAR(torchrec_shard_perf_ms(ShardingType::kRowWise, table, 64, 4, kConfig), expected, 1e-12);
+}
+
+// _get_twrw_sharding_perf with 16 ranks on 2 hosts of 8: B = 128, a reduce-scatter in the host and an
+// all-to-all among the hosts.
+TEST(TorchRecEstimate, TableRowWiseBlockFollowsTorchRec) {
+  const Table table = make_table("t", 1000, 64, 10.0);
+  const double b = 128, w = 16, k = 8, d = 64;
+  const double batch_inputs = 10 * b / k;
+  const double input_read = batch_inputs * w * 8;
+  const double lookups = batch_inputs * w * d * 4;
+  const double output = b * w * d * 4;
+  const double across = b * (w / k) * d * 4;
+  const double fwd_compute = (input_read + lookups + output) / kHbm;
+  const double comms = output / kIntra + across / kInter;
+  const double expected = fwd_compute + comms + 2 * fwd_compute + comms + output * 2.455 / kHbm;
+  EXPECT_NEAR(torchrec_shard_perf_ms(ShardingType::kTableRowWise, table, 64, 16, kConfig), expected, 1e-12);
+}
+
+// _get_dp_sharding_perf: every rank looks up its own B samples, then all-reduces the table's gradient at
+// one NIC per GPU (nodes = min(W / local, 2)), doubled past two hosts, and runs the optimizer over it.
+TEST(TorchRecEstimate, ReplicaFollowsTorchRec) {
+  const Table table = make_table("t", 1000, 64, 10.0);
+  const double d = 64, table_bytes = 1000 * d * 4;
+  auto expected = [&](double w, double local) {
+    const double b = 2048 / w;
+    const double fwd_compute = (10 * b * 8 + 10 * b * d * 4 + b * d * 4) / kHbm;
+    const double nodes = std::min(w / local, 2.0);
+    double all_reduce = table_bytes * (2 * nodes - 1) / nodes / (kInter * local);
+    if (w > 2 * local) all_reduce *= 2;
+    return 3 * fwd_compute + all_reduce + table_bytes * 9.22 / kHbm;
+  };
+  // 4 GPUs of one host: TorchRec's local world is the job's 4 ranks.
+  EXPECT_NEAR(torchrec_shard_perf_ms(ShardingType::kDataParallel, table, 64, 4, kConfig), expected(4, 4), 1e-12);
+  EXPECT_NEAR(torchrec_shard_perf_ms(ShardingType::kDataParallel, table, 64, 16, kConfig), expected(16, 8), 1e-12);
+  EXPECT_NEAR(torchrec_shard_perf_ms(ShardingType::kDataParallel, table, 64, 64, kConfig), expected(64, 8), 1e-12);
+}
+
+TEST(TorchRecEstimate, TableWiseIsTheAnalyticShardCost) {
+  const Table table = make_table("t", 1000, 48, 3.0);
+  EXPECT_DOUBLE_EQ(torchrec_shard_perf_ms(ShardingType::kTableWise, table, 48, 8, kConfig),
+                   analytic_shard_cost(shard_features(table, 48), 8, kConfig).total_ms());
+}
+
+ValidationResult validate(const Plan& plan, const std::vector<Table>& tables) {
+  return validate_plan_json(nlohmann::json::parse(plan_to_string(plan)), tables, "plan");
+}
+
+// Its estimate spreads a hot table's lookups: one table with most of the work goes row-wise.
+TEST(TorchRecAllTypes, SpreadsAHotTableRowWise) {
+  std::vector<Table> tables = {make_table("hot", 4'000'000, 128, 200.0)};
+  for (int i = 0; i < 7; ++i) tables.push_back(make_table("cold" + std::to_string(i), 200'000, 64, 2.0));
+  const Cluster cluster = cluster_of(8, 16ll << 30);
+  const Plan plan = make_planner("torchrec_all_types", testing::planner_config())->plan(tables, cluster);
+  EXPECT_EQ(plan.tables[0].type, ShardingType::kRowWise);
+  EXPECT_EQ(plan.tables[0].shards.size(), 8u);
+  EXPECT_TRUE(validate(plan, tables).valid());
+  // The table- and column-wise baseline keeps it whole.
+  const Plan restricted = make_planner("torchrec", testing::planner_config())->plan(tables, cluster);
+  EXPECT_EQ(restricted.tables[0].type, ShardingType::kTableWise);
+}
+
+// A narrow table larger than any GPU: TorchRec's width rule cannot split it, row blocks can.
+TEST(TorchRecAllTypes, PlansANarrowTableNoGpuHoldsWhole) {
+  std::vector<Table> tables = {make_table("narrow", 50'000'000, 4), make_table("small", 1000, 16)};
+  const Cluster cluster = cluster_of(4, 600ll << 20);  // the table needs 763 MiB
+  EXPECT_THROW(make_planner("torchrec", testing::planner_config())->plan(tables, cluster), InfeasibleError);
+  const Plan plan = make_planner("torchrec_all_types", testing::planner_config())->plan(tables, cluster);
+  EXPECT_EQ(plan.tables[0].type, ShardingType::kRowWise);
+  for (const auto& usage : device_usage(plan)) EXPECT_LE(usage.memory_bytes, cluster.usable_bytes_per_device());
+  EXPECT_TRUE(validate(plan, tables).valid());
+}
+
+// Across hosts its estimate prefers row blocks within one host (a reduce-scatter over NVLink, then an
+// all-to-all among hosts) to row blocks over every GPU; every plan it makes validates and fits.
+TEST(TorchRecAllTypes, PlansAcrossHostsWithinMemory) {
+  auto tables = testing::varied_tables(80);
+  tables.push_back(make_table("hot", 3'000'000, 64, 300.0));
+  for (int devices : {16, 64}) {
+    Cluster cluster = cluster_of(devices, 4ll << 30);
+    cluster.optimizer = Optimizer::kRowwiseAdagrad;
+    const Plan plan = make_planner("torchrec_all_types", testing::planner_config())->plan(tables, cluster);
+    EXPECT_EQ(plan.tables.back().type, ShardingType::kTableRowWise) << devices;
+    for (const auto& usage : device_usage(plan)) EXPECT_LE(usage.memory_bytes, cluster.usable_bytes_per_device());
+    const auto result = validate(plan, tables);
+    EXPECT_TRUE(result.valid()) << devices << ": " << result.problems.front();
+  }
+}
+
+TEST(TorchRecAllTypes, IsDeterministic) {
+  auto tables = testing::varied_tables(120);
+  const Cluster cluster = cluster_of(32, 8ll << 30);
+  const auto a = plan_to_string(make_planner("torchrec_all_types", testing::planner_config(1))->plan(tables, cluster));
+  const auto b = plan_to_string(make_planner("torchrec_all_types", testing::planner_config(2))->plan(tables, cluster));
+  EXPECT_EQ(a, b);
+}
+
+}  // namespace
+}  // namespace shardplan
