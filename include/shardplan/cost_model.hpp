@@ -47,6 +47,11 @@ class CostModel {
   // for models that know no links of their own. Nothing measured: the collectors measure all-to-alls.
   virtual double allreduce_ms(double bytes, int num_devices) const;
 
+  // What a plan's row-wise tables' reduce-scatter and all-gather add to every GPU beyond their width in
+  // the all-to-all, for `rw_dim` summed row-wise width on `num_devices` >= 2 GPUs. By default their
+  // latency alone: two collectives of W - 1 ring steps, as an all-reduce of almost nothing.
+  virtual double rowwise_collectives_ms(int64_t rw_dim, int num_devices) const;
+
  protected:
   // The ring on TorchRec's nominal GPU links with this many GPUs per host.
   static double nominal_allreduce_ms(double bytes, int num_devices, int devices_per_host);
@@ -68,16 +73,16 @@ double max_total_from_compute(const CostModel& model, const std::vector<double>&
                               const std::vector<int64_t>& dim_sums, double collectives_ms = 0.0);
 
 // What every device of a plan spends on collectives besides the all-to-all: the all-reduce of its
-// data-parallel tables' gradients (`allreduce_bytes`, 0 without any) and, when it has row-wise tables,
-// the latency of their reduce-scatter and all-gather. Their bytes are in the all-to-all's widths already;
-// the two extra collectives take W - 1 ring steps each, the latency of an all-reduce of almost nothing.
-double extra_collectives_ms(const CostModel& model, int64_t allreduce_bytes, bool row_wise, int num_devices);
+// data-parallel tables' gradients (`allreduce_bytes`, 0 without any) and, when it has row-wise tables
+// (`row_wise_dim`, their summed width; 0 without any), what their reduce-scatter and all-gather add
+// beyond that width in the all-to-all (CostModel::rowwise_collectives_ms).
+double extra_collectives_ms(const CostModel& model, int64_t allreduce_bytes, int64_t row_wise_dim, int num_devices);
 double plan_collectives_ms(const CostModel& model, const std::vector<DeviceShards>& devices);
 
 // Scores a plan: per-device compute, forward and backward communication.
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model);
 
-// TorchRec's analytic estimate (torchrec-baseline.md) for `batch_size` samples per rank.
+// TorchRec's analytic estimate (torchrec-baseline.md) for `batch_size` samples in all (TorchRec's B x W).
 struct AnalyticCostConfig {
   int64_t batch_size = 2048;
   int devices_per_host = 8;

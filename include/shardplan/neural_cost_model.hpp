@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "shardplan/allreduce_fit.hpp"
+#include "shardplan/rowwise_fit.hpp"
 #include "shardplan/comm_structure.hpp"
 #include "shardplan/cost_model.hpp"
 
@@ -94,6 +95,7 @@ struct CommModelSpec {
   CommFabric fabric;                       // hierarchical: the figures of the hardware measured
   std::vector<float> input_min, input_max; // hierarchical: the training range of each input
   AllreduceFit allreduce;                  // hierarchical: the measured all-reduce (empty: the structure)
+  RowwiseFit rowwise;                      // hierarchical: the measured row-wise collectives (empty: latency only)
 };
 
 // Whether an Mlp is non-decreasing in input `input`: that input's first-layer weights are non-negative,
@@ -121,6 +123,8 @@ class NeuralCostModel final : public CostModel {
   // On the links it plans for: the profile's, or the hierarchical model's own with its measured fit
   // (scale-free models: the default).
   double allreduce_ms(double bytes, int num_devices) const override;
+  // The measured fit on the model's own links; elsewhere (or unmeasured) the default latency.
+  double rowwise_collectives_ms(int64_t rw_dim, int num_devices) const override;
 
   // Plans for the hardware `fabric` describes (a --hardware profile): a hierarchical model measured on
   // that profile keeps its learned correction; any other hardware gets the structure's estimate on the

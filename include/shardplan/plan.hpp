@@ -150,7 +150,8 @@ struct DeviceShards {
   std::vector<std::size_t> plan_tables;  // per piece: its index in plan.tables
   int64_t dim_sum = 0;
   int64_t allreduce_bytes = 0;  // the same on every device
-  bool row_wise = false;        // the plan has row-wise tables: a reduce-scatter and an all-gather on every device
+  // The plan's row-wise tables' summed width: every device joins their reduce-scatter and all-gather.
+  int64_t row_wise_dim = 0;
 };
 
 // The bytes of the gradients a data-parallel table's replicas all-reduce each step: the whole table.

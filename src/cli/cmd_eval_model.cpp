@@ -43,6 +43,7 @@ int run_eval_model(int argc, char** argv) {
     print_metrics_line("comm forward", metrics["comm"]["fw"]);
     print_metrics_line("comm backward", metrics["comm"]["bw"]);
     if (metrics["comm"].contains("allreduce")) print_metrics_line("all-reduce", metrics["comm"]["allreduce"]);
+    if (metrics["comm"].contains("rowwise")) print_metrics_line("row-wise steps", metrics["comm"]["rowwise"]);
   }
   if (metrics.contains("comm_structure_alone")) {
     print_metrics_line("comm forward, structure", metrics["comm_structure_alone"]["fw"]);

@@ -113,12 +113,12 @@ std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Tabl
   for (const auto& table : tables) by_name.emplace(table.name, &table);
   std::vector<DeviceShards> devices(static_cast<std::size_t>(plan.cluster.num_devices));
   int64_t allreduce_bytes = 0;
-  bool row_wise = false;
+  int64_t row_wise_dim = 0;
   for (std::size_t t = 0; t < plan.tables.size(); ++t) {
     const Table& table = *by_name.at(plan.tables[t].name);
     const bool replicated = plan.tables[t].type == ShardingType::kDataParallel;
     if (replicated) allreduce_bytes += replica_gradient_bytes(table);
-    if (plan.tables[t].type == ShardingType::kRowWise) row_wise = true;
+    if (plan.tables[t].type == ShardingType::kRowWise) row_wise_dim += plan.tables[t].dim;
     for (const auto& shard : plan.tables[t].shards) {
       DeviceShards& device = devices[static_cast<std::size_t>(shard.rank)];
       device.pieces.push_back(replicated ? replica_as_table(table, plan.cluster.num_devices)
@@ -130,7 +130,7 @@ std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Tabl
   }
   for (auto& device : devices) {
     device.allreduce_bytes = allreduce_bytes;
-    device.row_wise = row_wise;
+    device.row_wise_dim = row_wise_dim;
   }
   return devices;
 }

@@ -69,17 +69,21 @@ double max_total_from_compute(const CostModel& model, const std::vector<double>&
   return worst;
 }
 
-double extra_collectives_ms(const CostModel& model, int64_t allreduce_bytes, bool row_wise, int num_devices) {
+double CostModel::rowwise_collectives_ms(int64_t /*rw_dim*/, int num_devices) const {
+  constexpr double kLatencyProbeBytes = 4.0;
+  return num_devices < 2 ? 0.0 : allreduce_ms(kLatencyProbeBytes, num_devices);
+}
+
+double extra_collectives_ms(const CostModel& model, int64_t allreduce_bytes, int64_t row_wise_dim, int num_devices) {
   if (num_devices < 2) return 0.0;
   double ms = allreduce_bytes > 0 ? model.allreduce_ms(static_cast<double>(allreduce_bytes), num_devices) : 0.0;
-  constexpr double kLatencyProbeBytes = 4.0;
-  if (row_wise) ms += model.allreduce_ms(kLatencyProbeBytes, num_devices);
+  if (row_wise_dim > 0) ms += model.rowwise_collectives_ms(row_wise_dim, num_devices);
   return ms;
 }
 
 double plan_collectives_ms(const CostModel& model, const std::vector<DeviceShards>& devices) {
   if (devices.empty()) return 0.0;
-  return extra_collectives_ms(model, devices.front().allreduce_bytes, devices.front().row_wise,
+  return extra_collectives_ms(model, devices.front().allreduce_bytes, devices.front().row_wise_dim,
                               static_cast<int>(devices.size()));
 }
 

@@ -286,6 +286,13 @@ void NeuralCostModel::predict_comm_hierarchical(const std::vector<int64_t>& dim_
   }
 }
 
+double NeuralCostModel::rowwise_collectives_ms(int64_t rw_dim, int num_devices) const {
+  if (!structure_only_ && comm_.form == CommForm::kHierarchical && !comm_.rowwise.points.empty()) {
+    return fitted_rowwise_ms(comm_.rowwise, rw_dim, num_devices);
+  }
+  return CostModel::rowwise_collectives_ms(rw_dim, num_devices);
+}
+
 double NeuralCostModel::allreduce_ms(double bytes, int num_devices) const {
   if (structure_only_) return ring_allreduce_ms(planning_fabric_, bytes, num_devices);
   if (comm_.form == CommForm::kHierarchical) return fitted_allreduce_ms(comm_.allreduce, comm_.fabric, bytes, num_devices);

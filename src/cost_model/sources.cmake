@@ -12,6 +12,7 @@ set(SHARDPLAN_COST_MODEL_CORE_SOURCES
   ${PROJECT_SOURCE_DIR}/src/cost_model/comm_structure.cpp
   ${PROJECT_SOURCE_DIR}/src/cost_model/fabric_fit.cpp
   ${PROJECT_SOURCE_DIR}/src/cost_model/allreduce_fit.cpp
+  ${PROJECT_SOURCE_DIR}/src/cost_model/rowwise_fit.cpp
 )
 set(SHARDPLAN_COST_MODEL_TORCH_SOURCES
   ${PROJECT_SOURCE_DIR}/src/torch/training.cpp

@@ -15,9 +15,8 @@ constexpr double kBackwardMultiplier = 2.0;    // BWD_COMPUTE_MULTIPLIER
 constexpr double kBatchedCopyFactor = 2.455;   // BATCHED_COPY_PERF_FACTOR
 constexpr double kReplicaOptimizerFactor = 9.22;  // DP_ELEMENTWISE_KERNELS_PERF_FACTOR
 
-// TorchRec's Topology takes torchrun's LOCAL_WORLD_SIZE: the ranks of one host, never more than the job.
 int local_world_size(int world_size, const AnalyticCostConfig& config) {
-  return std::max(1, std::min(world_size, config.devices_per_host));
+  return torchrec_local_world_size(world_size, config.devices_per_host);
 }
 
 // BasicCommsBandwidths.get_bw for every collective but the all-reduce.
@@ -82,6 +81,10 @@ double data_parallel_perf_ms(const Table& table, int world_size, const AnalyticC
 }
 
 }  // namespace
+
+int torchrec_local_world_size(int world_size, int devices_per_host) {
+  return devices_per_host > 0 && world_size % devices_per_host == 0 ? devices_per_host : std::max(1, world_size);
+}
 
 double torchrec_shard_perf_ms(ShardingType type, const Table& table, int cols, int world_size,
                               const AnalyticCostConfig& config) {

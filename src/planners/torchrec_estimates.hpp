@@ -12,4 +12,8 @@ namespace shardplan {
 double torchrec_shard_perf_ms(ShardingType type, const Table& table, int cols, int world_size,
                               const AnalyticCostConfig& config);
 
+// TorchRec's local world size (comm.get_local_size): the GPUs per host when they divide the job, else the
+// whole job.
+int torchrec_local_world_size(int world_size, int devices_per_host);
+
 }  // namespace shardplan

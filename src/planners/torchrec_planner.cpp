@@ -33,9 +33,10 @@ namespace {
 
 constexpr int kMinPartition = 128;  // TorchRec's default
 
-// A greedy proposer stops after this many table-or-rank visits of its partitions (each proposal's costs
-// about tables + GPUs): TorchRec bounds its planner with a timeout; a count keeps the plan deterministic.
-// It binds from about 500 tables on 128 GPUs (a proposer makes up to 4 proposals per table).
+// A greedy proposer stops after this many table-or-rank visits of its partitions (each proposal costs
+// about tables + GPUs). TorchRec's planner takes an optional timeout instead; a count keeps the plan
+// deterministic. A proposer makes 3 or 4 proposals per table, so the cap binds from about 700 tables on
+// 128 GPUs.
 constexpr int64_t kGreedyProposerWork = int64_t{1} << 21;
 
 // A table-wise or column-wise shard: its columns, memory and estimate; the partition picks its rank.
@@ -48,9 +49,11 @@ struct OptionShard {
 struct Option {
   ShardingType type = ShardingType::kTableWise;
   std::vector<OptionShard> shards;  // table-wise and column-wise
-  // Row-wise, table-row-wise and data-parallel: `blocks` pieces on consecutive ranks from the first of the
-  // job (row-wise, data-parallel) or of a host (table-row-wise), each with the same estimate; every block
-  // but the last needs `block_bytes`, the last `last_bytes`.
+  // Row-wise, table-row-wise and data-parallel: a shard on each of `ranks` consecutive ranks from the first
+  // of the job (row-wise, data-parallel) or of a host (table-row-wise), each with the same estimate. The
+  // first `blocks` hold rows: every one but the last needs `block_bytes`, the last `last_bytes`. Shards
+  // without rows (a table of fewer rows than about ranks^2) still carry the estimate, as in TorchRec.
+  int ranks = 0;
   int blocks = 0;
   double block_perf_ms = 0.0;
   int64_t block_bytes = 0;
@@ -66,7 +69,7 @@ struct Option {
     return m;
   }
   double sum_perf() const {
-    if (blockwise()) return block_perf_ms * blocks;
+    if (blockwise()) return block_perf_ms * ranks;
     double sum = 0.0;
     for (const auto& s : shards) sum += s.perf_ms;
     return sum;
@@ -113,7 +116,7 @@ class TorchRecPlanner final : public Planner {
       check_total_capacity(tables, cluster);
     }
     AnalyticCostConfig estimate;
-    estimate.devices_per_host = cluster.devices_per_host;
+    estimate.devices_per_host = torchrec_local_world_size(cluster.num_devices, cluster.devices_per_host);
     const auto options = enumerate_options(tables, cluster, estimate);
 
     Placement best = table_and_column_proposals(tables, options, cluster);
@@ -160,6 +163,7 @@ class TorchRecPlanner final : public Planner {
       auto add_blocks = [&](ShardingType type, int ranks) {
         Option option{type, {}};
         const int64_t rows = (table.rows + ranks - 1) / ranks;
+        option.ranks = ranks;
         option.blocks = static_cast<int>((table.rows + rows - 1) / rows);
         option.block_perf_ms = torchrec_shard_perf_ms(type, table, table.dim, world, estimate);
         option.block_bytes = shard_memory_bytes(rows, table.dim, table.dtype, cluster.optimizer);
@@ -170,7 +174,7 @@ class TorchRecPlanner final : public Planner {
       add_blocks(ShardingType::kRowWise, world);
       if (world > per_host && world % per_host == 0) add_blocks(ShardingType::kTableRowWise, per_host);
       Option replicas{ShardingType::kDataParallel, {}};
-      replicas.blocks = world;
+      replicas.ranks = replicas.blocks = world;
       replicas.block_perf_ms = torchrec_shard_perf_ms(ShardingType::kDataParallel, table, table.dim, world, estimate);
       replicas.block_bytes = replicas.last_bytes = replica_memory_bytes(table, cluster.optimizer);
       options[t].push_back(std::move(replicas));
@@ -275,9 +279,10 @@ class TorchRecPlanner final : public Planner {
     }
   }
 
-  // TorchRec's GreedyPerfPartitioner: row-wise and data-parallel blocks on their ranks first; then the
-  // costliest shard (or table-row-wise table) first, a shard onto the least-loaded rank where it fits (the
-  // lowest rank on ties), a table-row-wise table onto the least-loaded host where its blocks fit.
+  // TorchRec's GreedyPerfPartitioner, sorting by perf (SortBy.PERF; its default sorts by storage): row-wise
+  // and data-parallel blocks on their ranks first; then the costliest shard (or table-row-wise table)
+  // first, a shard onto the least-loaded rank where it fits (the lowest rank on ties, where TorchRec
+  // spreads ties over hosts), a table-row-wise table onto the least-loaded host where its blocks fit.
   static Placement partition(const Proposal& proposal, const std::vector<std::vector<Option>>& options,
                              const Cluster& cluster) {
     Placement out;
@@ -301,7 +306,7 @@ class TorchRecPlanner final : public Planner {
       if (option.uniform()) {
         const auto blocks = static_cast<std::size_t>(option.blocks);
         load_step[0] += option.block_perf_ms;
-        load_step[blocks] -= option.block_perf_ms;
+        load_step[static_cast<std::size_t>(option.ranks)] -= option.block_perf_ms;
         used_step[0] += option.block_bytes;
         used_step[blocks - 1] += option.last_bytes - option.block_bytes;
         used_step[blocks] -= option.last_bytes;
@@ -356,9 +361,9 @@ class TorchRecPlanner final : public Planner {
       }
       const int host = least_loaded_host_with_room(option, host_load, used, usable, per_host);
       if (host < 0) return out;  // infeasible
-      for (int b = 0; b < option.blocks; ++b) {
-        place(static_cast<std::size_t>(host) * per_host + static_cast<std::size_t>(b), option.block_perf_ms,
-              b + 1 < option.blocks ? option.block_bytes : option.last_bytes);
+      for (int b = 0; b < option.ranks; ++b) {
+        const int64_t bytes = b + 1 < option.blocks ? option.block_bytes : b + 1 == option.blocks ? option.last_bytes : 0;
+        place(static_cast<std::size_t>(host) * per_host + static_cast<std::size_t>(b), option.block_perf_ms, bytes);
       }
       out.ranks[item.table] = {host};
     }

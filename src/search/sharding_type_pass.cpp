@@ -36,8 +36,8 @@ struct Layout {
   std::vector<int64_t> bytes;
   std::vector<int64_t> widths;   // 0 for replicas, which send nothing in the all-to-all
   int64_t allreduce_bytes = 0;
-  // 1 for a row-wise table: the plan then runs a reduce-scatter and an all-gather.
-  int row_wise() const { return sharding.type == ShardingType::kRowWise ? 1 : 0; }
+  // A row-wise table's width: the plan then runs a reduce-scatter and an all-gather.
+  int64_t row_wise_dim() const { return sharding.type == ShardingType::kRowWise ? sharding.dim : 0; }
 };
 
 // Per device: the sum of its shards' summaries, its memory, all-to-all width and shard count.
@@ -165,16 +165,16 @@ class TypePass {
   void add(const Layout& layout, int sign) {
     state_.shift(layout, sign);
     allreduce_bytes_ += sign * layout.allreduce_bytes;
-    row_wise_tables_ += sign * layout.row_wise();
+    row_wise_dim_ += sign * layout.row_wise_dim();
   }
 
-  double collectives_ms(int64_t allreduce_bytes, int row_wise_tables) const {
-    return extra_collectives_ms(model_, allreduce_bytes, row_wise_tables > 0, devices_);
+  double collectives_ms(int64_t allreduce_bytes, int64_t row_wise_dim) const {
+    return extra_collectives_ms(model_, allreduce_bytes, row_wise_dim, devices_);
   }
 
   // The plan's max total, keeping each device's costs.
   double total_costs(std::vector<DeviceCost>& costs) const {
-    costs = costs_from_compute(model_, compute_, state_.width, collectives_ms(allreduce_bytes_, row_wise_tables_));
+    costs = costs_from_compute(model_, compute_, state_.width, collectives_ms(allreduce_bytes_, row_wise_dim_));
     return max_total_ms(costs);
   }
 
@@ -221,7 +221,7 @@ class TypePass {
     }
     return max_total_from_compute(model_, compute, width,
                                   collectives_ms(allreduce_bytes_ - now.allreduce_bytes + next.allreduce_bytes,
-                                                 row_wise_tables_ - now.row_wise() + next.row_wise()));
+                                                 row_wise_dim_ - now.row_wise_dim() + next.row_wise_dim()));
   }
 
   void apply(std::size_t t, Layout next) {
@@ -322,7 +322,7 @@ class TypePass {
   DeviceState state_;
   std::vector<double> compute_;
   int64_t allreduce_bytes_ = 0;
-  int row_wise_tables_ = 0;
+  int64_t row_wise_dim_ = 0;
   std::vector<DeviceCost> costs_;
 };
 

@@ -135,6 +135,9 @@ ModelFiles load_model_files(const std::string& dir) {
     if (const auto* allreduce = find_member(meta["comm"], "allreduce")) {
       comm.allreduce = allreduce_fit_from_json(*allreduce, source, "comm.allreduce");
     }
+    if (const auto* rowwise = find_member(meta["comm"], "rowwise")) {
+      comm.rowwise = rowwise_fit_from_json(*rowwise, source, "comm.rowwise");
+    }
     for (const char* key : {"input_min", "input_max"}) {
       const auto& list = read_array(require_member(meta["comm"], key, source, "comm"), source, std::string("comm.") + key);
       if (static_cast<int>(list.size()) != comm_inputs) {

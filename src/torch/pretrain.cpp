@@ -29,6 +29,7 @@
 #include "shardplan/hardware_profile.hpp"
 #include "shardplan/model_hardware.hpp"
 #include "shardplan/progress.hpp"
+#include "shardplan/rowwise_fit.hpp"
 
 namespace shardplan {
 
@@ -205,6 +206,25 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
     }
   }
   if (!ar_true.empty()) metrics["allreduce"] = compute_metrics(ar_pred, ar_true).to_json();
+  // Samples of plans with row-wise tables: each one's step (forward plus backward, mean over ranks) as the
+  // model scores it, its width in the all-to-all plus the row-wise collectives' charge.
+  std::vector<double> rw_pred, rw_true;
+  for (const auto& sample : samples) {
+    if (sample.rw_dim <= 0 || sample.allreduce_floats > 0 || sample.fw_ms.empty()) continue;
+    std::vector<double> fw, bw;
+    model.set_devices_per_host(sample.devices_per_host > 0 ? sample.devices_per_host : sample.world_size);
+    model.predict_comm(model_dim_sums(sample), sample.delays_ms, fw, bw);
+    double predicted = 0.0;
+    double measured = 0.0;
+    for (std::size_t r = 0; r < fw.size(); ++r) {
+      predicted += fw[r] + bw[r];
+      measured += sample.fw_ms[r] + sample.bw_ms[r];
+    }
+    const double ranks = static_cast<double>(fw.size());
+    rw_pred.push_back(predicted / ranks + model.rowwise_collectives_ms(sample.rw_dim, sample.world_size));
+    rw_true.push_back(measured / ranks);
+  }
+  if (!rw_true.empty()) metrics["rowwise"] = compute_metrics(rw_pred, rw_true).to_json();
   return metrics;
 }
 
@@ -336,25 +356,29 @@ CommFabric comm_fabric(const CostData& comm_data, const PretrainConfig& config, 
 
 CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config, const ComputeModelSpec& compute_spec) {
   CommPart part;
-  // Samples that timed an all-reduce (given workloads) fit the all-reduce only, and samples of plans with
-  // row-wise tables (whose reduce-scatter and all-gather latency extra_collectives_ms charges apart) train
-  // nothing: the all-to-all part learns from the plain ones, so adding either leaves it as it was.
+  // Samples that timed an all-reduce (given workloads) fit the all-reduce only. Samples of plans with
+  // row-wise tables, and the samples paired with them (tools/rowwise-workloads), fit the row-wise
+  // collectives only (extra_collectives_ms charges them apart). The all-to-all part learns from the
+  // plain ones, so adding any of these leaves it as it was.
   CostData comm_data;
   comm_data.meta = all_comm.meta;
   std::vector<CommSample> allreduce_samples;
+  std::vector<char> is_reference;
+  const std::vector<RowwisePair> rowwise = rowwise_pairs(all_comm.comm, &is_reference);
   std::size_t row_wise_samples = 0;
-  for (const auto& s : all_comm.comm) {
+  for (std::size_t i = 0; i < all_comm.comm.size(); ++i) {
+    const CommSample& s = all_comm.comm[i];
     if (s.allreduce_floats > 0) {
       allreduce_samples.push_back(s);
-    } else if (s.rw_dim > 0) {
+    } else if (s.rw_dim > 0 || is_reference[i]) {
       ++row_wise_samples;
     } else {
       comm_data.comm.push_back(s);
     }
   }
   if (row_wise_samples > 0) {
-    spdlog::info("comm data: left out {} samples of plans with row-wise tables (their extra collectives are charged "
-                 "apart)", row_wise_samples);
+    spdlog::info("comm data: {} samples of plans with row-wise tables and their pairs fit the row-wise collectives "
+                 "alone ({} pairs)", row_wise_samples, rowwise.size());
   }
   if (comm_data.comm.empty()) throw InputError("the comm cost data holds only all-reduce samples: no all-to-all to learn");
   const CommFabric fabric = comm_fabric(comm_data, config);
@@ -420,6 +444,26 @@ CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config,
     spdlog::info("all-reduce fitted to {} samples: MAPE {:.1f}% (the ring structure alone: {:.1f}%)",
                  allreduce_samples.size(), compute_metrics(fitted, measured).mape,
                  compute_metrics(structure, measured).mape);
+  }
+  if (!rowwise.empty()) {
+    const RowwiseFit fit = fit_rowwise(rowwise);
+    part.meta_section["rowwise"] = rowwise_fit_to_json(fit);
+    // Against the latency-only charge it replaces (the fitted all-reduce of 4 bytes), on the same pairs.
+    const AllreduceFit latency = fit_allreduce(allreduce_samples);
+    double fitted_error = 0.0;
+    double latency_error = 0.0;
+    for (const auto& p : rowwise) {
+      CommFabric own = fabric;
+      own.devices_per_host = p.world_size;
+      fitted_error += std::abs(fitted_rowwise_ms(fit, p.rw_dim, p.world_size) - p.extra_ms);
+      latency_error += std::abs(fitted_allreduce_ms(latency, own, 4.0, p.world_size) - p.extra_ms);
+    }
+    const double n = static_cast<double>(rowwise.size());
+    part.meta_section["rowwise"]["metrics"] = {{"pairs", rowwise.size()},
+                                               {"mean_abs_error_ms", fitted_error / n},
+                                               {"latency_only_mean_abs_error_ms", latency_error / n}};
+    spdlog::info("row-wise collectives fitted to {} pairs: mean |error| {:.2f} ms (latency alone: {:.2f} ms)",
+                 rowwise.size(), fitted_error / n, latency_error / n);
   }
   part.hardware = comm_hardware(comm_data.meta, world_sizes);
   part.data = {{"samples", comm_data.comm.size()}, {"train", comm_split.train.size()},

@@ -172,25 +172,26 @@ TEST(ShardingTypes, ReplicasServeTheirRanksSamplesAndAllReduceTheirGradients) {
 TEST(ShardingTypes, RowWiseTablesAddTheirCollectivesLatency) {
   Cluster cluster = cluster_of(4, 1ll << 30);
   Table rw = make_table("rw", 4000, 16, 8.0);
+  Table rw2 = make_table("rw2", 4000, 12, 1.0);
   Table tw = make_table("tw", 1000, 8, 2.0);
-  Plan with = plan_of(cluster, {row_wise_sharding(rw, 4), table_wise_sharding(tw, 0)});
-  std::vector<DeviceShards> devices = device_shards(with, {rw, tw});
-  for (const auto& d : devices) EXPECT_TRUE(d.row_wise);
+  Plan with = plan_of(cluster, {row_wise_sharding(rw, 4), table_wise_sharding(tw, 0), row_wise_sharding(rw2, 4)});
+  std::vector<DeviceShards> devices = device_shards(with, {rw, tw, rw2});
+  for (const auto& d : devices) EXPECT_EQ(d.row_wise_dim, 16 + 12);
   auto model = testing::analytic_model();
   const double latency = model->allreduce_ms(4.0, 4);
   EXPECT_GT(latency, 0.0);
   EXPECT_DOUBLE_EQ(plan_collectives_ms(*model, devices), latency);
-  EXPECT_DOUBLE_EQ(extra_collectives_ms(*model, 4000, true, 4), model->allreduce_ms(4000.0, 4) + latency);
-  EXPECT_EQ(extra_collectives_ms(*model, 4000, true, 1), 0.0);
-  Plan without = plan_of(cluster, {table_wise_sharding(rw, 1), table_wise_sharding(tw, 0)});
-  EXPECT_FALSE(device_shards(without, {rw, tw}).front().row_wise);
-  EXPECT_EQ(plan_collectives_ms(*model, device_shards(without, {rw, tw})), 0.0);
+  EXPECT_DOUBLE_EQ(extra_collectives_ms(*model, 4000, 28, 4), model->allreduce_ms(4000.0, 4) + latency);
+  EXPECT_EQ(extra_collectives_ms(*model, 4000, 28, 1), 0.0);
+  Plan without = plan_of(cluster, {table_wise_sharding(rw, 1), table_wise_sharding(tw, 0), table_wise_sharding(rw2, 2)});
+  EXPECT_EQ(device_shards(without, {rw, tw, rw2}).front().row_wise_dim, 0);
+  EXPECT_EQ(plan_collectives_ms(*model, device_shards(without, {rw, tw, rw2})), 0.0);
   // The same widths scored without the row-wise flag lose exactly that latency from every backward.
   std::vector<int64_t> widths;
   for (const auto& d : devices) widths.push_back(d.dim_sum);
   const std::vector<double> compute = model->predict_compute(compute_sets(devices));
   const std::vector<DeviceCost> plain = costs_from_compute(*model, compute, widths);
-  const std::vector<DeviceCost> scored = score_plan(with, {rw, tw}, *model);
+  const std::vector<DeviceCost> scored = score_plan(with, {rw, tw, rw2}, *model);
   for (std::size_t r = 0; r < scored.size(); ++r) EXPECT_NEAR(scored[r].bw_comm_ms, plain[r].bw_comm_ms + latency, 1e-9);
 }
 
