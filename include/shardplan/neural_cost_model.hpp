@@ -123,7 +123,8 @@ class NeuralCostModel final : public CostModel {
   // On the links it plans for: the profile's, or the hierarchical model's own with its measured fit
   // (scale-free models: the default).
   double allreduce_ms(double bytes, int num_devices) const override;
-  // The measured fit on the model's own links; elsewhere (or unmeasured) the default latency.
+  // The measured fit on the model's own links (across hosts, at least the default latency); elsewhere (or
+  // unmeasured) the default latency.
   double rowwise_collectives_ms(int64_t rw_dim, int num_devices) const override;
 
   // Plans for the hardware `fabric` describes (a --hardware profile): a hierarchical model measured on

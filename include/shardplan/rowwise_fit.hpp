@@ -5,9 +5,9 @@
 // Per measured world size W, that extra is fitted to pairs of `collect-costs comm` samples
 // (tools/rowwise-workloads): one runs a row-wise width through its own collectives, the other carries
 // the same width in its all-to-all. A line in the row-wise width (at the data's batch), intercept and
-// slope >= 0, robust to outliers. Other world sizes take the line of the largest measured size at or
-// below them (the smallest's below them all), its intercept scaled by (W - 1) / (W_fit - 1), since each
-// collective is W - 1 steps.
+// slope >= 0, robust to outliers. Between measured world sizes both figures are linear in W; beyond them
+// the nearest size's line holds, its intercept scaled by (W - 1) / (W_fit - 1), since each collective is
+// W - 1 steps.
 // No LibTorch here.
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -37,14 +37,15 @@ struct RowwisePair {
   double extra_ms = 0.0;
 };
 
-// Pairs every sample with rw_dim > 0 with the samples of the same world size, host layout and start
-// delays (within 0.05 ms), without rw_dim or an all-reduce, whose widths are its widths plus rw_dim on
-// every rank (their mean when several). Samples with no partner are left out. `is_reference`, when given, is set per sample: 1 for
-// those used as a partner.
+// Pairs every sample with rw_dim > 0 with the sample next to it (before or after: the pair's workloads
+// were given one after the other) of the same world size, host layout and start delays (within 0.05 ms),
+// without rw_dim or an all-reduce, whose widths are its widths plus rw_dim on every rank. Samples with
+// no partner are left out. `is_reference`, when given, is set per sample: 1 for those used as a partner.
+
 std::vector<RowwisePair> rowwise_pairs(const std::vector<CommSample>& samples, std::vector<char>* is_reference = nullptr);
 
-// Per world size, the least-absolute-deviations line through its pairs' (rw_dim, extra_ms), kept within
-// intercept >= 0 and slope >= 0 (on an edge, the best line there).
+// Per world size, the least-absolute-deviations line through its pairs' (rw_dim, extra_ms) with intercept
+// >= 0 and slope >= 0, exact.
 RowwiseFit fit_rowwise(const std::vector<RowwisePair>& pairs);
 
 // The fitted extra of `rw_dim` summed row-wise width on `num_devices` GPUs; 0 for one GPU or no width.

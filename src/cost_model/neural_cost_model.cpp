@@ -288,7 +288,12 @@ void NeuralCostModel::predict_comm_hierarchical(const std::vector<int64_t>& dim_
 
 double NeuralCostModel::rowwise_collectives_ms(int64_t rw_dim, int num_devices) const {
   if (!structure_only_ && comm_.form == CommForm::kHierarchical && !comm_.rowwise.points.empty()) {
-    return fitted_rowwise_ms(comm_.rowwise, rw_dim, num_devices);
+    const double fitted = fitted_rowwise_ms(comm_.rowwise, rw_dim, num_devices);
+    // The pairs ran on one host; across hosts the network's per-step latency may cost more.
+    if (planning_fabric_.devices_per_host < num_devices) {
+      return std::max(fitted, CostModel::rowwise_collectives_ms(rw_dim, num_devices));
+    }
+    return fitted;
   }
   return CostModel::rowwise_collectives_ms(rw_dim, num_devices);
 }

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <tuple>
 
 #include "shardplan/errors.hpp"
 #include "shardplan/json_fields.hpp"
@@ -32,79 +31,67 @@ double mean_step_ms(const CommSample& s) {
   return s.fw_ms.empty() ? 0.0 : sum / static_cast<double>(s.fw_ms.size());
 }
 
-// min sum w_i (a + b x_i - y_i)^2 over a >= 0, b >= 0 (on an edge, the better of the flat line and the
-// line through the origin).
-std::pair<double, double> weighted_line(const std::vector<double>& x, const std::vector<double>& y,
-                                        const std::vector<double>& w) {
-  double s0 = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    s0 += w[i];
-    sx += w[i] * x[i];
-    sy += w[i] * y[i];
-    sxx += w[i] * x[i] * x[i];
-    sxy += w[i] * x[i] * y[i];
-  }
-  const double det = s0 * sxx - sx * sx;
-  if (det > 1e-12 * s0 * sxx) {
-    const double a = (sy * sxx - sx * sxy) / det;
-    const double b = (s0 * sxy - sx * sy) / det;
-    if (a >= 0.0 && b >= 0.0) return {a, b};
-  }
+// The least-absolute-deviations line with a >= 0 and b >= 0, exactly: timings on a shared host have heavy
+// tails, and a few pairs slowed by a stray process must not move every plan's charge. The L1 optimum over
+// that region lies on a vertex: a line through two points, through one point flat (b = 0) or through the
+// origin (a = 0), or the zero line. Every candidate is tried: O(n^3) for n pairs, 60 here, about a second
+// for 1,000. The first of equal error wins, so the fit is deterministic.
+std::pair<double, double> fit_line(const std::vector<double>& x, const std::vector<double>& y) {
   auto error = [&](double a, double b) {
     double e = 0.0;
-    for (std::size_t i = 0; i < x.size(); ++i) e += w[i] * (a + b * x[i] - y[i]) * (a + b * x[i] - y[i]);
+    for (std::size_t i = 0; i < x.size(); ++i) e += std::abs(a + b * x[i] - y[i]);
     return e;
   };
-  const std::pair<double, double> flat{std::max(0.0, sy / s0), 0.0};
-  const std::pair<double, double> through_origin{0.0, sxx > 0 ? std::max(0.0, sxy / sxx) : 0.0};
-  return error(flat.first, flat.second) <= error(through_origin.first, through_origin.second) ? flat : through_origin;
-}
-
-// The least absolute deviations line (iteratively reweighted least squares): timings on a shared host
-// have heavy tails, and a few pairs slowed by a stray process must not move every plan's charge.
-std::pair<double, double> fit_line(const std::vector<double>& x, const std::vector<double>& y) {
-  constexpr int kRounds = 50;
-  constexpr double kFloorMs = 1e-3;  // bounds the weight of a point the line passes through
-  std::vector<double> w(x.size(), 1.0);
-  std::pair<double, double> line = weighted_line(x, y, w);
-  for (int round = 0; round < kRounds; ++round) {
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      w[i] = 1.0 / std::max(std::abs(line.first + line.second * x[i] - y[i]), kFloorMs);
+  std::pair<double, double> best{0.0, 0.0};
+  double best_error = error(0.0, 0.0);
+  auto consider = [&](double a, double b) {
+    if (!(a >= 0.0 && b >= 0.0)) return;
+    const double e = error(a, b);
+    if (e < best_error) {
+      best = {a, b};
+      best_error = e;
     }
-    line = weighted_line(x, y, w);
+  };
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    consider(y[i], 0.0);
+    if (x[i] > 0.0) consider(0.0, y[i] / x[i]);
+    for (std::size_t j = i + 1; j < x.size(); ++j) {
+      if (x[j] == x[i]) continue;
+      const double slope = (y[j] - y[i]) / (x[j] - x[i]);
+      consider(y[i] - slope * x[i], slope);
+    }
   }
-  return line;
+  return best;
 }
 
 }  // namespace
 
 std::vector<RowwisePair> rowwise_pairs(const std::vector<CommSample>& samples, std::vector<char>* is_reference) {
-  using Key = std::tuple<int, int, std::vector<int64_t>>;  // world size, ranks per host, widths
-  std::map<Key, std::vector<std::size_t>> plain;
-  for (std::size_t i = 0; i < samples.size(); ++i) {
-    const auto& s = samples[i];
-    if (s.rw_dim == 0 && s.allreduce_floats == 0) plain[Key{s.world_size, s.devices_per_host, s.dim_sums}].push_back(i);
-  }
-  if (is_reference != nullptr) is_reference->assign(samples.size(), 0);
-  std::vector<RowwisePair> pairs;
-  for (const auto& s : samples) {
-    if (s.rw_dim <= 0 || s.allreduce_floats != 0) continue;
-    std::vector<int64_t> widths = s.dim_sums;
-    for (auto& w : widths) w += s.rw_dim;
-    const auto found = plain.find(Key{s.world_size, s.devices_per_host, widths});
-    if (found == plain.end()) continue;
-    double reference = 0.0;
-    int partners = 0;
-    for (std::size_t i : found->second) {
-      if (!same_delays(s, samples[i])) continue;
-      reference += mean_step_ms(samples[i]);
-      partners += 1;
-      if (is_reference != nullptr) (*is_reference)[i] = 1;
+  std::vector<char> used(samples.size(), 0);
+  auto partners = [&](const CommSample& s, const CommSample& other) {
+    if (other.rw_dim != 0 || other.allreduce_floats != 0 || other.world_size != s.world_size ||
+        other.devices_per_host != s.devices_per_host || other.dim_sums.size() != s.dim_sums.size() ||
+        !same_delays(s, other)) {
+      return false;
     }
-    if (partners == 0) continue;
-    reference /= partners;
-    pairs.push_back(RowwisePair{s.world_size, s.rw_dim, mean_step_ms(s) - reference});
+    for (std::size_t r = 0; r < s.dim_sums.size(); ++r) {
+      if (other.dim_sums[r] != s.dim_sums[r] + s.rw_dim) return false;
+    }
+    return true;
+  };
+  std::vector<RowwisePair> pairs;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const CommSample& s = samples[i];
+    if (s.rw_dim <= 0 || s.allreduce_floats != 0 || s.fw_ms.empty()) continue;
+    // The pair's two workloads were given one after the other, in either order.
+    for (std::size_t j : {i + 1, i - 1}) {
+      if (j >= samples.size() || used[j] || !partners(s, samples[j])) continue;
+      used[j] = 1;
+      pairs.push_back(RowwisePair{s.world_size, s.rw_dim, mean_step_ms(s) - mean_step_ms(samples[j])});
+      break;
+    }
   }
+  if (is_reference != nullptr) *is_reference = used;
   return pairs;
 }
 
@@ -125,12 +112,26 @@ RowwiseFit fit_rowwise(const std::vector<RowwisePair>& pairs) {
 
 double fitted_rowwise_ms(const RowwiseFit& fit, int64_t rw_dim, int num_devices) {
   if (num_devices < 2 || rw_dim <= 0 || fit.points.empty()) return 0.0;
-  const RowwiseFitPoint* chosen = &fit.points.front();
-  for (const auto& p : fit.points) {
-    if (p.world_size <= num_devices) chosen = &p;
+  const double w = static_cast<double>(num_devices);
+  const auto& points = fit.points;
+  double latency = 0.0;
+  double per_column = 0.0;
+  if (num_devices <= points.front().world_size || num_devices >= points.back().world_size) {
+    // Outside the measured sizes: the nearest one's line, its latency scaled by the ring's W - 1 steps.
+    const RowwiseFitPoint& p = num_devices <= points.front().world_size ? points.front() : points.back();
+    latency = p.latency_ms * (w - 1.0) / static_cast<double>(p.world_size - 1);
+    per_column = p.ms_per_column;
+  } else {
+    // Between two measured sizes: both figures linear in W.
+    std::size_t k = 0;
+    while (points[k + 1].world_size < num_devices) ++k;
+    const RowwiseFitPoint& lo = points[k];
+    const RowwiseFitPoint& hi = points[k + 1];
+    const double t = (w - lo.world_size) / static_cast<double>(hi.world_size - lo.world_size);
+    latency = lo.latency_ms + t * (hi.latency_ms - lo.latency_ms);
+    per_column = lo.ms_per_column + t * (hi.ms_per_column - lo.ms_per_column);
   }
-  const double steps = static_cast<double>(num_devices - 1) / static_cast<double>(chosen->world_size - 1);
-  return chosen->latency_ms * steps + chosen->ms_per_column * static_cast<double>(rw_dim);
+  return latency + per_column * static_cast<double>(rw_dim);
 }
 
 nlohmann::json rowwise_fit_to_json(const RowwiseFit& fit) {
@@ -142,9 +143,9 @@ nlohmann::json rowwise_fit_to_json(const RowwiseFit& fit) {
                       {"pairs", p.pairs}});
   }
   return {{"form", "what a plan's row-wise reduce-scatter and all-gather add to every GPU's step beyond their width "
-                   "in the all-to-all: latency_ms x (W-1)/(W_fit-1) + ms_per_column x the summed row-wise width, "
-                   "with the line of the largest measured world size W_fit not above W (the smallest below them "
-                   "all)"},
+                   "in the all-to-all: latency_ms + ms_per_column x the summed row-wise width, both linear in W "
+                   "between measured world sizes; beyond them the nearest size's line, its latency_ms scaled by "
+                   "(W-1)/(W_fit-1)"},
           {"fits", points}};
 }
 

@@ -299,6 +299,54 @@ TEST(ShardingTypes, PassNeverWorsensFitsMemoryAndIgnoresThreads) {
   }
 }
 
+// The analytic model with a row-wise charge that grows with the plan's summed row-wise width, as the
+// fitted one does: the pass's running sum of that width must agree with score_plan's.
+class WidthChargedModel final : public CostModel {
+ public:
+  explicit WidthChargedModel(std::shared_ptr<const CostModel> base) : base_(std::move(base)) {}
+  std::string name() const override { return "width-charged"; }
+  int summary_size() const override { return base_->summary_size(); }
+  void shard_summary(const ShardFeatures& shard, float* summary) const override { base_->shard_summary(shard, summary); }
+  double compute_from_summary(const float* sum) const override { return base_->compute_from_summary(sum); }
+  void predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms, std::vector<double>& fw,
+                    std::vector<double>& bw) const override {
+    base_->predict_comm(dim_sums, compute_ms, fw, bw);
+  }
+  double allreduce_ms(double bytes, int num_devices) const override { return base_->allreduce_ms(bytes, num_devices); }
+  double rowwise_collectives_ms(int64_t rw_dim, int /*num_devices*/) const override {
+    return 0.01 + 0.004 * static_cast<double>(rw_dim);
+  }
+
+ private:
+  std::shared_ptr<const CostModel> base_;
+};
+
+TEST(ShardingTypes, PassTracksTheRowWiseWidthAsScoringDoes) {
+  auto model = std::make_shared<WidthChargedModel>(testing::analytic_model());
+  std::vector<Table> tables;
+  // Hot tables of unequal heat: each conversion relieves the slowest GPU down to the next hot table's.
+  for (double pooling : {400.0, 150.0, 60.0}) {
+    tables.push_back(make_table("hot" + std::to_string(tables.size()), 4'000'000, 4, pooling));
+  }
+  for (int i = 0; i < 6; ++i) tables.push_back(make_table("light" + std::to_string(i), 10'000, 16, 2.0));
+  Cluster cluster = cluster_of(16, 1ll << 30);
+  NeuroShardConfig config;
+  config.sharding_types = ShardingTypeSet::table_and_column();
+  Plan base = make_neuroshard_planner(model, config)->plan(tables, cluster);
+  TypePassOptions options;
+  options.allowed = parse_sharding_types("table_wise,column_wise,row_wise", "test");
+  TypePassStats stats;
+  Plan after = choose_sharding_types(base, tables, *model, options, &stats);
+  int64_t row_wise_dim = 0;
+  for (const auto& t : after.tables) row_wise_dim += t.type == ShardingType::kRowWise ? t.dim : 0;
+  EXPECT_GE(stats.converted, 2);  // several row-wise tables: their widths add up in the charge
+  EXPECT_GT(row_wise_dim, 4);
+  const auto devices = device_shards(after, tables);
+  EXPECT_EQ(devices.front().row_wise_dim, row_wise_dim);
+  EXPECT_DOUBLE_EQ(plan_collectives_ms(*model, devices), 0.01 + 0.004 * static_cast<double>(row_wise_dim));
+  EXPECT_LE(max_total_ms(score_plan(after, tables, *model)), max_total_ms(score_plan(base, tables, *model)) + 1e-9);
+}
+
 TEST(ShardingTypes, WithoutColumnWiseTheSearchSplitsNoColumns) {
   auto model = testing::analytic_model();
   std::vector<Table> tables = testing::varied_tables(40);
