@@ -156,6 +156,7 @@ struct DeviceShards {
 
 // The bytes of the gradients a data-parallel table's replicas all-reduce each step: the whole table.
 int64_t replica_gradient_bytes(const Table& table);
+int64_t replica_gradient_bytes(const TableSharding& table);
 
 // A replica's device memory: weights and optimizer state like any shard, plus its dense gradient, which
 // TorchRec's data-parallel (dense kernel, DDP) keeps whole on every GPU.

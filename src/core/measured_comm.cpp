@@ -18,7 +18,7 @@ std::optional<CommToMeasure> comm_to_measure(const Plan& plan, const std::vector
         comm.rw_dim += table.dim;
         break;
       case ShardingType::kDataParallel:
-        gradient_bytes += static_cast<double>(table.rows) * table.dim * dtype_bytes(table.dtype);
+        gradient_bytes += static_cast<double>(replica_gradient_bytes(table));
         break;
       default:
         for (const auto& shard : table.shards) comm.dim_sums[static_cast<std::size_t>(shard.rank)] += shard.cols;

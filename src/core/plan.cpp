@@ -52,7 +52,7 @@ std::vector<DeviceUsage> device_usage(const Plan& plan) {
       auto& device = usage.at(static_cast<std::size_t>(shard.rank));
       device.memory_bytes += shard_memory_bytes(shard.rows, shard.cols, table.dtype, plan.cluster.optimizer);
       // A replica's dense gradient (replica_memory_bytes).
-      if (table.type == ShardingType::kDataParallel) device.memory_bytes += shard.rows * shard.cols * dtype_bytes(table.dtype);
+      if (table.type == ShardingType::kDataParallel) device.memory_bytes += replica_gradient_bytes(table);
       device.num_shards += 1;
       switch (table.type) {
         case ShardingType::kTableWise: device.num_table_wise += 1; break;
@@ -101,6 +101,10 @@ Table replica_as_table(const Table& table, int num_devices) {
 }
 
 int64_t replica_gradient_bytes(const Table& table) {
+  return table.rows * static_cast<int64_t>(table.dim) * dtype_bytes(table.dtype);
+}
+
+int64_t replica_gradient_bytes(const TableSharding& table) {
   return table.rows * static_cast<int64_t>(table.dim) * dtype_bytes(table.dtype);
 }
 

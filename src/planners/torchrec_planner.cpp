@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -89,12 +90,16 @@ struct Option {
 
 using Proposal = std::vector<int>;  // per table, the index of its option
 
-struct Placement {
-  bool feasible = false;
-  double max_rank_ms = 0.0;
+// Per table: the ranks of a table-wise or column-wise option's shards, or a table-row-wise table's host.
+using Placement = std::vector<std::vector<int>>;
+
+constexpr double kInfeasible = std::numeric_limits<double>::infinity();
+
+// The best proposal so far and its rating (TorchRec's NoopPerfModel: the slowest rank's summed perf);
+// kInfeasible while none fits. Proposals are only rated; the winner alone is placed for the plan.
+struct Rated {
   Proposal proposal;
-  // Per table: the ranks of a table-wise or column-wise option's shards, or a table-row-wise table's host.
-  std::vector<std::vector<int>> ranks;
+  double max_rank_ms = kInfeasible;
 };
 
 class TorchRecPlanner final : public Planner {
@@ -119,12 +124,12 @@ class TorchRecPlanner final : public Planner {
     estimate.devices_per_host = torchrec_local_world_size(cluster.num_devices, cluster.devices_per_host);
     const auto options = enumerate_options(tables, cluster, estimate);
 
-    Placement best = table_and_column_proposals(tables, options, cluster);
+    Rated best = table_and_column_proposals(tables, options, cluster);
     if (all_types_) {
       for (bool use_depth : {true, false}) greedy_proposals(options, cluster, use_depth, best);
       uniform_proposals(options, cluster, best);
     }
-    if (!best.feasible) {
+    if (best.max_rank_ms == kInfeasible) {
       throw InfeasibleError(fmt::format("{}: no proposal fits: a table or {} found no device with room (each offers {}{})",
                                         name(), all_types_ ? "shard" : "column-wise shard",
                                         format_bytes(cluster.usable_bytes_per_device()),
@@ -189,14 +194,16 @@ class TorchRecPlanner final : public Planner {
     return -1;
   }
 
-  static void keep_if_better(Placement candidate, Placement& best) {
-    if (candidate.feasible && (!best.feasible || candidate.max_rank_ms < best.max_rank_ms)) best = std::move(candidate);
+  static void keep_if_better(const Proposal& proposal, const std::vector<std::vector<Option>>& options,
+                             const Cluster& cluster, Rated& best) {
+    const double rating = partition(proposal, options, cluster);
+    if (rating < best.max_rank_ms) best = Rated{proposal, rating};
   }
 
   // Table-wise wherever a table fits whole, column-wise wherever TorchRec allows; then, greedily, each
   // column-capable table switched from the first to column-wise if that rates better.
-  static Placement table_and_column_proposals(const std::vector<Table>& tables,
-                                              const std::vector<std::vector<Option>>& options, const Cluster& cluster) {
+  static Rated table_and_column_proposals(const std::vector<Table>& tables,
+                                          const std::vector<std::vector<Option>>& options, const Cluster& cluster) {
     const int64_t usable = cluster.usable_bytes_per_device();
     Proposal choice(tables.size());
     Proposal all_columns(tables.size());
@@ -206,33 +213,28 @@ class TorchRecPlanner final : public Planner {
       all_columns[t] = column >= 0 ? column : 0;
       choice[t] = !fits_whole && column >= 0 ? column : 0;
     }
-    Placement current = partition(choice, options, cluster);
-    Placement best = partition(all_columns, options, cluster);
+    double current = partition(choice, options, cluster);
+    Rated best{all_columns, partition(all_columns, options, cluster)};
     for (std::size_t t = 0; t < tables.size(); ++t) {
       const int column = option_of_type(options[t], ShardingType::kColumnWise);
       if (column < 0 || choice[t] == column) continue;
       choice[t] = column;
-      Placement trial = partition(choice, options, cluster);
-      if (better(trial, current)) {
-        current = std::move(trial);
+      const double trial = partition(choice, options, cluster);
+      if (trial < current) {
+        current = trial;
       } else {
         choice[t] = 0;
       }
     }
-    if (better(current, best)) best = std::move(current);
+    if (current < best.max_rank_ms) best = Rated{choice, current};
     return best;
-  }
-
-  static bool better(const Placement& a, const Placement& b) {
-    if (a.feasible != b.feasible) return a.feasible;
-    return a.max_rank_ms < b.max_rank_ms;
   }
 
   // TorchRec's GreedyProposer: each table's options sorted by their slowest shard (use_depth) or their
   // summed perf; start from every table's first, then repeatedly move the table whose current option
   // needs the most storage to its next one, until every table is at its last or the work budget is spent.
   static void greedy_proposals(const std::vector<std::vector<Option>>& options, const Cluster& cluster,
-                               bool use_depth, Placement& best) {
+                               bool use_depth, Rated& best) {
     std::vector<std::vector<int>> order(options.size());
     for (std::size_t t = 0; t < options.size(); ++t) {
       order[t].resize(options[t].size());
@@ -249,7 +251,7 @@ class TorchRecPlanner final : public Planner {
     Proposal proposal(options.size());
     for (int64_t proposals = 0; proposals < max_proposals; ++proposals) {
       for (std::size_t t = 0; t < options.size(); ++t) proposal[t] = order[t][position[t]];
-      keep_if_better(partition(proposal, options, cluster), best);
+      keep_if_better(proposal, options, cluster, best);
       int largest = -1;
       std::pair<int64_t, int64_t> largest_storage{0, 0};
       for (std::size_t t = 0; t < options.size(); ++t) {
@@ -267,7 +269,7 @@ class TorchRecPlanner final : public Planner {
 
   // TorchRec's UniformProposer: every table with the same sharding type, for each type every table offers.
   static void uniform_proposals(const std::vector<std::vector<Option>>& options, const Cluster& cluster,
-                                Placement& best) {
+                                Rated& best) {
     for (int type = 0; type < kNumShardingTypes; ++type) {
       Proposal proposal(options.size());
       bool every_table = true;
@@ -275,7 +277,7 @@ class TorchRecPlanner final : public Planner {
         proposal[t] = option_of_type(options[t], static_cast<ShardingType>(type));
         every_table = proposal[t] >= 0;
       }
-      if (every_table) keep_if_better(partition(proposal, options, cluster), best);
+      if (every_table) keep_if_better(proposal, options, cluster, best);
     }
   }
 
@@ -283,11 +285,11 @@ class TorchRecPlanner final : public Planner {
   // and data-parallel blocks on their ranks first; then the costliest shard (or table-row-wise table)
   // first, a shard onto the least-loaded rank where it fits (the lowest rank on ties, where TorchRec
   // spreads ties over hosts), a table-row-wise table onto the least-loaded host where its blocks fit.
-  static Placement partition(const Proposal& proposal, const std::vector<std::vector<Option>>& options,
-                             const Cluster& cluster) {
-    Placement out;
-    out.proposal = proposal;
-    out.ranks.resize(proposal.size());
+  // Returns the slowest rank's summed perf, kInfeasible when a shard finds no room; `placement`, when
+  // given, receives where every shard went.
+  static double partition(const Proposal& proposal, const std::vector<std::vector<Option>>& options,
+                          const Cluster& cluster, Placement* placement = nullptr) {
+    if (placement != nullptr) placement->assign(proposal.size(), {});
     const auto devices = static_cast<std::size_t>(cluster.num_devices);
     const int64_t usable = cluster.usable_bytes_per_device();
 
@@ -313,7 +315,7 @@ class TorchRecPlanner final : public Planner {
       } else if (option.type == ShardingType::kTableRowWise) {
         items.push_back(Item{t, -1, option.sum_perf(), option.storage().second});
       } else {
-        out.ranks[t].assign(option.shards.size(), -1);
+        if (placement != nullptr) (*placement)[t].assign(option.shards.size(), -1);
         for (std::size_t i = 0; i < option.shards.size(); ++i) {
           items.push_back(Item{t, static_cast<int>(i), option.shards[i].perf_ms, option.shards[i].bytes});
         }
@@ -326,7 +328,7 @@ class TorchRecPlanner final : public Planner {
     for (std::size_t r = 0; r < devices; ++r) {
       running_load += load_step[r];
       running_used += used_step[r];
-      if (running_used > usable) return out;  // infeasible
+      if (running_used > usable) return kInfeasible;
       load[r] = running_load;
       used[r] = running_used;
     }
@@ -353,23 +355,21 @@ class TorchRecPlanner final : public Planner {
         auto fit = std::find_if(by_load.begin(), by_load.end(), [&](const auto& entry) {
           return used[static_cast<std::size_t>(entry.second)] + shard.bytes <= usable;
         });
-        if (fit == by_load.end()) return out;  // infeasible
+        if (fit == by_load.end()) return kInfeasible;
         const int rank = fit->second;
         place(static_cast<std::size_t>(rank), shard.perf_ms, shard.bytes);
-        out.ranks[item.table][static_cast<std::size_t>(item.shard)] = rank;
+        if (placement != nullptr) (*placement)[item.table][static_cast<std::size_t>(item.shard)] = rank;
         continue;
       }
       const int host = least_loaded_host_with_room(option, host_load, used, usable, per_host);
-      if (host < 0) return out;  // infeasible
+      if (host < 0) return kInfeasible;
       for (int b = 0; b < option.ranks; ++b) {
         const int64_t bytes = b + 1 < option.blocks ? option.block_bytes : b + 1 == option.blocks ? option.last_bytes : 0;
         place(static_cast<std::size_t>(host) * per_host + static_cast<std::size_t>(b), option.block_perf_ms, bytes);
       }
-      out.ranks[item.table] = {host};
+      if (placement != nullptr) (*placement)[item.table] = {host};
     }
-    out.feasible = true;
-    out.max_rank_ms = *std::max_element(load.begin(), load.end());
-    return out;
+    return *std::max_element(load.begin(), load.end());
   }
 
   // TorchRec's co-host partition: hosts by their summed load (the lowest index on ties), the first whose
@@ -393,15 +393,17 @@ class TorchRecPlanner final : public Planner {
     return -1;
   }
 
-  Plan to_plan(const Placement& placement, const std::vector<Table>& tables,
-               const std::vector<std::vector<Option>>& options, const Cluster& cluster) const {
+  Plan to_plan(const Rated& best, const std::vector<Table>& tables, const std::vector<std::vector<Option>>& options,
+               const Cluster& cluster) const {
+    Placement placement;
+    partition(best.proposal, options, cluster, &placement);
     Plan plan;
     plan.algorithm = std::string(name());
     plan.cluster = cluster;
     plan.tables.reserve(tables.size());
     for (std::size_t t = 0; t < tables.size(); ++t) {
-      const Option& option = options[t][static_cast<std::size_t>(placement.proposal[t])];
-      const auto& ranks = placement.ranks[t];
+      const Option& option = options[t][static_cast<std::size_t>(best.proposal[t])];
+      const auto& ranks = placement[t];
       switch (option.type) {
         case ShardingType::kRowWise: plan.tables.push_back(row_wise_sharding(tables[t], cluster.num_devices)); break;
         case ShardingType::kDataParallel:

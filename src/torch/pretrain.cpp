@@ -174,10 +174,9 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
   return t;
 }
 
-// Each sample is predicted with its own layout of ranks on hosts (CommSample::devices_per_host).
-void comm_predictions(NeuralCostModel& model, const std::vector<CommSample>& samples,
-                      std::vector<double>& fw_pred, std::vector<double>& fw_true, std::vector<double>& bw_pred,
-                      std::vector<double>& bw_true) {
+// Each sample is predicted with its own layout of ranks on hosts (CommSample::devices_per_host), once.
+nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample>& samples) {
+  std::vector<double> fw_pred, fw_true, bw_pred, bw_true, ar_pred, ar_true, rw_pred, rw_true;
   for (const auto& sample : samples) {
     std::vector<double> fw, bw;
     model.set_devices_per_host(sample.devices_per_host > 0 ? sample.devices_per_host : sample.world_size);
@@ -186,44 +185,30 @@ void comm_predictions(NeuralCostModel& model, const std::vector<CommSample>& sam
     bw_pred.insert(bw_pred.end(), bw.begin(), bw.end());
     fw_true.insert(fw_true.end(), sample.fw_ms.begin(), sample.fw_ms.end());
     bw_true.insert(bw_true.end(), sample.bw_ms.begin(), sample.bw_ms.end());
+    if (sample.allreduce_floats > 0) {
+      // A data-parallel all-reduce timed too (given workloads): every rank against the model's.
+      const double predicted = model.allreduce_ms(4.0 * static_cast<double>(sample.allreduce_floats), sample.world_size);
+      for (double ms : sample.allreduce_ms) {
+        ar_pred.push_back(predicted);
+        ar_true.push_back(ms);
+      }
+    } else if (sample.rw_dim > 0 && !fw.empty()) {
+      // A plan with row-wise tables: its step (forward plus backward, mean over ranks) as the model scores
+      // it, its width in the all-to-all plus the row-wise collectives' charge.
+      double predicted = 0.0;
+      double measured = 0.0;
+      for (std::size_t r = 0; r < fw.size(); ++r) {
+        predicted += fw[r] + bw[r];
+        measured += sample.fw_ms[r] + sample.bw_ms[r];
+      }
+      const double ranks = static_cast<double>(fw.size());
+      rw_pred.push_back(predicted / ranks + model.rowwise_collectives_ms(sample.rw_dim, sample.world_size));
+      rw_true.push_back(measured / ranks);
+    }
   }
-}
-
-nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample>& samples) {
-  std::vector<double> fw_pred, fw_true, bw_pred, bw_true;
-  comm_predictions(model, samples, fw_pred, fw_true, bw_pred, bw_true);
   nlohmann::json metrics = {{"fw", compute_metrics(fw_pred, fw_true).to_json()},
                             {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
-  // Samples that also timed a data-parallel all-reduce (given workloads): every rank against the model's.
-  std::vector<double> ar_pred, ar_true;
-  for (const auto& sample : samples) {
-    if (sample.allreduce_floats <= 0) continue;
-    model.set_devices_per_host(sample.devices_per_host > 0 ? sample.devices_per_host : sample.world_size);
-    const double predicted = model.allreduce_ms(4.0 * static_cast<double>(sample.allreduce_floats), sample.world_size);
-    for (double ms : sample.allreduce_ms) {
-      ar_pred.push_back(predicted);
-      ar_true.push_back(ms);
-    }
-  }
   if (!ar_true.empty()) metrics["allreduce"] = compute_metrics(ar_pred, ar_true).to_json();
-  // Samples of plans with row-wise tables: each one's step (forward plus backward, mean over ranks) as the
-  // model scores it, its width in the all-to-all plus the row-wise collectives' charge.
-  std::vector<double> rw_pred, rw_true;
-  for (const auto& sample : samples) {
-    if (sample.rw_dim <= 0 || sample.allreduce_floats > 0 || sample.fw_ms.empty()) continue;
-    std::vector<double> fw, bw;
-    model.set_devices_per_host(sample.devices_per_host > 0 ? sample.devices_per_host : sample.world_size);
-    model.predict_comm(model_dim_sums(sample), sample.delays_ms, fw, bw);
-    double predicted = 0.0;
-    double measured = 0.0;
-    for (std::size_t r = 0; r < fw.size(); ++r) {
-      predicted += fw[r] + bw[r];
-      measured += sample.fw_ms[r] + sample.bw_ms[r];
-    }
-    const double ranks = static_cast<double>(fw.size());
-    rw_pred.push_back(predicted / ranks + model.rowwise_collectives_ms(sample.rw_dim, sample.world_size));
-    rw_true.push_back(measured / ranks);
-  }
   if (!rw_true.empty()) metrics["rowwise"] = compute_metrics(rw_pred, rw_true).to_json();
   return metrics;
 }
@@ -427,18 +412,18 @@ CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config,
                                   "them clamped to [input_min, input_max]"},
                        {"target_mean", comm.spec.target_mean}, {"target_std", comm.spec.target_std},
                        {"world_sizes", world_sizes}, {"weights", kCommWeightsFile}};
+  const AllreduceFit allreduce = fit_allreduce(allreduce_samples);  // empty without such samples
   if (!allreduce_samples.empty()) {
-    const AllreduceFit fit = fit_allreduce(allreduce_samples);
     std::vector<double> structure, fitted, measured;
     for (const auto& s : allreduce_samples) {
       CommFabric own = fabric;
       own.devices_per_host = s.devices_per_host > 0 ? s.devices_per_host : s.world_size;
       const double bytes = 4.0 * static_cast<double>(s.allreduce_floats);
       structure.push_back(ring_allreduce_ms(own, bytes, s.world_size));
-      fitted.push_back(fitted_allreduce_ms(fit, own, bytes, s.world_size));
+      fitted.push_back(fitted_allreduce_ms(allreduce, own, bytes, s.world_size));
       measured.push_back(measured_allreduce_ms(s));
     }
-    part.meta_section["allreduce"] = allreduce_fit_to_json(fit);
+    part.meta_section["allreduce"] = allreduce_fit_to_json(allreduce);
     part.meta_section["allreduce"]["metrics"] = {{"structure_alone", compute_metrics(structure, measured).to_json()},
                                                  {"fitted", compute_metrics(fitted, measured).to_json()}};
     spdlog::info("all-reduce fitted to {} samples: MAPE {:.1f}% (the ring structure alone: {:.1f}%)",
@@ -449,14 +434,13 @@ CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config,
     const RowwiseFit fit = fit_rowwise(rowwise);
     part.meta_section["rowwise"] = rowwise_fit_to_json(fit);
     // Against the latency-only charge it replaces (the fitted all-reduce of 4 bytes), on the same pairs.
-    const AllreduceFit latency = fit_allreduce(allreduce_samples);
     double fitted_error = 0.0;
     double latency_error = 0.0;
     for (const auto& p : rowwise) {
       CommFabric own = fabric;
       own.devices_per_host = p.world_size;
       fitted_error += std::abs(fitted_rowwise_ms(fit, p.rw_dim, p.world_size) - p.extra_ms);
-      latency_error += std::abs(fitted_allreduce_ms(latency, own, 4.0, p.world_size) - p.extra_ms);
+      latency_error += std::abs(fitted_allreduce_ms(allreduce, own, 4.0, p.world_size) - p.extra_ms);
     }
     const double n = static_cast<double>(rowwise.size());
     part.meta_section["rowwise"]["metrics"] = {{"pairs", rowwise.size()},
