@@ -44,6 +44,10 @@ void hierarchical_comm_features_into(const CommFabric& fabric, const std::vector
                                      std::vector<double>& structure_ms);
 inline constexpr double kMinStructureMs = 1e-6;
 
+// The same device's inputs had every device started at once (no own wait, no delays): what the
+// backward's correction sees, since the backward all-to-all starts together after the dense layers.
+void clear_start_delays(HierCommFeatureVector& features);
+
 // A device's wait inside the forward all-to-all: it cannot finish before the latest device has started.
 std::vector<double> comm_waits(const std::vector<double>& delays_ms);
 

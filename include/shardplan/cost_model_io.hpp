@@ -11,6 +11,8 @@ namespace shardplan {
 inline constexpr const char* kModelFormat = "shard-plan-model/2";
 // meta.json's comm.form for the hierarchical all-to-all model (absent: the scale-free one).
 inline constexpr const char* kHierarchicalCommForm = "hierarchical";
+// meta.json's comm.backward_context when the backward's correction sees no start delays (CommModelSpec).
+inline constexpr const char* kBackwardWithoutDelays = "no start delays";
 
 // Loads a model directory. Missing or corrupt files throw InputError naming the file.
 std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir);

@@ -96,6 +96,9 @@ struct CommModelSpec {
   std::vector<float> input_min, input_max; // hierarchical: the training range of each input
   AllreduceFit allreduce;                  // hierarchical: the measured all-reduce (empty: the structure)
   RowwiseFit rowwise;                      // hierarchical: the measured row-wise collectives (empty: latency only)
+  // hierarchical: the backward's correction sees no start delays (they are the forward's: the backward
+  // starts together, after the dense layers); models trained before it saw the forward's delays.
+  bool backward_without_delays = false;
 };
 
 // Whether an Mlp is non-decreasing in input `input`: that input's first-layer weights are non-negative,

@@ -52,9 +52,13 @@ std::string command_line(std::string_view prefix, int argc, char** argv) {
 }
 
 void print_metrics_line(std::string_view what, const nlohmann::json& metrics) {
-  fmt::print("  {:<28} MAPE {:>7.2f}%  Spearman {:.4f}  MSE {:.6g}  (n={})\n", what,
+  // Models trained before the median ratio was recorded lack it.
+  const std::string ratio = metrics.contains("median_ratio")
+                                ? fmt::format("  median ratio {:.3f}", metrics["median_ratio"].get<double>())
+                                : std::string();
+  fmt::print("  {:<28} MAPE {:>7.2f}%  Spearman {:.4f}  MSE {:.6g}  (n={}){}\n", what,
              metrics["mape_percent"].get<double>(), metrics["spearman"].get<double>(), metrics["mse"].get<double>(),
-             metrics["count"].get<int64_t>());
+             metrics["count"].get<int64_t>(), ratio);
 }
 
 void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required) {

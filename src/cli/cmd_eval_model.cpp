@@ -42,6 +42,12 @@ int run_eval_model(int argc, char** argv) {
   if (metrics.contains("comm")) {
     print_metrics_line("comm forward", metrics["comm"]["fw"]);
     print_metrics_line("comm backward", metrics["comm"]["bw"]);
+    if (metrics["comm"].contains("by_world_size")) {
+      for (const auto& [world_size, own] : metrics["comm"]["by_world_size"].items()) {
+        print_metrics_line(fmt::format("comm forward, W={}", world_size), own["fw"]);
+        print_metrics_line(fmt::format("comm backward, W={}", world_size), own["bw"]);
+      }
+    }
     if (metrics["comm"].contains("allreduce")) print_metrics_line("all-reduce", metrics["comm"]["allreduce"]);
     if (metrics["comm"].contains("rowwise")) print_metrics_line("row-wise steps", metrics["comm"]["rowwise"]);
   }

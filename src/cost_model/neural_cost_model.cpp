@@ -267,12 +267,20 @@ void NeuralCostModel::predict_comm_hierarchical(const std::vector<int64_t>& dim_
     return;
   }
   hierarchical_comm_features_into(comm_.fabric, dim_sums, compute_ms, features, structure);
-  for (HierCommFeatureVector& f : features) {
-    for (std::size_t k = 0; k < static_cast<std::size_t>(kHierCommFeatures); ++k) {
-      const float clamped = std::min(std::max(f[k], comm_.input_min[k]), comm_.input_max[k]);
-      f[k] = (clamped - comm_.features.mean[k]) / comm_.features.std[k];
-    }
+  thread_local std::vector<HierCommFeatureVector> backward_features;
+  if (comm_.backward_without_delays) {
+    backward_features = features;
+    for (HierCommFeatureVector& f : backward_features) clear_start_delays(f);
   }
+  auto prepare = [this](std::vector<HierCommFeatureVector>& rows) {
+    for (HierCommFeatureVector& f : rows) {
+      for (std::size_t k = 0; k < static_cast<std::size_t>(kHierCommFeatures); ++k) {
+        const float clamped = std::min(std::max(f[k], comm_.input_min[k]), comm_.input_max[k]);
+        f[k] = (clamped - comm_.features.mean[k]) / comm_.features.std[k];
+      }
+    }
+  };
+  prepare(features);
   thread_local std::vector<float> outputs;
   outputs.resize(2 * n);
   static_assert(sizeof(HierCommFeatureVector) == kHierCommFeatures * sizeof(float), "features are packed rows");
@@ -283,6 +291,14 @@ void NeuralCostModel::predict_comm_hierarchical(const std::vector<int64_t>& dim_
     fw_ms[r] = (latest - compute_ms[r]) +
                structure[r] * std::exp(static_cast<double>(out[0] * comm_.target_std[0] + comm_.target_mean[0]));
     bw_ms[r] = structure[r] * std::exp(static_cast<double>(out[1] * comm_.target_std[1] + comm_.target_mean[1]));
+  }
+  if (comm_.backward_without_delays) {
+    prepare(backward_features);
+    comm_.net.forward_batch(backward_features.front().data(), n, outputs.data());
+    for (std::size_t r = 0; r < n; ++r) {
+      const float* out = outputs.data() + 2 * r;
+      bw_ms[r] = structure[r] * std::exp(static_cast<double>(out[1] * comm_.target_std[1] + comm_.target_mean[1]));
+    }
   }
 }
 

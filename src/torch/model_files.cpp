@@ -138,6 +138,14 @@ ModelFiles load_model_files(const std::string& dir) {
     if (const auto* rowwise = find_member(meta["comm"], "rowwise")) {
       comm.rowwise = rowwise_fit_from_json(*rowwise, source, "comm.rowwise");
     }
+    if (const auto* context = find_member(meta["comm"], "backward_context")) {
+      const std::string value = read_string(*context, source, "comm.backward_context");
+      if (value != kBackwardWithoutDelays) {
+        throw_field_error(source, "comm.backward_context", fmt::format("unknown (expected \"{}\")", kBackwardWithoutDelays),
+                          *context);
+      }
+      comm.backward_without_delays = true;
+    }
     for (const char* key : {"input_min", "input_max"}) {
       const auto& list = read_array(require_member(meta["comm"], key, source, "comm"), source, std::string("comm.") + key);
       if (static_cast<int>(list.size()) != comm_inputs) {

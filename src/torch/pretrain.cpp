@@ -59,6 +59,8 @@ constexpr uint64_t kHoldoutShuffleStream = 5;
 
 struct CommRows {
   std::vector<HierCommFeatureVector> features;  // one row per device of every sample
+  // The same rows with the start delays cleared: the backward's input (it is timed after a barrier).
+  std::vector<HierCommFeatureVector> backward_features;
   std::vector<std::array<float, 2>> targets;    // log ms of the forward transfer (after the wait) and backward
   std::vector<std::size_t> sample_of_row;
 };
@@ -74,6 +76,8 @@ CommRows comm_rows(const std::vector<CommSample>& samples, const CommFabric& fab
     std::vector<double> waits = comm_waits(sample.delays_ms);
     for (std::size_t r = 0; r < features.size(); ++r) {
       rows.features.push_back(features[r]);
+      rows.backward_features.push_back(features[r]);
+      clear_start_delays(rows.backward_features.back());
       double fw_transfer = std::max(kMinTransferMs, sample.fw_ms[r] - waits[r]);
       double bw_transfer = std::max(kMinTransferMs, sample.bw_ms[r]);
       // The network learns the log of measured over structural time.
@@ -122,11 +126,15 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
   std::array<double, 2> sum{}, sq{};
   t.spec.input_min.assign(kHierCommFeatures, std::numeric_limits<float>::max());
   t.spec.input_max.assign(kHierCommFeatures, std::numeric_limits<float>::lowest());
+  t.spec.backward_without_delays = true;
   for (std::size_t r : train_rows) {
-    train_features.push_back(rows.features[r]);
-    for (std::size_t k = 0; k < static_cast<std::size_t>(kHierCommFeatures); ++k) {
-      t.spec.input_min[k] = std::min(t.spec.input_min[k], rows.features[r][k]);
-      t.spec.input_max[k] = std::max(t.spec.input_max[k], rows.features[r][k]);
+    // The normalisation and the clamping range cover what either output sees.
+    for (const auto* row : {&rows.features[r], &rows.backward_features[r]}) {
+      train_features.push_back(*row);
+      for (std::size_t k = 0; k < static_cast<std::size_t>(kHierCommFeatures); ++k) {
+        t.spec.input_min[k] = std::min(t.spec.input_min[k], (*row)[k]);
+        t.spec.input_max[k] = std::max(t.spec.input_max[k], (*row)[k]);
+      }
     }
     for (int k = 0; k < 2; ++k) {
       sum[k] += rows.targets[r][k];
@@ -141,17 +149,26 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
     t.spec.target_std[k] = static_cast<float>(std::max(1e-6, std::sqrt(std::max(0.0, sq[k] / n - mean * mean))));
   }
   MonotoneNet net(kHierCommFeatures, kHierCommMonotoneInputs, kCommBends, kCommFreeUnits, 2);
+  struct Batch {
+    torch::Tensor forward_x, backward_x, target;
+  };
   auto batch_of = [&](const std::vector<std::size_t>& row_ids) {
-    std::vector<const HierCommFeatureVector*> feature_rows;
+    std::vector<const HierCommFeatureVector*> forward_rows, backward_rows;
     std::vector<float> target;
     for (std::size_t r : row_ids) {
-      feature_rows.push_back(&rows.features[r]);
+      forward_rows.push_back(&rows.features[r]);
+      backward_rows.push_back(&rows.backward_features[r]);
       for (int k = 0; k < 2; ++k) target.push_back((rows.targets[r][k] - t.spec.target_mean[k]) / t.spec.target_std[k]);
     }
-    return std::make_pair(normalised_tensor(feature_rows, t.spec.features),
-                          torch::tensor(target).view({static_cast<int64_t>(row_ids.size()), 2}));
+    return Batch{normalised_tensor(forward_rows, t.spec.features), normalised_tensor(backward_rows, t.spec.features),
+                 torch::tensor(target).view({static_cast<int64_t>(row_ids.size()), 2})};
   };
-  auto validation = batch_of(val_rows);
+  // The forward output from the rows with their delays, the backward one from the rows without.
+  auto loss_of = [&](const Batch& b) {
+    return 0.5 * (torch::l1_loss(net->forward(b.forward_x).select(1, 0), b.target.select(1, 0)) +
+                  torch::l1_loss(net->forward(b.backward_x).select(1, 1), b.target.select(1, 1)));
+  };
+  const Batch validation = batch_of(val_rows);
   TrainSettings comm_settings = train_settings(config);
   comm_settings.batch_size = config.batch_size * 8;  // rows are devices: a sample contributes W of them
   t.outcome = train(
@@ -159,12 +176,11 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
       [&](const std::vector<std::size_t>& batch) {
         std::vector<std::size_t> ids;
         for (std::size_t i : batch) ids.push_back(train_rows[i]);
-        auto [x, y] = batch_of(ids);
-        return torch::l1_loss(net->forward(x), y);
+        return loss_of(batch_of(ids));
       },
       [&] {
         torch::NoGradGuard no_grad;
-        return torch::l1_loss(net->forward(validation.first), validation.second).template item<double>();
+        return loss_of(validation).template item<double>();
       },
       comm_settings, what, shuffle_stream);
   t.net = net->exported();
@@ -177,6 +193,8 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
 // Each sample is predicted with its own layout of ranks on hosts (CommSample::devices_per_host), once.
 nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample>& samples) {
   std::vector<double> fw_pred, fw_true, bw_pred, bw_true, ar_pred, ar_true, rw_pred, rw_true;
+  // Per world size too: one size's bias hides in the pooled MAPE.
+  std::map<int, std::array<std::vector<double>, 4>> by_size;  // fw predicted, fw measured, bw predicted, bw measured
   for (const auto& sample : samples) {
     std::vector<double> fw, bw;
     model.set_devices_per_host(sample.devices_per_host > 0 ? sample.devices_per_host : sample.world_size);
@@ -185,6 +203,13 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
     bw_pred.insert(bw_pred.end(), bw.begin(), bw.end());
     fw_true.insert(fw_true.end(), sample.fw_ms.begin(), sample.fw_ms.end());
     bw_true.insert(bw_true.end(), sample.bw_ms.begin(), sample.bw_ms.end());
+    if (sample.allreduce_floats == 0 && sample.rw_dim == 0) {
+      auto& own = by_size[sample.world_size];
+      own[0].insert(own[0].end(), fw.begin(), fw.end());
+      own[1].insert(own[1].end(), sample.fw_ms.begin(), sample.fw_ms.end());
+      own[2].insert(own[2].end(), bw.begin(), bw.end());
+      own[3].insert(own[3].end(), sample.bw_ms.begin(), sample.bw_ms.end());
+    }
     if (sample.allreduce_floats > 0) {
       // A data-parallel all-reduce timed too (given workloads): every rank against the model's.
       const double predicted = model.allreduce_ms(4.0 * static_cast<double>(sample.allreduce_floats), sample.world_size);
@@ -208,6 +233,12 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
   }
   nlohmann::json metrics = {{"fw", compute_metrics(fw_pred, fw_true).to_json()},
                             {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
+  if (by_size.size() > 1) {
+    for (const auto& [world_size, own] : by_size) {
+      metrics["by_world_size"][std::to_string(world_size)] = {{"fw", compute_metrics(own[0], own[1]).to_json()},
+                                                               {"bw", compute_metrics(own[2], own[3]).to_json()}};
+    }
+  }
   if (!ar_true.empty()) metrics["allreduce"] = compute_metrics(ar_pred, ar_true).to_json();
   if (!rw_true.empty()) metrics["rowwise"] = compute_metrics(rw_pred, rw_true).to_json();
   return metrics;
@@ -411,6 +442,7 @@ CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config,
                                   "wait, backward); the network is non-decreasing in the structural inputs and sees "
                                   "them clamped to [input_min, input_max]"},
                        {"target_mean", comm.spec.target_mean}, {"target_std", comm.spec.target_std},
+                       {"backward_context", kBackwardWithoutDelays},
                        {"world_sizes", world_sizes}, {"weights", kCommWeightsFile}};
   const AllreduceFit allreduce = fit_allreduce(allreduce_samples);  // empty without such samples
   if (!allreduce_samples.empty()) {

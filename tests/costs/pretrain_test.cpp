@@ -142,6 +142,54 @@ TEST(Pretrain, HierarchicalCommModelIsMonotoneInBytesAndReportsTheStructureAlone
   fs::remove_all(data);
 }
 
+// The backward all-to-all starts together (after the dense layers; timed after a barrier): a plan's
+// compute skew must not buy it a cheaper backward, however the network weighs the delays.
+void expect_backward_ignores_start_delays(const CostModel& model) {
+  const std::vector<int64_t> widths = {100, 400, 250, 800, 60, 90, 300, 120};
+  const std::vector<double> together(widths.size(), 5.0);
+  const std::vector<double> skewed = {5.0, 9.0, 1.0, 14.0, 5.0, 2.0, 7.5, 30.0};
+  std::vector<double> fw_together, bw_together, fw_skewed, bw_skewed;
+  model.predict_comm(widths, together, fw_together, bw_together);
+  model.predict_comm(widths, skewed, fw_skewed, bw_skewed);
+  EXPECT_EQ(bw_together, bw_skewed);
+  // The forward still waits for the latest starter: 29 ms for the device that starts at 1 ms.
+  EXPECT_GT(fw_skewed[2], 29.0);
+  EXPECT_LT(fw_together[2], 29.0);
+}
+
+TEST(Pretrain, BackwardAllToAllIgnoresStartDelays) {
+  fs::path data = write_synthetic_data("backward", 120, 60);
+  nlohmann::json meta = pretrain_cost_models(quick_config(data, data / "model", 10));
+  EXPECT_EQ(meta["comm"]["backward_context"], kBackwardWithoutDelays);
+  auto model = load_cost_model((data / "model").string());
+  EXPECT_TRUE(model->comm_spec().backward_without_delays);
+  expect_backward_ignores_start_delays(*model);
+  expect_backward_ignores_start_delays(*load_cost_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/default"));
+
+  // Per world size, with the median ratio that shows a size's bias.
+  nlohmann::json eval = evaluate_cost_model((data / "model").string(), (data / "comm").string());
+  for (const char* size : {"2", "4", "8"}) {
+    ASSERT_TRUE(eval["comm"]["by_world_size"].contains(size)) << eval["comm"].dump();
+    EXPECT_GT(eval["comm"]["by_world_size"][size]["bw"]["median_ratio"].get<double>(), 0.0);
+  }
+
+  // Models trained before it saw the delays in both outputs, and still load that way; an unknown
+  // context is refused by name.
+  nlohmann::json edited = nlohmann::json::parse(std::ifstream(data / "model" / "meta.json"));
+  edited["comm"].erase("backward_context");
+  std::ofstream(data / "model" / "meta.json", std::ios::trunc) << edited.dump();
+  EXPECT_FALSE(load_cost_model((data / "model").string())->comm_spec().backward_without_delays);
+  edited["comm"]["backward_context"] = "the forward's";
+  std::ofstream(data / "model" / "meta.json", std::ios::trunc) << edited.dump();
+  try {
+    load_cost_model((data / "model").string());
+    ADD_FAILURE() << "an unknown comm.backward_context loaded";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("comm.backward_context"), std::string::npos) << e.what();
+  }
+  fs::remove_all(data);
+}
+
 TEST(Pretrain, SamplesFromSeveralHostLayoutsTrainTogether) {
   fs::path data = write_synthetic_data("layouts", 120, 40);
   // Emulated hosts: 2 and 4 ranks per host, slower between hosts.
