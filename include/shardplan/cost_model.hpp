@@ -51,6 +51,8 @@ class CostModel {
   // the all-to-all, for `rw_dim` summed row-wise width on `num_devices` >= 2 GPUs. By default their
   // latency alone: two collectives of W - 1 ring steps, as an all-reduce of almost nothing.
   virtual double rowwise_collectives_ms(int64_t rw_dim, int num_devices) const;
+  // The all-reduce whose time stands for that latency.
+  static constexpr double kLatencyProbeBytes = 4.0;
 
  protected:
   // The ring on TorchRec's nominal GPU links with this many GPUs per host.

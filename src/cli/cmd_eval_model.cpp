@@ -1,6 +1,8 @@
 // shard-plan eval-cost-model: a model's accuracy on any cost data (measurements it was not trained on).
 #include <fmt/format.h>
 
+#include <map>
+
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "shardplan/pretrain.hpp"
@@ -43,9 +45,12 @@ int run_eval_model(int argc, char** argv) {
     print_metrics_line("comm forward", metrics["comm"]["fw"]);
     print_metrics_line("comm backward", metrics["comm"]["bw"]);
     if (metrics["comm"].contains("by_world_size")) {
-      for (const auto& [world_size, own] : metrics["comm"]["by_world_size"].items()) {
-        print_metrics_line(fmt::format("comm forward, W={}", world_size), own["fw"]);
-        print_metrics_line(fmt::format("comm backward, W={}", world_size), own["bw"]);
+      // JSON keeps its keys as strings, in string order: print the sizes in numeric order.
+      std::map<int, const nlohmann::json*> by_size;
+      for (const auto& [world_size, own] : metrics["comm"]["by_world_size"].items()) by_size[std::stoi(world_size)] = &own;
+      for (const auto& [world_size, own] : by_size) {
+        print_metrics_line(fmt::format("comm forward, W={}", world_size), (*own)["fw"]);
+        print_metrics_line(fmt::format("comm backward, W={}", world_size), (*own)["bw"]);
       }
     }
     if (metrics["comm"].contains("allreduce")) print_metrics_line("all-reduce", metrics["comm"]["allreduce"]);

@@ -100,12 +100,13 @@ Table replica_as_table(const Table& table, int num_devices) {
   return piece;
 }
 
+// A dense gradient is the size of the weights alone: the memory of a shard with no optimizer state.
 int64_t replica_gradient_bytes(const Table& table) {
-  return table.rows * static_cast<int64_t>(table.dim) * dtype_bytes(table.dtype);
+  return shard_memory_bytes(table.rows, table.dim, table.dtype, Optimizer::kSgd);
 }
 
 int64_t replica_gradient_bytes(const TableSharding& table) {
-  return table.rows * static_cast<int64_t>(table.dim) * dtype_bytes(table.dtype);
+  return shard_memory_bytes(table.rows, table.dim, table.dtype, Optimizer::kSgd);
 }
 
 int64_t replica_memory_bytes(const Table& table, Optimizer optimizer) {

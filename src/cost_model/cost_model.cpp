@@ -70,7 +70,6 @@ double max_total_from_compute(const CostModel& model, const std::vector<double>&
 }
 
 double CostModel::rowwise_collectives_ms(int64_t /*rw_dim*/, int num_devices) const {
-  constexpr double kLatencyProbeBytes = 4.0;
   return num_devices < 2 ? 0.0 : allreduce_ms(kLatencyProbeBytes, num_devices);
 }
 

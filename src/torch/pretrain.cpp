@@ -203,13 +203,6 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
     bw_pred.insert(bw_pred.end(), bw.begin(), bw.end());
     fw_true.insert(fw_true.end(), sample.fw_ms.begin(), sample.fw_ms.end());
     bw_true.insert(bw_true.end(), sample.bw_ms.begin(), sample.bw_ms.end());
-    if (sample.allreduce_floats == 0 && sample.rw_dim == 0) {
-      auto& own = by_size[sample.world_size];
-      own[0].insert(own[0].end(), fw.begin(), fw.end());
-      own[1].insert(own[1].end(), sample.fw_ms.begin(), sample.fw_ms.end());
-      own[2].insert(own[2].end(), bw.begin(), bw.end());
-      own[3].insert(own[3].end(), sample.bw_ms.begin(), sample.bw_ms.end());
-    }
     if (sample.allreduce_floats > 0) {
       // A data-parallel all-reduce timed too (given workloads): every rank against the model's.
       const double predicted = model.allreduce_ms(4.0 * static_cast<double>(sample.allreduce_floats), sample.world_size);
@@ -217,9 +210,10 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
         ar_pred.push_back(predicted);
         ar_true.push_back(ms);
       }
-    } else if (sample.rw_dim > 0 && !fw.empty()) {
+    } else if (sample.rw_dim > 0) {
       // A plan with row-wise tables: its step (forward plus backward, mean over ranks) as the model scores
       // it, its width in the all-to-all plus the row-wise collectives' charge.
+      if (fw.empty()) continue;
       double predicted = 0.0;
       double measured = 0.0;
       for (std::size_t r = 0; r < fw.size(); ++r) {
@@ -229,6 +223,12 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
       const double ranks = static_cast<double>(fw.size());
       rw_pred.push_back(predicted / ranks + model.rowwise_collectives_ms(sample.rw_dim, sample.world_size));
       rw_true.push_back(measured / ranks);
+    } else {
+      auto& own = by_size[sample.world_size];
+      own[0].insert(own[0].end(), fw.begin(), fw.end());
+      own[1].insert(own[1].end(), sample.fw_ms.begin(), sample.fw_ms.end());
+      own[2].insert(own[2].end(), bw.begin(), bw.end());
+      own[3].insert(own[3].end(), sample.bw_ms.begin(), sample.bw_ms.end());
     }
   }
   nlohmann::json metrics = {{"fw", compute_metrics(fw_pred, fw_true).to_json()},
@@ -472,7 +472,8 @@ CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config,
       CommFabric own = fabric;
       own.devices_per_host = p.world_size;
       fitted_error += std::abs(fitted_rowwise_ms(fit, p.rw_dim, p.world_size) - p.extra_ms);
-      latency_error += std::abs(fitted_allreduce_ms(allreduce, own, 4.0, p.world_size) - p.extra_ms);
+      latency_error +=
+          std::abs(fitted_allreduce_ms(allreduce, own, CostModel::kLatencyProbeBytes, p.world_size) - p.extra_ms);
     }
     const double n = static_cast<double>(rowwise.size());
     part.meta_section["rowwise"]["metrics"] = {{"pairs", rowwise.size()},
