@@ -92,17 +92,17 @@ std::vector<Piece> split_at(const std::vector<Piece>& pieces, std::size_t i, con
   out.reserve(pieces.size() + 1);
   out.insert(out.end(), pieces.begin(), pieces.begin() + static_cast<std::ptrdiff_t>(i));
   const Piece& p = pieces[i];
-  int half = catalog.half(p.variant);
-  out.push_back(Piece{half, p.col_offset});
-  out.push_back(Piece{half, p.col_offset + catalog.cols(half)});
+  const int first = catalog.first_half(p.variant);
+  out.push_back(Piece{first, p.col_offset});
+  out.push_back(Piece{catalog.second_half(p.variant), p.col_offset + catalog.cols(first)});
   out.insert(out.end(), pieces.begin() + static_cast<std::ptrdiff_t>(i) + 1, pieces.end());
   return out;
 }
 
 uint64_t split_hash(uint64_t hash, const Piece& p, const ShardCatalog& catalog) {
-  int half = catalog.half(p.variant);
-  return hash - piece_hash(p) + piece_hash(Piece{half, p.col_offset}) +
-         piece_hash(Piece{half, p.col_offset + catalog.cols(half)});
+  const int first = catalog.first_half(p.variant);
+  return hash - piece_hash(p) + piece_hash(Piece{first, p.col_offset}) +
+         piece_hash(Piece{catalog.second_half(p.variant), p.col_offset + catalog.cols(first)});
 }
 
 // Pieces worth halving in a state: the n largest by memory and the n most expensive alone (the method's
@@ -189,6 +189,8 @@ class NeuroShardPlanner final : public Planner {
     SplitState best = start;
     std::vector<SplitState> finalists;  // the best distinct states met, best first (only when asked for several)
     if (max_plans > 1) keep_finalist(finalists, start, max_plans);
+    // The type pass cannot undo a column-wise split: kept to offer it the tables whole as well.
+    const SplitState unsplit = start;
     std::vector<SplitState> beam{std::move(start)};
     int evaluated = 1;
     int last_improvement = 0;
@@ -210,7 +212,7 @@ class NeuroShardPlanner final : public Planner {
         if (progress) progress->update(step - 1, fmt::format("stopped: --time-limit {} s", config_.time_limit_seconds));
         break;
       }
-      std::vector<SplitState> children = expand(beam, catalog);
+      std::vector<SplitState> children = expand(beam, catalog, large);
       if (children.empty()) {
         summary.stopped = "nothing to split";
         break;
@@ -276,6 +278,7 @@ class NeuroShardPlanner final : public Planner {
       plans.push_back(to_plan(state, tables, cluster, catalog));
     }
     convert_types(plans, tables, deadline, threads);
+    if (!large && best.splits > unsplit.splits) try_unsplit_types(plans, unsplit, tables, cluster, catalog, deadline, threads);
     return plans;
   }
 
@@ -319,6 +322,48 @@ class NeuroShardPlanner final : public Planner {
     }
   }
 
+  // The sharding-type pass on the tables as they were before any split, when that ends faster than the
+  // search's plan: a hot table of 60 columns halves into 32 + 28, which the search keeps for its
+  // predicted gain, although row-wise blocks of it after no split would have been faster still, and the
+  // pass only converts tables on the slowest devices, one at a time. Small searches only: at scale a
+  // second pass would add much of the time after the search.
+  void try_unsplit_types(std::vector<Plan>& plans, const SplitState& unsplit, const std::vector<Table>& tables,
+                         const Cluster& cluster, const ShardCatalog& catalog,
+                         std::optional<Clock::time_point> deadline, int threads) const {
+    if (!config_.sharding_types.beyond_table_and_column() || !unsplit.placement.feasible) return;
+    // Unrefined: the pass moves shards itself, and a refinement here doubled the planning time on paper-8gpu
+    // for 0.4% lower predicted cost.
+    std::vector<Plan> alternative{to_plan(unsplit, tables, cluster, catalog)};
+    alternative.front().search = plans.front().search;
+    if (alternative.front().search) {
+      alternative.front().search->splits = unsplit.splits;
+      alternative.front().search->refine_rounds = 0;
+    }
+    convert_types(alternative, tables, deadline, threads);
+    const double chosen_ms = max_total_ms(score_plan(plans.front(), tables, *model_));
+    const double alternative_ms = max_total_ms(score_plan(alternative.front(), tables, *model_));
+    spdlog::debug("neuroshard: sharding types after no split {:.4f} ms against {:.4f} ms after the splits", alternative_ms,
+                  chosen_ms);
+    if (!(alternative_ms < chosen_ms)) return;
+    plans.front() = std::move(alternative.front());
+    // The other finalists may hold the same plan (the unsplit state is one of them).
+    plans.erase(std::remove_if(plans.begin() + 1, plans.end(),
+                               [&](const Plan& other) { return same_layout(other, plans.front()); }),
+                plans.end());
+  }
+
+  static bool same_layout(const Plan& a, const Plan& b) {
+    auto same_shard = [](const Shard& x, const Shard& y) {
+      return x.rank == y.rank && x.row_offset == y.row_offset && x.col_offset == y.col_offset && x.rows == y.rows &&
+             x.cols == y.cols;
+    };
+    return std::equal(a.tables.begin(), a.tables.end(), b.tables.begin(), b.tables.end(),
+                      [&](const TableSharding& x, const TableSharding& y) {
+                        return x.type == y.type && std::equal(x.shards.begin(), x.shards.end(), y.shards.begin(),
+                                                              y.shards.end(), same_shard);
+                      });
+  }
+
   static bool same_pieces(const SplitState& a, const SplitState& b) {
     return a.hash == b.hash && std::equal(a.pieces.begin(), a.pieces.end(), b.pieces.begin(), b.pieces.end(),
                                           [](const Piece& x, const Piece& y) {
@@ -352,19 +397,28 @@ class NeuroShardPlanner final : public Planner {
                                           "--sharding-types leaves out column_wise", tables[t].name, tables[t].rows,
                                           tables[t].dim, format_bytes(catalog.bytes(v)), format_bytes(usable)));
       }
-      while (catalog.bytes(v) > usable) {
-        if (!catalog.splittable(v)) {
-          throw InfeasibleError(fmt::format(
-              "table \"{}\" ({} x {}) does not fit a device even split into column pieces of {} columns ({} each, a "
-              "device offers {})",
-              tables[t].name, tables[t].rows, tables[t].dim, catalog.cols(v), format_bytes(catalog.bytes(v)),
-              format_bytes(usable)));
-        }
-        v = catalog.half(v);
-      }
-      for (int offset = 0; offset < tables[t].dim; offset += catalog.cols(v)) pieces.push_back(Piece{v, offset});
+      add_fitting(Piece{v, 0}, tables[t], usable, catalog, pieces);
     }
     return pieces;
+  }
+
+  // The piece, or its halves (recursively) where it is larger than a device; in column order.
+  static void add_fitting(const Piece& piece, const Table& table, int64_t usable, const ShardCatalog& catalog,
+                          std::vector<Piece>& pieces) {
+    const int v = piece.variant;
+    if (catalog.bytes(v) <= usable) {
+      pieces.push_back(piece);
+      return;
+    }
+    if (!catalog.splittable(v)) {
+      throw InfeasibleError(fmt::format(
+          "table \"{}\" ({} x {}) does not fit a device even split into column pieces of {} columns ({} each, a "
+          "device offers {})",
+          table.name, table.rows, table.dim, catalog.cols(v), format_bytes(catalog.bytes(v)), format_bytes(usable)));
+    }
+    const int first = catalog.first_half(v);
+    add_fitting(Piece{first, piece.col_offset}, table, usable, catalog, pieces);
+    add_fitting(Piece{catalog.second_half(v), piece.col_offset + catalog.cols(first)}, table, usable, catalog, pieces);
   }
 
   // Scores the children by the greedy grid placement. When there are many, each is first placed at its
@@ -423,25 +477,46 @@ class NeuroShardPlanner final : public Planner {
     return static_cast<int>(children.size());
   }
 
-  // The beam's children, one split each, without duplicates (one state reached from two parents).
-  std::vector<SplitState> expand(const std::vector<SplitState>& beam, const ShardCatalog& catalog) const {
+  // The beam's children, one split each, without duplicates (one state reached from two parents). Small
+  // searches also halve every piece of a candidate's width of its table at once: a table in two equal
+  // pieces on two bounding devices gains nothing from halving one of them, so single splits alone leave
+  // the beam on that plateau.
+  std::vector<SplitState> expand(const std::vector<SplitState>& beam, const ShardCatalog& catalog, bool large) const {
     std::vector<SplitState> children;
     std::unordered_multimap<uint64_t, std::size_t> by_hash;
+    auto add_child = [&](const SplitState& parent, int p, std::size_t split, std::vector<Piece> pieces, uint64_t hash,
+                         int splits) {
+      auto [first, last] = by_hash.equal_range(hash);
+      bool seen = std::any_of(first, last, [&](const auto& entry) {
+        const auto& other = children[entry.second].pieces;
+        return std::equal(other.begin(), other.end(), pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
+          return a.variant == b.variant && a.col_offset == b.col_offset;
+        });
+      });
+      if (seen) return;
+      by_hash.emplace(hash, children.size());
+      children.push_back(SplitState{std::move(pieces), hash, parent.splits + splits, p, split, {}});
+    };
     for (std::size_t p = 0; p < beam.size(); ++p) {
       const SplitState& parent = beam[p];
       for (std::size_t i : split_candidates(parent, catalog, config_.candidates)) {
-        uint64_t hash = split_hash(parent.hash, parent.pieces[i], catalog);
-        std::vector<Piece> pieces = split_at(parent.pieces, i, catalog);
-        auto [first, last] = by_hash.equal_range(hash);
-        bool seen = std::any_of(first, last, [&](const auto& entry) {
-          const auto& other = children[entry.second].pieces;
-          return std::equal(other.begin(), other.end(), pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
-            return a.variant == b.variant && a.col_offset == b.col_offset;
-          });
-        });
-        if (seen) continue;
-        by_hash.emplace(hash, children.size());
-        children.push_back(SplitState{std::move(pieces), hash, parent.splits + 1, static_cast<int>(p), i, {}});
+        add_child(parent, static_cast<int>(p), i, split_at(parent.pieces, i, catalog),
+                  split_hash(parent.hash, parent.pieces[i], catalog), 1);
+        if (large) continue;
+        // Every piece of this width of the table, when there are several: split from the last so the
+        // earlier indices stay valid.
+        std::vector<std::size_t> same;
+        for (std::size_t k = 0; k < parent.pieces.size(); ++k) {
+          if (parent.pieces[k].variant == parent.pieces[i].variant) same.push_back(k);
+        }
+        if (same.size() < 2) continue;
+        std::vector<Piece> pieces = parent.pieces;
+        uint64_t hash = parent.hash;
+        for (auto k = same.rbegin(); k != same.rend(); ++k) {
+          hash = split_hash(hash, pieces[*k], catalog);
+          pieces = split_at(pieces, *k, catalog);
+        }
+        add_child(parent, static_cast<int>(p), i, std::move(pieces), hash, static_cast<int>(same.size()));
       }
     }
     return children;

@@ -1,5 +1,8 @@
 #include "shard_catalog.hpp"
 
+#include <functional>
+#include <map>
+
 #include "parallel_for.hpp"
 
 namespace shardplan {
@@ -10,11 +13,27 @@ ShardCatalog::ShardCatalog(const std::vector<Table>& tables, const Cluster& clus
   first_variant_.reserve(tables.size());
   for (std::size_t t = 0; t < tables.size(); ++t) {
     first_variant_.push_back(static_cast<int>(variants_.size()));
-    // dim, dim/2, ... : each halving needs the half to stay a multiple of 4.
-    for (int cols = tables[t].dim;; cols /= 2) {
-      variants_.push_back(Variant{static_cast<int>(t), cols,
-                                  shard_memory_bytes(tables[t].rows, cols, tables[t].dtype, cluster.optimizer), 0.0});
-      if (cols % 8 != 0) break;
+    // Each width a table's halvings reach, once: a width halves unevenly when its half is not a multiple
+    // of 4 (108 -> 56 + 52), so a table of 4 (mod 8) columns can be split too. Widths only shrink, so
+    // visiting them widest first finds every half's width already listed or about to be.
+    std::map<int, int, std::greater<>> variant_of;  // width -> variant id
+    auto add = [&](int cols) {
+      auto [at, added] = variant_of.emplace(cols, static_cast<int>(variants_.size()));
+      if (added) {
+        variants_.push_back(Variant{static_cast<int>(t), cols,
+                                    shard_memory_bytes(tables[t].rows, cols, tables[t].dtype, cluster.optimizer), 0.0});
+      }
+      return at->second;
+    };
+    add(tables[t].dim);
+    for (auto it = variant_of.begin(); it != variant_of.end(); ++it) {
+      const int cols = it->first;
+      if (cols < 8) continue;
+      const int first = add(first_half_cols(cols));
+      const int second = add(second_half_cols(cols));
+      Variant& v = variants_[static_cast<std::size_t>(it->second)];
+      v.first_half = first;
+      v.second_half = second;
     }
   }
   summaries_.resize(variants_.size() * summary_size_);

@@ -25,25 +25,27 @@ SplitEstimator::SplitEstimator(const std::vector<Piece>& pieces, const Placement
 
 double SplitEstimator::after_split(std::size_t i) const {
   const int v = pieces_[i].variant;
-  const int half = catalog_.half(v);
+  const int stays = catalog_.first_half(v);
+  const int moves = catalog_.second_half(v);
   const auto from = static_cast<std::size_t>(placement_.ranks[i]);
   const auto& holders = table_devices_[static_cast<std::size_t>(catalog_.table(v))];
-  const int to = index_.first(usable_bytes_ - catalog_.bytes(half), DeviceIndex::kNoLimit, &holders);
+  const int to = index_.first(usable_bytes_ - catalog_.bytes(moves), DeviceIndex::kNoLimit, &holders);
   if (to < 0) return std::numeric_limits<double>::infinity();
   const auto width = loads_.summary_size;
   const auto tu = static_cast<std::size_t>(to);
   std::vector<float> sum(loads_.sum(from), loads_.sum(from) + width);
   const float* whole = catalog_.summary(v);
-  const float* halved = catalog_.summary(half);
-  for (std::size_t k = 0; k < width; ++k) sum[k] += halved[k] - whole[k];
+  const float* kept = catalog_.summary(stays);
+  const float* moved = catalog_.summary(moves);
+  for (std::size_t k = 0; k < width; ++k) sum[k] += kept[k] - whole[k];
   std::vector<double> compute = compute_;
   std::vector<int64_t> widths = loads_.width;
   compute[from] = model_.compute_from_summary(sum.data());
   sum.assign(loads_.sum(tu), loads_.sum(tu) + width);
-  for (std::size_t k = 0; k < width; ++k) sum[k] += halved[k];
+  for (std::size_t k = 0; k < width; ++k) sum[k] += moved[k];
   compute[tu] = model_.compute_from_summary(sum.data());
-  widths[from] -= catalog_.cols(half);
-  widths[tu] += catalog_.cols(half);
+  widths[from] -= catalog_.cols(moves);
+  widths[tu] += catalog_.cols(moves);
   return max_total_from_compute(model_, compute, widths);
 }
 

@@ -1,8 +1,8 @@
 #pragma once
-// What halving one piece would do to its parent's placement if nothing else moved: one half stays, the
-// other goes to the first device by (compute, memory, rank) that has room and holds no piece of the
-// table, as the greedy placement would send it; the result is costed by the model like any placement
-// (both devices' compute, every device's all-to-all). O(summary + D) per split against
+// What halving one piece would do to its parent's placement if nothing else moved: the first (wider)
+// half stays, the other goes to the first device by (compute, memory, rank) that has room and holds no
+// piece of the table, as the greedy placement would send it; the result is costed by the model like any
+// placement (both devices' compute, every device's all-to-all). O(summary + D) per split against
 // O(pieces x log D) for a placement: large searches rank every split by it and place only the best few.
 #include <cstdint>
 #include <vector>

@@ -85,7 +85,7 @@ TEST(NeuroShard, RefinementNeverMakesThePlanWorse) {
 
 // Brute force over every column split (halvings) and every placement of a tiny instance.
 double brute_force_best(const std::vector<Table>& tables, int devices, const CostModel& model) {
-  // Each table: whole, or halved once (pieces on different devices), given its dim allows.
+  // Each table: whole, or halved once (pieces on different devices) when it has at least 8 columns.
   double best = std::numeric_limits<double>::infinity();
   std::vector<int> splits(tables.size(), 0);
   std::function<void(std::size_t)> choose_splits = [&](std::size_t t) {
@@ -93,8 +93,10 @@ double brute_force_best(const std::vector<Table>& tables, int devices, const Cos
       std::vector<std::pair<std::size_t, int>> pieces;  // (table, cols)
       for (std::size_t i = 0; i < tables.size(); ++i) {
         if (splits[i]) {
-          pieces.push_back({i, tables[i].dim / 2});
-          pieces.push_back({i, tables[i].dim / 2});
+          // Halves that are multiples of 4, the wider first: 64 -> 32 + 32, 108 -> 56 + 52.
+          const int second = tables[i].dim / 8 * 4;
+          pieces.push_back({i, tables[i].dim - second});
+          pieces.push_back({i, second});
         } else {
           pieces.push_back({i, tables[i].dim});
         }
@@ -128,7 +130,7 @@ double brute_force_best(const std::vector<Table>& tables, int devices, const Cos
       return;
     }
     choose_splits(t + 1);
-    if (tables[t].dim % 8 == 0) {
+    if (tables[t].dim >= 8) {
       splits[t] = 1;
       choose_splits(t + 1);
       splits[t] = 0;
@@ -162,6 +164,73 @@ TEST(NeuroShard, SplitsATableLargerThanAnyDevice) {
   Plan plan = plan_with(tables, cluster, {});
   EXPECT_EQ(plan.tables[0].type, ShardingType::kColumnWise);
   EXPECT_GE(plan.tables[0].shards.size(), 4u);
+  auto result = validate_plan_json(nlohmann::json::parse(plan_to_string(plan)), tables, "plan");
+  EXPECT_TRUE(result.valid()) << result.problems.front();
+}
+
+TEST(ShardCatalog, HalvesEveryWidthOfAtLeast8IntoMultiplesOf4ThatTileIt) {
+  std::vector<Table> tables;
+  for (int dim : {4, 8, 12, 20, 84, 108, 128}) tables.push_back(make_table("d" + std::to_string(dim), 1000, dim));
+  ShardCatalog catalog(tables, cluster_of(2, 1ll << 30), *analytic(), 1);
+  EXPECT_EQ(ShardCatalog::first_half_cols(108), 56);
+  EXPECT_EQ(ShardCatalog::second_half_cols(108), 52);
+  EXPECT_EQ(ShardCatalog::first_half_cols(64), 32);
+  EXPECT_EQ(ShardCatalog::second_half_cols(12), 4);
+  for (int t = 0; t < catalog.num_tables(); ++t) {
+    // Walk every halving from the whole table: each splits into two narrower multiples of 4 of the same
+    // table that add up to it, down to 4 columns.
+    std::vector<int> open{catalog.whole(t)};
+    int narrowest = tables[static_cast<std::size_t>(t)].dim;
+    while (!open.empty()) {
+      const int v = open.back();
+      open.pop_back();
+      EXPECT_EQ(catalog.table(v), t);
+      EXPECT_EQ(catalog.cols(v) % 4, 0);
+      narrowest = std::min(narrowest, catalog.cols(v));
+      EXPECT_EQ(catalog.splittable(v), catalog.cols(v) >= 8) << catalog.cols(v);
+      if (!catalog.splittable(v)) continue;
+      const int first = catalog.first_half(v), second = catalog.second_half(v);
+      EXPECT_EQ(catalog.cols(first) + catalog.cols(second), catalog.cols(v));
+      EXPECT_GE(catalog.cols(first), catalog.cols(second));
+      EXPECT_LE(catalog.cols(first) - catalog.cols(second), 4);
+      open.push_back(first);
+      open.push_back(second);
+    }
+    EXPECT_EQ(narrowest, 4);
+  }
+}
+
+TEST(NeuroShard, SplitsAHotTableOf4Mod8Columns) {
+  // One hot table of 108 columns (27 x 4: no even halving into multiples of 4) beside light ones on two
+  // devices: halving it unevenly (56 + 52) is what balances them.
+  std::vector<Table> tables = {make_table("hot", 10'000, 108, 60.0), make_table("a", 1'000, 16, 5.0),
+                               make_table("b", 1'000, 16, 5.0)};
+  auto model = analytic();
+  NeuroShardConfig config;
+  config.sharding_types = ShardingTypeSet::table_and_column();
+  Plan plan = make_neuroshard_planner(model, config)->plan(tables, cluster_of(2, 1ll << 30));
+  ASSERT_EQ(plan.tables[0].type, ShardingType::kColumnWise);
+  std::vector<int> widths;
+  for (const auto& shard : plan.tables[0].shards) widths.push_back(shard.cols);
+  EXPECT_EQ(widths, (std::vector<int>{56, 52}));
+  double optimum = brute_force_best(tables, 2, *model);
+  EXPECT_NEAR(plan_cost(plan, tables, *model), optimum, 1e-6 * optimum);
+  auto result = validate_plan_json(nlohmann::json::parse(plan_to_string(plan)), tables, "plan");
+  EXPECT_TRUE(result.valid()) << result.problems.front();
+}
+
+TEST(NeuroShard, SplitsATableOf4Mod8ColumnsLargerThanAnyDevice) {
+  // 437 MB of 84 columns on 200 MB devices: pieces of 44 + 40 columns (229 and 208 MB) are still too
+  // large, so the search starts from four pieces (24 + 20 + 20 + 20), each fitting.
+  std::vector<Table> tables = {make_table("huge", 1'300'000, 84), make_table("small", 1000, 8)};
+  Plan plan = plan_with(tables, cluster_of(4, 200'000'000), {});
+  ASSERT_EQ(plan.tables[0].type, ShardingType::kColumnWise);
+  int cols = 0;
+  for (const auto& shard : plan.tables[0].shards) {
+    cols += shard.cols;
+    EXPECT_LE(shard.cols, 24);
+  }
+  EXPECT_EQ(cols, 84);
   auto result = validate_plan_json(nlohmann::json::parse(plan_to_string(plan)), tables, "plan");
   EXPECT_TRUE(result.valid()) << result.problems.front();
 }

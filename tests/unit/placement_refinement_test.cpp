@@ -21,9 +21,9 @@ std::vector<Piece> pieces_of(const ShardCatalog& catalog, int tables, int split_
   for (int t = 0; t < tables; ++t) {
     int v = catalog.whole(t);
     if (split_every > 0 && t % split_every == 0 && catalog.splittable(v)) {
-      int half = catalog.half(v);
-      pieces.push_back(Piece{half, 0});
-      pieces.push_back(Piece{half, catalog.cols(half)});
+      const int first = catalog.first_half(v);
+      pieces.push_back(Piece{first, 0});
+      pieces.push_back(Piece{catalog.second_half(v), catalog.cols(first)});
     } else {
       pieces.push_back(Piece{v, 0});
     }
