@@ -224,6 +224,15 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   NeuralCostModel after_model = model_of(net, base);
   const nlohmann::json after = metrics_on(after_model, held_out);
 
+  // A base model measured on this very machine may already fit it better than a fine-tuning on a few
+  // hundred noisy sets: the user must hear it rather than find a worse model under a new name.
+  const bool base_was_better = after["mape_percent"].get<double>() > before["mape_percent"].get<double>();
+  if (base_was_better) {
+    spdlog::warn("calibrate: the base model {} fits this machine's held-out sets better ({:.1f}% MAPE) than the "
+                 "calibrated one ({:.1f}%); keep planning with the base, or calibrate again with more --samples",
+                 config.base_dir, before["mape_percent"].get<double>(), after["mape_percent"].get<double>());
+  }
+
   // 3. The new model directory: the base's meta with this machine's compute, the base's comm kept.
   const nlohmann::json& source_meta = data.meta;
   nlohmann::json meta = base.meta;
@@ -250,6 +259,7 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
       {"before", before},
       {"after_scale_only", after_offset},
       {"after", after},
+      {"base_was_better", base_was_better},
       {"scale", std::exp(offset)},
       {"epochs", tuned.epochs_run},
       {"best_epoch", tuned.best_epoch},

@@ -82,6 +82,7 @@ TEST(Calibrate, FineTuningCutsTheHeldOutErrorOnASyntheticMachine) {
   // on a few dozen held-out sets the two may still differ by noise (11.7% against 11.5% once the
   // calibration sets came from plans that split tables of 4 (mod 8) columns).
   EXPECT_LE(after, 1.05 * c["after_scale_only"]["mape_percent"].get<double>());
+  EXPECT_FALSE(c["base_was_better"].get<bool>());
   EXPECT_GT(c["scale"].get<double>(), 1.8);
   EXPECT_GT(c["held_out_samples"].get<int>(), 15);
 
