@@ -165,6 +165,10 @@ int64_t replica_memory_bytes(const Table& table, Optimizer optimizer);
 // Per device, in rank order. `tables` must hold every table the plan names.
 std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Table>& tables);
 
+// Which plan this is: every table's sharding type and shards, in order. Two plans with the same key place
+// the same shards on the same devices.
+std::string plan_layout_key(const Plan& plan);
+
 // Everything about a piece that a device's compute depends on, as one line.
 std::string shard_piece_key(const Table& piece);
 // A device's shard set as a key: the same for the same pieces in any order, in any plan.

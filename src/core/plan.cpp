@@ -201,6 +201,16 @@ double max_total_ms(const std::vector<DeviceCost>& costs) {
   return worst;
 }
 
+std::string plan_layout_key(const Plan& plan) {
+  std::string out;
+  for (const auto& table : plan.tables) {
+    out += fmt::format("{}|", static_cast<int>(table.type));
+    for (const auto& s : table.shards) out += fmt::format("{}:{}:{}:{}:{};", s.rank, s.row_offset, s.col_offset, s.rows, s.cols);
+    out += '|';
+  }
+  return out;
+}
+
 CostSummary summarise_costs(const std::vector<DeviceCost>& costs) {
   CostSummary summary;
   double sum = 0.0;

@@ -32,16 +32,6 @@ constexpr double kNearBoundShare = 0.05;
 constexpr double kPriorLogError = 0.075;
 constexpr double kMinLogError = 0.02;
 
-// Which plan a candidate is: its shards, table by table.
-std::string plan_signature(const Plan& plan) {
-  std::string out;
-  for (const auto& table : plan.tables) {
-    for (const auto& s : table.shards) out += fmt::format("{}:{}:{}:{};", s.rank, s.col_offset, s.cols, s.rows);
-    out += '|';
-  }
-  return out;
-}
-
 struct Candidate {
   Plan plan;
   std::vector<DeviceShards> devices;
@@ -114,7 +104,7 @@ class MeasuredNeuroShardPlanner final : public Planner {
   void add_candidates(std::vector<Plan> plans, const std::vector<Table>& tables, State& state) const {
     for (std::size_t i = 0; i < plans.size(); ++i) {
       Plan& plan = plans[i];
-      std::string signature = plan_signature(plan);
+      std::string signature = plan_layout_key(plan);
       auto [at, added] = state.signatures.emplace(std::move(signature), state.candidates.size());
       if (i == 0) state.search_pick = at->second;
       if (!added) continue;

@@ -347,21 +347,10 @@ class NeuroShardPlanner final : public Planner {
     if (!(alternative_ms < chosen_ms)) return;
     plans.front() = std::move(alternative.front());
     // The other finalists may hold the same plan (the unsplit state is one of them).
+    const std::string chosen = plan_layout_key(plans.front());
     plans.erase(std::remove_if(plans.begin() + 1, plans.end(),
-                               [&](const Plan& other) { return same_layout(other, plans.front()); }),
+                               [&](const Plan& other) { return plan_layout_key(other) == chosen; }),
                 plans.end());
-  }
-
-  static bool same_layout(const Plan& a, const Plan& b) {
-    auto same_shard = [](const Shard& x, const Shard& y) {
-      return x.rank == y.rank && x.row_offset == y.row_offset && x.col_offset == y.col_offset && x.rows == y.rows &&
-             x.cols == y.cols;
-    };
-    return std::equal(a.tables.begin(), a.tables.end(), b.tables.begin(), b.tables.end(),
-                      [&](const TableSharding& x, const TableSharding& y) {
-                        return x.type == y.type && std::equal(x.shards.begin(), x.shards.end(), y.shards.begin(),
-                                                              y.shards.end(), same_shard);
-                      });
   }
 
   static bool same_pieces(const SplitState& a, const SplitState& b) {

@@ -57,10 +57,14 @@ constexpr uint64_t kHoldoutShuffleStream = 5;
 
 // ---- communication model (hierarchical: CommModelSpec) ----
 
+// A row as the backward's output sees it: the start delays cleared (the backward is timed after a barrier).
+HierCommFeatureVector backward_row(HierCommFeatureVector row) {
+  clear_start_delays(row);
+  return row;
+}
+
 struct CommRows {
   std::vector<HierCommFeatureVector> features;  // one row per device of every sample
-  // The same rows with the start delays cleared: the backward's input (it is timed after a barrier).
-  std::vector<HierCommFeatureVector> backward_features;
   std::vector<std::array<float, 2>> targets;    // log ms of the forward transfer (after the wait) and backward
   std::vector<std::size_t> sample_of_row;
 };
@@ -76,8 +80,6 @@ CommRows comm_rows(const std::vector<CommSample>& samples, const CommFabric& fab
     std::vector<double> waits = comm_waits(sample.delays_ms);
     for (std::size_t r = 0; r < features.size(); ++r) {
       rows.features.push_back(features[r]);
-      rows.backward_features.push_back(features[r]);
-      clear_start_delays(rows.backward_features.back());
       double fw_transfer = std::max(kMinTransferMs, sample.fw_ms[r] - waits[r]);
       double bw_transfer = std::max(kMinTransferMs, sample.bw_ms[r]);
       // The network learns the log of measured over structural time.
@@ -129,11 +131,11 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
   t.spec.backward_without_delays = true;
   for (std::size_t r : train_rows) {
     // The normalisation and the clamping range cover what either output sees.
-    for (const auto* row : {&rows.features[r], &rows.backward_features[r]}) {
-      train_features.push_back(*row);
+    for (const HierCommFeatureVector& row : {rows.features[r], backward_row(rows.features[r])}) {
+      train_features.push_back(row);
       for (std::size_t k = 0; k < static_cast<std::size_t>(kHierCommFeatures); ++k) {
-        t.spec.input_min[k] = std::min(t.spec.input_min[k], (*row)[k]);
-        t.spec.input_max[k] = std::max(t.spec.input_max[k], (*row)[k]);
+        t.spec.input_min[k] = std::min(t.spec.input_min[k], row[k]);
+        t.spec.input_max[k] = std::max(t.spec.input_max[k], row[k]);
       }
     }
     for (int k = 0; k < 2; ++k) {
@@ -154,10 +156,13 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
   };
   auto batch_of = [&](const std::vector<std::size_t>& row_ids) {
     std::vector<const HierCommFeatureVector*> forward_rows, backward_rows;
+    std::vector<HierCommFeatureVector> cleared;
+    cleared.reserve(row_ids.size());
     std::vector<float> target;
     for (std::size_t r : row_ids) {
       forward_rows.push_back(&rows.features[r]);
-      backward_rows.push_back(&rows.backward_features[r]);
+      cleared.push_back(backward_row(rows.features[r]));
+      backward_rows.push_back(&cleared.back());
       for (int k = 0; k < 2; ++k) target.push_back((rows.targets[r][k] - t.spec.target_mean[k]) / t.spec.target_std[k]);
     }
     return Batch{normalised_tensor(forward_rows, t.spec.features), normalised_tensor(backward_rows, t.spec.features),
