@@ -77,8 +77,11 @@ double max_total_from_compute(const CostModel& model, const std::vector<double>&
 // What every device of a plan spends on collectives besides the all-to-all: the all-reduce of its
 // data-parallel tables' gradients (`allreduce_bytes`, 0 without any) and, when it has row-wise tables
 // (`row_wise_dim`, their summed width; 0 without any), what their reduce-scatter and all-gather add
-// beyond that width in the all-to-all (CostModel::rowwise_collectives_ms).
-double extra_collectives_ms(const CostModel& model, int64_t allreduce_bytes, int64_t row_wise_dim, int num_devices);
+// beyond that width in the all-to-all (CostModel::rowwise_collectives_ms). Table-row-wise tables run the
+// same two collectives within their host (`host_row_wise_dim`: the largest summed width of one host's,
+// on `devices_per_host` GPUs); TorchRec runs them on every host, and the all-to-all after waits for all.
+double extra_collectives_ms(const CostModel& model, int64_t allreduce_bytes, int64_t row_wise_dim, int num_devices,
+                            int64_t host_row_wise_dim = 0, int devices_per_host = 0);
 double plan_collectives_ms(const CostModel& model, const std::vector<DeviceShards>& devices);
 
 // Scores a plan: per-device compute, forward and backward communication.

@@ -12,12 +12,19 @@ namespace shardplan {
 // One plan's all-to-all to time: per device, its output width and its measured compute (which delays its
 // start: a device that finishes early waits in the forward all-to-all).
 struct CommToMeasure {
-  std::vector<int64_t> dim_sums;  // the all-to-all's widths: table-wise, column-wise and table-row-wise shards
+  // The all-to-all's widths: table-wise and column-wise shards, and each table-row-wise table's share of
+  // the all-to-all among hosts (its width spread over its host's ranks: each host's reduced sums go to
+  // their owners).
+  std::vector<int64_t> dim_sums;
   std::vector<double> compute_ms;
   // TorchRec's other collectives for the plan: the row-wise tables' summed width (reduce-scatter forward,
   // all-gather backward, every rank) and the data-parallel gradients' floats (all-reduce after the backward).
   int64_t rw_dim = 0;
   int64_t allreduce_floats = 0;
+  // Per rank, its host's table-row-wise tables' summed width (reduce-scatter forward and all-gather
+  // backward among the host's `devices_per_host` ranks); empty, and devices_per_host 0, without any.
+  std::vector<int64_t> host_rw_dims;
+  int devices_per_host = 0;
 };
 
 // One plan's all-to-alls, timed: per device, the forward (including its wait for devices that finish

@@ -152,6 +152,10 @@ struct DeviceShards {
   int64_t allreduce_bytes = 0;  // the same on every device
   // The plan's row-wise tables' summed width: every device joins their reduce-scatter and all-gather.
   int64_t row_wise_dim = 0;
+  // The largest summed width of one host's table-row-wise tables: each host's devices reduce-scatter and
+  // all-gather their host's blocks among themselves, and the all-to-all after waits for the slowest host.
+  int64_t host_row_wise_dim = 0;
+  int devices_per_host = 1;  // the plan's
 };
 
 // The bytes of the gradients a data-parallel table's replicas all-reduce each step: the whole table.

@@ -114,7 +114,9 @@ after the current sample; only complete samples are kept. Exit codes: 0 done or 
       ->capture_default_str();
   app.add_option("--gpus-per-host", config.gpus_per_host,
                  "Ranks per host when they run on several (emulated) hosts: rank r is on host r / N; recorded in every "
-                 "sample, so training places them (tools/emulate-hosts runs such a collection here); 0: one host")
+                 "sample, so training places them (tools/emulate-hosts runs such a collection here); given workloads "
+                 "with host_rw_dims need it: each host's ranks reduce-scatter their table-row-wise sums in a group of "
+                 "their own; 0: one host")
       ->capture_default_str();
   app.add_option("--timeout", config.timeout_s, "Seconds any rank waits for a peer (rendezvous, each collective)")
       ->capture_default_str();

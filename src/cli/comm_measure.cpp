@@ -75,7 +75,8 @@ class ScratchDir {
 constexpr double kMaxHostAllreduceBytes = 8.0 * (1ull << 30);
 
 // Times `plans` (all of `world_size` devices) in one spawned collection; one result per plan.
-std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flags, int world_size,
+// Plans with table-row-wise tables run their host's collectives in groups of `devices_per_host` ranks.
+std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flags, int world_size, int devices_per_host,
                                                     const std::vector<const CommToMeasure*>& plans, bool quiet) {
   std::vector<std::optional<MeasuredComm>> results(plans.size());
   std::vector<CommWorkload> round;
@@ -84,6 +85,7 @@ std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flag
     w.dim_sums = plan->dim_sums;
     w.rw_dim = plan->rw_dim;
     w.allreduce_floats = plan->allreduce_floats;
+    w.host_rw_dims = plan->host_rw_dims;
     const double earliest = *std::min_element(plan->compute_ms.begin(), plan->compute_ms.end());
     for (double ms : plan->compute_ms) w.delays_ms.push_back(ms - earliest);
     round.push_back(std::move(w));
@@ -101,6 +103,10 @@ std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flag
   spawn.args = {"collect-costs", "comm",        "--workloads", workloads_path,
                 "--out",         out,           "--batch-size", std::to_string(flags.batch_size),
                 "--repeats",     std::to_string(flags.repeats), "--timeout", fmt::format("{}", flags.timeout_s)};
+  if (devices_per_host > 0) {
+    spawn.args.emplace_back("--gpus-per-host");
+    spawn.args.push_back(std::to_string(devices_per_host));
+  }
   if (quiet) spawn.args.emplace_back("--quiet");
   spawn.launch_command = "shard-plan bench --measure-comm";
   spdlog::info("timing the collectives of {} plans on {} ranks, {} rounds", plans.size(), world_size, flags.rounds);
@@ -132,9 +138,13 @@ std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flag
 std::vector<std::optional<MeasuredComm>> measure_comm_on_this_host(const CommMeasureFlags& flags,
                                                                    const std::vector<CommToMeasure>& plans, bool quiet) {
   std::vector<std::optional<MeasuredComm>> results(plans.size());
-  std::map<int, std::vector<std::size_t>> by_world_size;
-  for (std::size_t i = 0; i < plans.size(); ++i) by_world_size[static_cast<int>(plans[i].dim_sums.size())].push_back(i);
-  for (const auto& [world_size, indices] : by_world_size) {
+  // One collection per world size and host size (0: no table-row-wise tables, no host groups needed).
+  std::map<std::pair<int, int>, std::vector<std::size_t>> by_world_size;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    by_world_size[{static_cast<int>(plans[i].dim_sums.size()), plans[i].devices_per_host}].push_back(i);
+  }
+  for (const auto& [layout, indices] : by_world_size) {
+    const auto [world_size, devices_per_host] = layout;
     if (world_size == 1) {  // one device: no all-to-all
       for (std::size_t i : indices) results[i] = MeasuredComm{{0.0}, {0.0}, {}};
       continue;
@@ -165,7 +175,7 @@ std::vector<std::optional<MeasuredComm>> measure_comm_on_this_host(const CommMea
       group.push_back(&plans[i]);
     }
     if (group.empty()) continue;
-    std::vector<std::optional<MeasuredComm>> timed = time_world(flags, world_size, group, quiet);
+    std::vector<std::optional<MeasuredComm>> timed = time_world(flags, world_size, devices_per_host, group, quiet);
     for (std::size_t k = 0; k < timed_indices.size(); ++k) results[timed_indices[k]] = std::move(timed[k]);
   }
   return results;

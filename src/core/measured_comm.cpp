@@ -1,5 +1,6 @@
 #include "shardplan/measured_comm.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace shardplan {
@@ -20,6 +21,20 @@ std::optional<CommToMeasure> comm_to_measure(const Plan& plan, const std::vector
       case ShardingType::kDataParallel:
         gradient_bytes += static_cast<double>(replica_gradient_bytes(table));
         break;
+      case ShardingType::kTableRowWise: {
+        // TorchRec reduce-scatters the blocks' partial sums within the host, then each host rank sends its
+        // samples' share to their owners: width dim / K per rank, the remainder to the host's first ranks.
+        const int per_host = std::max(plan.cluster.devices_per_host, 1);
+        const int first = table.shards.empty() ? 0 : table.shards.front().rank / per_host * per_host;
+        comm.devices_per_host = per_host;
+        comm.host_rw_dims.resize(static_cast<std::size_t>(plan.cluster.num_devices), 0);
+        for (int k = 0; k < per_host && first + k < plan.cluster.num_devices; ++k) {
+          const auto r = static_cast<std::size_t>(first + k);
+          comm.host_rw_dims[r] += table.dim;
+          comm.dim_sums[r] += table.dim / per_host + (k < table.dim % per_host ? 1 : 0);
+        }
+        break;
+      }
       default:
         for (const auto& shard : table.shards) comm.dim_sums[static_cast<std::size_t>(shard.rank)] += shard.cols;
     }

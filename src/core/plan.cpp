@@ -119,11 +119,16 @@ std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Tabl
   std::vector<DeviceShards> devices(static_cast<std::size_t>(plan.cluster.num_devices));
   int64_t allreduce_bytes = 0;
   int64_t row_wise_dim = 0;
+  const int per_host = std::max(plan.cluster.devices_per_host, 1);
+  std::vector<int64_t> host_row_wise_dims(static_cast<std::size_t>((plan.cluster.num_devices + per_host - 1) / per_host), 0);
   for (std::size_t t = 0; t < plan.tables.size(); ++t) {
     const Table& table = *by_name.at(plan.tables[t].name);
     const bool replicated = plan.tables[t].type == ShardingType::kDataParallel;
     if (replicated) allreduce_bytes += replica_gradient_bytes(table);
     if (plan.tables[t].type == ShardingType::kRowWise) row_wise_dim += plan.tables[t].dim;
+    if (plan.tables[t].type == ShardingType::kTableRowWise && !plan.tables[t].shards.empty()) {
+      host_row_wise_dims.at(static_cast<std::size_t>(plan.tables[t].shards.front().rank / per_host)) += plan.tables[t].dim;
+    }
     for (const auto& shard : plan.tables[t].shards) {
       DeviceShards& device = devices[static_cast<std::size_t>(shard.rank)];
       device.pieces.push_back(replicated ? replica_as_table(table, plan.cluster.num_devices)
@@ -136,6 +141,8 @@ std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Tabl
   for (auto& device : devices) {
     device.allreduce_bytes = allreduce_bytes;
     device.row_wise_dim = row_wise_dim;
+    device.host_row_wise_dim = *std::max_element(host_row_wise_dims.begin(), host_row_wise_dims.end());
+    device.devices_per_host = per_host;
   }
   return devices;
 }

@@ -73,17 +73,22 @@ double CostModel::rowwise_collectives_ms(int64_t /*rw_dim*/, int num_devices) co
   return num_devices < 2 ? 0.0 : allreduce_ms(kLatencyProbeBytes, num_devices);
 }
 
-double extra_collectives_ms(const CostModel& model, int64_t allreduce_bytes, int64_t row_wise_dim, int num_devices) {
+double extra_collectives_ms(const CostModel& model, int64_t allreduce_bytes, int64_t row_wise_dim, int num_devices,
+                            int64_t host_row_wise_dim, int devices_per_host) {
   if (num_devices < 2) return 0.0;
   double ms = allreduce_bytes > 0 ? model.allreduce_ms(static_cast<double>(allreduce_bytes), num_devices) : 0.0;
   if (row_wise_dim > 0) ms += model.rowwise_collectives_ms(row_wise_dim, num_devices);
+  if (host_row_wise_dim > 0 && devices_per_host >= 2) {
+    ms += model.rowwise_collectives_ms(host_row_wise_dim, std::min(devices_per_host, num_devices));
+  }
   return ms;
 }
 
 double plan_collectives_ms(const CostModel& model, const std::vector<DeviceShards>& devices) {
   if (devices.empty()) return 0.0;
-  return extra_collectives_ms(model, devices.front().allreduce_bytes, devices.front().row_wise_dim,
-                              static_cast<int>(devices.size()));
+  const DeviceShards& any = devices.front();
+  return extra_collectives_ms(model, any.allreduce_bytes, any.row_wise_dim, static_cast<int>(devices.size()),
+                              any.host_row_wise_dim, any.devices_per_host);
 }
 
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {

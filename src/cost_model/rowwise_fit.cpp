@@ -69,7 +69,7 @@ std::pair<double, double> fit_line(const std::vector<double>& x, const std::vect
 std::vector<RowwisePair> rowwise_pairs(const std::vector<CommSample>& samples, std::vector<char>* is_reference) {
   std::vector<char> used(samples.size(), 0);
   auto partners = [&](const CommSample& s, const CommSample& other) {
-    if (other.rw_dim != 0 || other.allreduce_floats != 0 || other.world_size != s.world_size ||
+    if (other.rw_dim != 0 || other.allreduce_floats != 0 || !other.host_rw_dims.empty() || other.world_size != s.world_size ||
         other.devices_per_host != s.devices_per_host || other.dim_sums.size() != s.dim_sums.size() ||
         !same_delays(s, other)) {
       return false;
@@ -82,7 +82,7 @@ std::vector<RowwisePair> rowwise_pairs(const std::vector<CommSample>& samples, s
   std::vector<RowwisePair> pairs;
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const CommSample& s = samples[i];
-    if (s.rw_dim <= 0 || s.allreduce_floats != 0 || s.fw_ms.empty()) continue;
+    if (s.rw_dim <= 0 || s.allreduce_floats != 0 || !s.host_rw_dims.empty() || s.fw_ms.empty()) continue;
     // The pair's two workloads were given one after the other, in either order.
     for (std::size_t j : {i + 1, i - 1}) {
       if (j >= samples.size() || used[j] || !partners(s, samples[j])) continue;

@@ -86,6 +86,7 @@ nlohmann::json comm_workloads_to_json(int world_size, const std::vector<CommWork
     nlohmann::json entry = {{"dim_sums", w.dim_sums}, {"delays_ms", w.delays_ms}};
     if (w.rw_dim > 0) entry["rw_dim"] = w.rw_dim;
     if (w.allreduce_floats > 0) entry["allreduce_floats"] = w.allreduce_floats;
+    if (!w.host_rw_dims.empty()) entry["host_rw_dims"] = w.host_rw_dims;
     list.push_back(std::move(entry));
   }
   return {{"format", kCommWorkloadsFormat}, {"world_size", world_size}, {"workloads", list}};
@@ -128,6 +129,16 @@ std::vector<CommWorkload> comm_workloads_from_json(const nlohmann::json& doc, co
     if (const auto* floats = find_member(list[i], "allreduce_floats")) {
       w.allreduce_floats = read_int64(*floats, source, path + ".allreduce_floats", 0, kMaxGivenAllreduceFloats);
     }
+    if (const auto* host = find_member(list[i], "host_rw_dims")) {
+      const std::string field_path = path + ".host_rw_dims";
+      const auto& values = read_array(*host, source, field_path);
+      if (values.size() != static_cast<std::size_t>(world_size)) {
+        throw_field_error(source, field_path, fmt::format("must list the {} ranks of world_size", world_size), values);
+      }
+      for (std::size_t r = 0; r < values.size(); ++r) {
+        w.host_rw_dims.push_back(read_int64(values[r], source, fmt::format("{}[{}]", field_path, r), 0, kMaxGivenDimSum));
+      }
+    }
     w.shard_counts.assign(w.dim_sums.size(), 0);  // not known for a given width
     workloads.push_back(std::move(w));
   }
@@ -155,6 +166,10 @@ uint64_t comm_workloads_digest(const std::vector<CommWorkload>& workloads) {
     for (double d : w.delays_ms) text += fmt::format("{:.17g},", d);
     // Only when present, so the digests of workloads without them (directories being resumed) stay.
     if (w.rw_dim > 0 || w.allreduce_floats > 0) text += fmt::format("rw{},ar{},", w.rw_dim, w.allreduce_floats);
+    if (!w.host_rw_dims.empty()) {
+      text += "host";
+      for (int64_t d : w.host_rw_dims) text += fmt::format("{},", d);
+    }
     text += ";";
   }
   return fnv1a_hash(text);

@@ -120,12 +120,14 @@ nlohmann::json comm_sample_to_json(const CommSample& sample) {
     doc["allreduce_floats"] = sample.allreduce_floats;
     doc["allreduce_ms"] = rounded(sample.allreduce_ms);
   }
+  if (!sample.host_rw_dims.empty()) doc["host_rw_dims"] = sample.host_rw_dims;
   return doc;
 }
 
 std::vector<int64_t> model_dim_sums(const CommSample& sample) {
   std::vector<int64_t> widths = sample.dim_sums;
   for (int64_t& w : widths) w += sample.rw_dim;
+  for (std::size_t r = 0; r < sample.host_rw_dims.size() && r < widths.size(); ++r) widths[r] += sample.host_rw_dims[r];
   return widths;
 }
 
@@ -176,6 +178,7 @@ CommSample comm_sample_from_json(const nlohmann::json& doc, const std::string& s
     sample.allreduce_floats = read_int64(*floats, source, "allreduce_floats", 0, int64_t{1} << 40);
     if (sample.allreduce_floats > 0) sample.allreduce_ms = read_vector<double>(doc, "allreduce_ms", source, n);
   }
+  if (find_member(doc, "host_rw_dims") != nullptr) sample.host_rw_dims = read_vector<int64_t>(doc, "host_rw_dims", source, n);
   return sample;
 }
 

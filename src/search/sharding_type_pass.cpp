@@ -38,6 +38,8 @@ struct Layout {
   int64_t allreduce_bytes = 0;
   // A row-wise table's width: the plan then runs a reduce-scatter and an all-gather.
   int64_t row_wise_dim() const { return sharding.type == ShardingType::kRowWise ? sharding.dim : 0; }
+  // A table-row-wise table's width: its host runs the two collectives among its own devices.
+  int64_t host_row_wise_dim() const { return sharding.type == ShardingType::kTableRowWise ? sharding.dim : 0; }
 };
 
 // Per device: the sum of its shards' summaries, its memory, all-to-all width and shard count.
@@ -72,7 +74,9 @@ class TypePass {
  public:
   TypePass(Plan& plan, const std::vector<Table>& tables, const CostModel& model, const TypePassOptions& options)
       : plan_(plan), model_(model), options_(options), devices_(plan.cluster.num_devices),
+        per_host_(std::max(plan.cluster.devices_per_host, 1)),
         summary_size_(static_cast<std::size_t>(model.summary_size())), usable_(plan.cluster.usable_bytes_per_device()) {
+    host_row_wise_dims_.assign(static_cast<std::size_t>((devices_ + per_host_ - 1) / per_host_), 0);
     std::unordered_map<std::string, const Table*> by_name;
     for (const auto& table : tables) by_name.emplace(table.name, &table);
     for (const auto& sharding : plan_.tables) tables_.push_back(by_name.at(sharding.name));
@@ -121,6 +125,7 @@ class TypePass {
       if (converted) stats.converted += 1;
     }
     for (std::size_t t = 0; t < layouts_.size(); ++t) plan_.tables[t] = layouts_[t].sharding;
+    stats.predicted_ms = current;
     return stats;
   }
 
@@ -166,15 +171,32 @@ class TypePass {
     state_.shift(layout, sign);
     allreduce_bytes_ += sign * layout.allreduce_bytes;
     row_wise_dim_ += sign * layout.row_wise_dim();
+    if (layout.host_row_wise_dim() > 0) host_row_wise_dims_[host_of(layout)] += sign * layout.host_row_wise_dim();
   }
 
-  double collectives_ms(int64_t allreduce_bytes, int64_t row_wise_dim) const {
-    return extra_collectives_ms(model_, allreduce_bytes, row_wise_dim, devices_);
+  std::size_t host_of(const Layout& layout) const {
+    return static_cast<std::size_t>(layout.sharding.shards.front().rank / per_host_);
+  }
+
+  // The largest host's table-row-wise width with table t laid out as `next` instead of `now`.
+  int64_t host_row_wise_dim_with(const Layout& now, const Layout& next) const {
+    if (now.host_row_wise_dim() == 0 && next.host_row_wise_dim() == 0) return max_host_row_wise_dim_;
+    thread_local std::vector<int64_t> dims;
+    dims = host_row_wise_dims_;
+    if (now.host_row_wise_dim() > 0) dims[host_of(now)] -= now.host_row_wise_dim();
+    if (next.host_row_wise_dim() > 0) dims[host_of(next)] += next.host_row_wise_dim();
+    return *std::max_element(dims.begin(), dims.end());
+  }
+
+  double collectives_ms(int64_t allreduce_bytes, int64_t row_wise_dim, int64_t host_row_wise_dim) const {
+    return extra_collectives_ms(model_, allreduce_bytes, row_wise_dim, devices_, host_row_wise_dim, per_host_);
   }
 
   // The plan's max total, keeping each device's costs.
-  double total_costs(std::vector<DeviceCost>& costs) const {
-    costs = costs_from_compute(model_, compute_, state_.width, collectives_ms(allreduce_bytes_, row_wise_dim_));
+  double total_costs(std::vector<DeviceCost>& costs) {
+    max_host_row_wise_dim_ = *std::max_element(host_row_wise_dims_.begin(), host_row_wise_dims_.end());
+    costs = costs_from_compute(model_, compute_, state_.width,
+                               collectives_ms(allreduce_bytes_, row_wise_dim_, max_host_row_wise_dim_));
     return max_total_ms(costs);
   }
 
@@ -221,7 +243,8 @@ class TypePass {
     }
     return max_total_from_compute(model_, compute, width,
                                   collectives_ms(allreduce_bytes_ - now.allreduce_bytes + next.allreduce_bytes,
-                                                 row_wise_dim_ - now.row_wise_dim() + next.row_wise_dim()));
+                                                 row_wise_dim_ - now.row_wise_dim() + next.row_wise_dim(),
+                                                 host_row_wise_dim_with(now, next)));
   }
 
   void apply(std::size_t t, Layout next) {
@@ -315,6 +338,7 @@ class TypePass {
   const CostModel& model_;
   TypePassOptions options_;
   int devices_;
+  int per_host_;
   std::size_t summary_size_;
   int64_t usable_;
   std::vector<const Table*> tables_;  // per plan table
@@ -323,6 +347,8 @@ class TypePass {
   std::vector<double> compute_;
   int64_t allreduce_bytes_ = 0;
   int64_t row_wise_dim_ = 0;
+  std::vector<int64_t> host_row_wise_dims_;  // per host: its table-row-wise tables' summed width
+  int64_t max_host_row_wise_dim_ = 0;        // as of the last total_costs
   std::vector<DeviceCost> costs_;
 };
 

@@ -24,6 +24,7 @@ struct TypePassStats {
   int moves = 0;      // changes accepted
   int converted = 0;  // tables given another sharding type
   bool cut_short = false;
+  double predicted_ms = 0.0;  // the plan's max total as the pass scored it last (0 when it did not run)
 };
 
 // `plan` holds table-wise and column-wise tables that fit; the result fits too and its predicted slowest

@@ -13,6 +13,7 @@
 #include <torch/cuda.h>
 #include <unistd.h>
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -186,6 +187,9 @@ struct Job {
   bool cuda = false;
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroup> group;
+  // This rank's host's ranks (table-row-wise tables' collectives); null unless a workload needs them.
+  c10::intrusive_ptr<c10d::ProcessGroup> host_group;
+  int host_size = 0;
 
   // Waits for a collective; on CUDA also for the stream, so the clock covers the transfer itself.
   void finish(const c10::intrusive_ptr<c10d::Work>& work) const {
@@ -251,6 +255,34 @@ Job connect(const CommCollectConfig& config, const std::string& backend, Watchdo
         where.rank == 0 ? "this rank serves the store there" : "served by rank 0", config.timeout_s, message_of(e)));
   }
   return job;
+}
+
+// The group of this rank's host (ranks h*K ... h*K+K-1), on the same store under the host's prefix:
+// table-row-wise tables reduce-scatter and all-gather within it, as TorchRec's intra-host group does.
+void connect_host_group(Job& job, const CommCollectConfig& config, Watchdog& dog) {
+  const int per_host = config.gpus_per_host;
+  const int host = job.rank / per_host;
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s * 1000.0));
+  Watched watched(dog, fmt::format("the rendezvous of host {}'s {} ranks", host, per_host));
+  auto store = c10::make_intrusive<c10d::PrefixStore>(fmt::format("host{}/", host), job.store);
+  try {
+    if (job.cuda) {
+#if defined(SHARDPLAN_WITH_NCCL)
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      job.host_group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, job.rank % per_host, per_host, options);
+#endif
+    } else {
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      options->devices.push_back(gloo_device(config.rendezvous));
+      options->threads = kGlooThreads;
+      job.host_group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, job.rank % per_host, per_host, options);
+    }
+  } catch (const std::exception& e) {
+    throw RuntimeFailure(fmt::format("rank {}: the rendezvous of host {}'s {} ranks failed within --timeout {} s: {}",
+                                     job.rank, host, per_host, config.timeout_s, message_of(e)));
+  }
+  job.host_size = per_host;
 }
 
 nlohmann::json collection_meta(const CommCollectConfig& config, const std::string& backend,
@@ -343,6 +375,8 @@ class Buffers {
   at::Tensor second(int64_t count) { return take(b_, count); }
   at::Tensor third(int64_t count) { return take(c_, count); }
   at::Tensor fourth(int64_t count) { return take(d_, count); }
+  at::Tensor fifth(int64_t count) { return take(e_, count); }
+  at::Tensor sixth(int64_t count) { return take(f_, count); }
 
  private:
   at::Tensor take(at::Tensor& buffer, int64_t count) {
@@ -354,6 +388,8 @@ class Buffers {
   at::Tensor b_;
   at::Tensor c_;
   at::Tensor d_;
+  at::Tensor e_;
+  at::Tensor f_;
 };
 
 struct Timing {
@@ -367,27 +403,29 @@ struct Timing {
 // rw_dim) and ends with the sums of its own samples (local_batch x rw_dim). NCCL reduce-scatters; Gloo in
 // this LibTorch has no reduce_scatter, so it is the direct algorithm, the same bytes on the wire: an
 // all-to-all of equal blocks and a sum of the blocks received.
-void reduce_scatter_rows(const Job& job, at::Tensor& partial, at::Tensor& received, at::Tensor& mine) {
+// Table-row-wise tables do the same among their host's ranks (`group` of `size` ranks).
+void reduce_scatter_rows(const Job& job, c10d::ProcessGroup& group, int size, at::Tensor& partial, at::Tensor& received,
+                         at::Tensor& mine) {
   if (job.cuda) {
-    job.finish(job.group->_reduce_scatter_base(mine, partial));
+    job.finish(group._reduce_scatter_base(mine, partial));
     return;
   }
-  std::vector<int64_t> counts(static_cast<std::size_t>(job.world), mine.numel());
+  std::vector<int64_t> counts(static_cast<std::size_t>(size), mine.numel());
   std::vector<int64_t> recv_counts = counts;
-  job.finish(job.group->alltoall_base(received, partial, recv_counts, counts));
-  at::sum_out(mine, received.view({job.world, mine.numel()}), {0});
+  job.finish(group.alltoall_base(received, partial, recv_counts, counts));
+  at::sum_out(mine, received.view({size, mine.numel()}), {0});
 }
 
 // Their backward: every rank's gradients for its samples go to every rank (all-gather).
-void all_gather_rows(const Job& job, at::Tensor& mine, at::Tensor& gathered) {
+void all_gather_rows(const Job& job, c10d::ProcessGroup& group, int size, at::Tensor& mine, at::Tensor& gathered) {
   if (job.cuda) {
-    job.finish(job.group->_allgather_base(gathered, mine));
+    job.finish(group._allgather_base(gathered, mine));
     return;
   }
   std::vector<std::vector<at::Tensor>> outputs(1);
-  for (int r = 0; r < job.world; ++r) outputs[0].push_back(gathered.narrow(0, r * mine.numel(), mine.numel()));
+  for (int r = 0; r < size; ++r) outputs[0].push_back(gathered.narrow(0, r * mine.numel(), mine.numel()));
   std::vector<at::Tensor> inputs{mine};
-  job.finish(job.group->allgather(outputs, inputs));
+  job.finish(group.allgather(outputs, inputs));
 }
 
 // One sample on this rank. Forward: this rank sends each rank j the rows of j's B/W samples of its own
@@ -410,6 +448,12 @@ Timing run_sample(const Job& job, Buffers& buffers, const CommWorkload& w, int64
   const int64_t rw_floats = local_batch * w.rw_dim;
   at::Tensor third = buffers.third(std::max(2 * job.world * rw_floats, w.allreduce_floats));
   at::Tensor rw_mine = buffers.fourth(rw_floats);
+  // The host's table-row-wise partial sums cover every sample (world x local_batch); each of its ranks
+  // ends with 1/host_size of them, which the all-to-all then sends to their owners.
+  const int64_t host_dim = w.host_rw_dims.empty() ? 0 : w.host_rw_dims[self];
+  const int64_t host_mine_floats = job.host_size > 0 ? job.world / job.host_size * local_batch * host_dim : 0;
+  at::Tensor host_partial = buffers.fifth(2 * job.host_size * host_mine_floats);
+  at::Tensor host_mine = buffers.sixth(host_mine_floats);
 
   Timing timing;
   auto released = Clock::now();
@@ -425,7 +469,12 @@ Timing run_sample(const Job& job, Buffers& buffers, const CommWorkload& w, int64
   if (rw_floats > 0) {
     at::Tensor partial = third.narrow(0, 0, job.world * rw_floats);
     at::Tensor scratch = third.narrow(0, job.world * rw_floats, job.world * rw_floats);
-    reduce_scatter_rows(job, partial, scratch, rw_mine);
+    reduce_scatter_rows(job, *job.group, job.world, partial, scratch, rw_mine);
+  }
+  if (host_mine_floats > 0) {
+    at::Tensor partial = host_partial.narrow(0, 0, job.host_size * host_mine_floats);
+    at::Tensor scratch = host_partial.narrow(0, job.host_size * host_mine_floats, job.host_size * host_mine_floats);
+    reduce_scatter_rows(job, *job.host_group, job.host_size, partial, scratch, host_mine);
   }
   timing.fw_ms = ms_since(start);
 
@@ -437,7 +486,11 @@ Timing run_sample(const Job& job, Buffers& buffers, const CommWorkload& w, int64
   job.finish(job.group->alltoall_base(embeddings, received, recv_counts, send_counts));
   if (rw_floats > 0) {
     at::Tensor gathered = third.narrow(0, 0, job.world * rw_floats);
-    all_gather_rows(job, rw_mine, gathered);
+    all_gather_rows(job, *job.group, job.world, rw_mine, gathered);
+  }
+  if (host_mine_floats > 0) {
+    at::Tensor gathered = host_partial.narrow(0, 0, job.host_size * host_mine_floats);
+    all_gather_rows(job, *job.host_group, job.host_size, host_mine, gathered);
   }
   timing.bw_ms = ms_since(start);
 
@@ -573,11 +626,30 @@ void check_given_workloads(const CommCollectConfig& config, int64_t local_batch)
                                  config.samples));
   }
   const auto ranks = static_cast<std::size_t>(config.rendezvous.world_size);
+  const int per_host = config.gpus_per_host;
   // Buffers only grow, so a rank ends up holding each one's largest size over the list.
-  std::array<double, 4> largest{};
+  std::array<double, 6> largest{};
   for (std::size_t i = 0; i < given.size(); ++i) {
     if (given[i].dim_sums.size() != ranks || given[i].delays_ms.size() != ranks) {
       throw InputError(fmt::format("{}: workloads[{}]: must list the {} ranks of the world size", source, i, ranks));
+    }
+    int64_t host_dim = 0;
+    if (!given[i].host_rw_dims.empty()) {
+      if (given[i].host_rw_dims.size() != ranks) {
+        throw InputError(fmt::format("{}: workloads[{}].host_rw_dims: must list the {} ranks of the world size", source, i, ranks));
+      }
+      if (per_host < 2 || ranks % static_cast<std::size_t>(per_host) != 0) {
+        throw InputError(fmt::format("--gpus-per-host: workloads with host_rw_dims need hosts of at least 2 ranks that "
+                                     "divide the world size {}, got {}", ranks, per_host));
+      }
+      for (std::size_t r = 0; r < ranks; ++r) {
+        const int64_t first = given[i].host_rw_dims[r / static_cast<std::size_t>(per_host) * static_cast<std::size_t>(per_host)];
+        if (given[i].host_rw_dims[r] != first) {
+          throw InputError(fmt::format("{}: workloads[{}].host_rw_dims[{}]: must be its host's value {} (hosts of {} "
+                                       "ranks), got {}", source, i, r, first, per_host, given[i].host_rw_dims[r]));
+        }
+        host_dim = std::max(host_dim, given[i].host_rw_dims[r]);
+      }
     }
     // Each rank holds a send and a receive buffer of local_batch x (sum of widths) floats, the row-wise
     // reduce-scatter's two of world x local_batch x rw_dim (or the all-reduce's gradients) and its own part.
@@ -585,15 +657,19 @@ void check_given_workloads(const CommCollectConfig& config, int64_t local_batch)
     for (int64_t d : given[i].dim_sums) width += d;
     const double rw_floats = static_cast<double>(local_batch) * static_cast<double>(given[i].rw_dim);
     const double third = std::max(2.0 * static_cast<double>(ranks) * rw_floats, static_cast<double>(given[i].allreduce_floats));
-    const std::array<double, 4> sizes{static_cast<double>(local_batch) * static_cast<double>(width),
-                                      static_cast<double>(local_batch) * static_cast<double>(width), third, rw_floats};
+    // The host's table-row-wise reduce-scatter: two of world x local_batch x its width, and its own part.
+    const double host_floats = static_cast<double>(local_batch) * static_cast<double>(host_dim);
+    const double host_mine = per_host > 0 ? static_cast<double>(ranks / static_cast<std::size_t>(std::max(per_host, 1))) * host_floats : 0.0;
+    const std::array<double, 6> sizes{static_cast<double>(local_batch) * static_cast<double>(width),
+                                      static_cast<double>(local_batch) * static_cast<double>(width), third, rw_floats,
+                                      2.0 * static_cast<double>(ranks) * host_floats, host_mine};
     double bytes = 0.0;
     for (std::size_t b = 0; b < sizes.size(); ++b) {
       bytes += sizes[b] * sizeof(float);
       largest[b] = std::max(largest[b], sizes[b]);
     }
     if (bytes > kMaxGivenBufferBytes) {
-      throw InputError(fmt::format("{}: workloads[{}]: its dim_sums, rw_dim and allreduce_floats need {:.1f} GiB of "
+      throw InputError(fmt::format("{}: workloads[{}]: its dim_sums, rw_dim, allreduce_floats and host_rw_dims need {:.1f} GiB of "
                                    "buffers per rank at batch {}, over the limit of {:.0f} GiB",
                                    source, i, bytes / (1ull << 30), config.batch_size, kMaxGivenBufferBytes / (1ull << 30)));
     }
@@ -657,6 +733,9 @@ CollectSummary run_comm_collection(const CommCollectConfig& config) {
   std::optional<SignalsBlocked> blocked(std::in_place);
   Watchdog dog(where.rank, config.timeout_s + kCommWatchdogGraceSeconds);
   Job job = connect(config, backend, dog);
+  const bool host_groups = std::any_of(config.given_workloads.begin(), config.given_workloads.end(),
+                                       [](const CommWorkload& w) { return !w.host_rw_dims.empty(); });
+  if (host_groups) connect_host_group(job, config, dog);
   std::vector<std::string> hosts;
   {
     Watched watched(dog, "exchanging host names");
@@ -711,6 +790,7 @@ CollectSummary run_comm_collection(const CommCollectConfig& config) {
           sample.dim_sums = w.dim_sums;
           sample.rw_dim = w.rw_dim;
           sample.allreduce_floats = w.allreduce_floats;
+          sample.host_rw_dims = w.host_rw_dims;
           for (const Timing& t : all) {
             sample.delays_ms.push_back(t.delay_ms);
             sample.fw_ms.push_back(t.fw_ms);
@@ -734,6 +814,7 @@ CollectSummary run_comm_collection(const CommCollectConfig& config) {
     // LibTorch's threads may stay blocked on a dead peer until the timeout; joining them would delay the
     // error. Leave them to the process exit instead.
     static_cast<void>(job.group.release());
+    static_cast<void>(job.host_group.release());
     static_cast<void>(job.store.release());
     if (dynamic_cast<const Error*>(&e) != nullptr) throw;
     std::string step = current >= 0 ? fmt::format("{} of sample {}", phase, current) : std::string(phase);

@@ -379,8 +379,8 @@ CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config,
   CommPart part;
   // Samples that timed an all-reduce (given workloads) fit the all-reduce only. Samples of plans with
   // row-wise tables, and the samples paired with them (tools/rowwise-workloads), fit the row-wise
-  // collectives only (extra_collectives_ms charges them apart). The all-to-all part learns from the
-  // plain ones, so adding any of these leaves it as it was.
+  // collectives only (extra_collectives_ms charges them apart); those of plans with table-row-wise tables
+  // fit nothing. The all-to-all part learns from the plain ones, so adding any of these leaves it as it was.
   CostData comm_data;
   comm_data.meta = all_comm.meta;
   std::vector<CommSample> allreduce_samples;
@@ -391,15 +391,16 @@ CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config,
     const CommSample& s = all_comm.comm[i];
     if (s.allreduce_floats > 0) {
       allreduce_samples.push_back(s);
-    } else if (s.rw_dim > 0 || is_reference[i]) {
+    } else if (s.rw_dim > 0 || !s.host_rw_dims.empty() || is_reference[i]) {
       ++row_wise_samples;
     } else {
       comm_data.comm.push_back(s);
     }
   }
   if (row_wise_samples > 0) {
-    spdlog::info("comm data: {} samples of plans with row-wise tables and their pairs fit the row-wise collectives "
-                 "alone ({} pairs)", row_wise_samples, rowwise.size());
+    spdlog::info("comm data: {} samples of plans with row-wise or table-row-wise tables and their pairs are left "
+                 "out of the all-to-all's training ({} row-wise pairs fit the row-wise collectives)",
+                 row_wise_samples, rowwise.size());
   }
   if (comm_data.comm.empty()) throw InputError("the comm cost data holds only all-reduce samples: no all-to-all to learn");
   const CommFabric fabric = comm_fabric(comm_data, config);

@@ -284,9 +284,12 @@ TEST(CommCollect, BadOptionsAreRejectedBeforeAnyRankStarts) {
 TEST(CommCollect, GivenWorkloadsAreTimedInOrder) {
   TempDir dir;
   std::vector<CommWorkload> given(3);
-  given[0] = {{40, 8}, {}, {0.0, 2.0}};
-  given[1] = {{4, 4}, {}, {0.0, 0.0}};
-  given[2] = {{0, 128}, {}, {1.0, 0.0}};
+  given[0].dim_sums = {40, 8};
+  given[0].delays_ms = {0.0, 2.0};
+  given[1].dim_sums = {4, 4};
+  given[1].delays_ms = {0.0, 0.0};
+  given[2].dim_sums = {0, 128};
+  given[2].delays_ms = {1.0, 0.0};
   const std::string file = dir.path("workloads.json");
   write_comm_workloads(file, 2, given);
   const std::string out = dir.path("timed");
@@ -332,10 +335,12 @@ TEST(CommCollect, GivenWorkloadsAreTimedInOrder) {
 TEST(CommCollect, GivenPlanCollectivesAreTimed) {
   TempDir dir;
   std::vector<CommWorkload> given(2);
-  given[0] = {{40, 8}, {}, {0.0, 1.0}};
+  given[0].dim_sums = {40, 8};
+  given[0].delays_ms = {0.0, 1.0};
   given[0].rw_dim = 24;
   given[0].allreduce_floats = 100000;
-  given[1] = {{4, 4}, {}, {0.0, 0.0}};
+  given[1].dim_sums = {4, 4};
+  given[1].delays_ms = {0.0, 0.0};
   const std::string file = dir.path("workloads.json");
   write_comm_workloads(file, 2, given);
   const std::string out = dir.path("timed");
@@ -353,6 +358,48 @@ TEST(CommCollect, GivenPlanCollectivesAreTimed) {
   for (double ms : samples[0].allreduce_ms) EXPECT_GT(ms, 0.0);
   EXPECT_EQ(samples[1].rw_dim, 0);
   EXPECT_TRUE(samples[1].allreduce_ms.empty());
+}
+
+// A plan's table-row-wise tables reduce-scatter and all-gather within their host (hosts of --gpus-per-host
+// ranks, each its own process group); a host without any joins nothing. The file is checked first.
+TEST(CommCollect, GivenTableRowWiseCollectivesRunWithinEachHost) {
+  TempDir dir;
+  std::vector<CommWorkload> given(2);
+  given[0].dim_sums = {8, 8, 4, 4};
+  given[0].delays_ms = {0.0, 0.5, 0.0, 0.0};
+  given[0].host_rw_dims = {16, 16, 0, 0};
+  given[1].dim_sums = {8, 8, 4, 4};
+  given[1].delays_ms = {0.0, 0.0, 0.0, 0.0};
+  const std::string file = dir.path("workloads.json");
+  write_comm_workloads(file, 4, given);
+  const std::string out = dir.path("timed");
+  std::string err;
+  ASSERT_EQ(run({"collect-costs", "comm", "--world-size", "4", "--spawn", "--workloads", file, "--out", out,
+                 "--gpus-per-host", "2", "--batch-size", "16", "--repeats", "2"},
+                &err),
+            0)
+      << err;
+  std::vector<CommSample> samples = samples_in(out);
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[0].host_rw_dims, given[0].host_rw_dims);
+  EXPECT_EQ(model_dim_sums(samples[0]), (std::vector<int64_t>{24, 24, 4, 4}));
+  EXPECT_TRUE(samples[1].host_rw_dims.empty());
+
+  EXPECT_EQ(run({"collect-costs", "comm", "--world-size", "4", "--spawn", "--workloads", file, "--out",
+                 dir.path("a"), "--batch-size", "16"},
+                &err),
+            2);
+  EXPECT_NE(err.find("--gpus-per-host: workloads with host_rw_dims need hosts of at least 2 ranks"), std::string::npos)
+      << err;
+  given[0].host_rw_dims = {16, 12, 0, 0};
+  write_comm_workloads(file, 4, given);
+  EXPECT_EQ(run({"collect-costs", "comm", "--world-size", "4", "--spawn", "--workloads", file, "--out",
+                 dir.path("b"), "--gpus-per-host", "2", "--batch-size", "16"},
+                &err),
+            2);
+  EXPECT_NE(err.find("workloads[0].host_rw_dims[1]: must be its host's value 16 (hosts of 2 ranks), got 12"),
+            std::string::npos)
+      << err;
 }
 
 // bench --measure-comm: the measured plans' all-to-alls are timed on 4 spawned ranks and added to their

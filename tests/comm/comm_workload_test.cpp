@@ -150,6 +150,21 @@ TEST(CommWorkloads, PlanCollectivesAreOptionalFields) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("workloads[0].rw_dim"), std::string::npos) << e.what();
   }
+  // Each host's table-row-wise width, per rank.
+  const uint64_t without_hosts = comm_workloads_digest(given);
+  EXPECT_FALSE(comm_workloads_to_json(2, given)["workloads"][0].contains("host_rw_dims"));
+  given[0].host_rw_dims = {12, 12};
+  back = comm_workloads_from_json(comm_workloads_to_json(2, given), "w.json", world_size);
+  EXPECT_EQ(back[0].host_rw_dims, (std::vector<int64_t>{12, 12}));
+  EXPECT_NE(comm_workloads_digest(back), without_hosts);
+  doc = comm_workloads_to_json(2, given);
+  doc["workloads"][0]["host_rw_dims"] = {12};
+  try {
+    comm_workloads_from_json(doc, "w.json", world_size);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("workloads[0].host_rw_dims: must list the 2 ranks"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CommWorkloads, BadFilesNameTheFieldAndValue) {

@@ -313,38 +313,120 @@ class WidthChargedModel final : public CostModel {
     base_->predict_comm(dim_sums, compute_ms, fw, bw);
   }
   double allreduce_ms(double bytes, int num_devices) const override { return base_->allreduce_ms(bytes, num_devices); }
-  double rowwise_collectives_ms(int64_t rw_dim, int /*num_devices*/) const override {
-    return 0.01 + 0.004 * static_cast<double>(rw_dim);
+  double rowwise_collectives_ms(int64_t rw_dim, int num_devices) const override {
+    return 0.001 * num_devices + 0.004 * static_cast<double>(rw_dim);
   }
 
  private:
   std::shared_ptr<const CostModel> base_;
 };
 
-TEST(ShardingTypes, PassTracksTheRowWiseWidthAsScoringDoes) {
-  auto model = std::make_shared<WidthChargedModel>(testing::analytic_model());
+// Narrow hot tables (4 columns, one per pooling factor) and light ones, planned table- and column-wise,
+// then through the type pass with `types` allowed.
+struct PassRun {
   std::vector<Table> tables;
-  // Hot tables of unequal heat: each conversion relieves the slowest GPU down to the next hot table's.
-  for (double pooling : {400.0, 150.0, 60.0}) {
-    tables.push_back(make_table("hot" + std::to_string(tables.size()), 4'000'000, 4, pooling));
+  Plan base;
+  Plan after;
+  TypePassStats stats;
+};
+
+PassRun run_pass(const std::shared_ptr<const CostModel>& model, const std::vector<double>& hot_poolings, int light_tables,
+                 const Cluster& cluster, const std::string& types) {
+  PassRun run;
+  for (double pooling : hot_poolings) {
+    run.tables.push_back(make_table("hot" + std::to_string(run.tables.size()), 4'000'000, 4, pooling));
   }
-  for (int i = 0; i < 6; ++i) tables.push_back(make_table("light" + std::to_string(i), 10'000, 16, 2.0));
-  Cluster cluster = cluster_of(16, 1ll << 30);
+  for (int i = 0; i < light_tables; ++i) run.tables.push_back(make_table("light" + std::to_string(i), 10'000, 16, 2.0));
   NeuroShardConfig config;
   config.sharding_types = ShardingTypeSet::table_and_column();
-  Plan base = make_neuroshard_planner(model, config)->plan(tables, cluster);
+  run.base = make_neuroshard_planner(model, config)->plan(run.tables, cluster);
   TypePassOptions options;
-  options.allowed = parse_sharding_types("table_wise,column_wise,row_wise", "test");
-  TypePassStats stats;
-  Plan after = choose_sharding_types(base, tables, *model, options, &stats);
+  options.allowed = parse_sharding_types(types, "test");
+  run.after = choose_sharding_types(run.base, run.tables, *model, options, &run.stats);
+  return run;
+}
+
+TEST(ShardingTypes, PassTracksTheRowWiseWidthAsScoringDoes) {
+  auto model = std::make_shared<WidthChargedModel>(testing::analytic_model());
+  // Hot tables of unequal heat: each conversion relieves the slowest GPU down to the next hot table's.
+  const PassRun run = run_pass(model, {400.0, 150.0, 60.0}, 6, cluster_of(16, 1ll << 30), "table_wise,column_wise,row_wise");
+  const auto& [tables, base, after, stats] = run;
   int64_t row_wise_dim = 0;
   for (const auto& t : after.tables) row_wise_dim += t.type == ShardingType::kRowWise ? t.dim : 0;
   EXPECT_GE(stats.converted, 2);  // several row-wise tables: their widths add up in the charge
   EXPECT_GT(row_wise_dim, 4);
   const auto devices = device_shards(after, tables);
   EXPECT_EQ(devices.front().row_wise_dim, row_wise_dim);
-  EXPECT_DOUBLE_EQ(plan_collectives_ms(*model, devices), 0.01 + 0.004 * static_cast<double>(row_wise_dim));
+  EXPECT_DOUBLE_EQ(plan_collectives_ms(*model, devices), 0.016 + 0.004 * static_cast<double>(row_wise_dim));
+  const double scored = max_total_ms(score_plan(after, tables, *model));
+  EXPECT_NEAR(stats.predicted_ms, scored, 1e-6 * scored);
   EXPECT_LE(max_total_ms(score_plan(after, tables, *model)), max_total_ms(score_plan(base, tables, *model)) + 1e-9);
+}
+
+// Table-row-wise tables reduce-scatter and all-gather within their host: the charge is that of the host's
+// size and of the widest host's summed width, not of the plan's.
+TEST(ShardingTypes, TableRowWiseTablesAddTheirHostsCollectives) {
+  Cluster cluster = cluster_of(8, 1ll << 30);
+  cluster.devices_per_host = 4;
+  Table a = make_table("a", 4000, 16, 8.0);
+  Table b = make_table("b", 4000, 12, 1.0);
+  Table c = make_table("c", 4000, 20, 1.0);
+  Table tw = make_table("tw", 1000, 8, 2.0);
+  const std::vector<Table> tables{a, b, c, tw};
+  Plan plan = plan_of(cluster, {table_row_wise_sharding(a, 0, 4), table_row_wise_sharding(b, 0, 4),
+                                table_row_wise_sharding(c, 1, 4), table_wise_sharding(tw, 5)});
+  const std::vector<DeviceShards> devices = device_shards(plan, tables);
+  for (const auto& d : devices) {
+    EXPECT_EQ(d.row_wise_dim, 0);
+    EXPECT_EQ(d.host_row_wise_dim, 16 + 12);
+    EXPECT_EQ(d.devices_per_host, 4);
+  }
+  auto model = std::make_shared<WidthChargedModel>(testing::analytic_model());
+  EXPECT_DOUBLE_EQ(plan_collectives_ms(*model, devices), 0.004 + 0.004 * 28);
+  // With row-wise tables too, each kind pays its own: over all 8 GPUs, and within the widest host.
+  EXPECT_DOUBLE_EQ(extra_collectives_ms(*model, 0, 24, 8, 28, 4), (0.008 + 0.004 * 24) + (0.004 + 0.004 * 28));
+  EXPECT_EQ(extra_collectives_ms(*model, 0, 0, 8, 28, 1), 0.0);
+  const std::vector<DeviceCost> scored = score_plan(plan, tables, *model);
+  std::vector<int64_t> widths;
+  for (const auto& d : devices) widths.push_back(d.dim_sum);
+  const std::vector<DeviceCost> plain = costs_from_compute(*model, model->predict_compute(compute_sets(devices)), widths);
+  for (std::size_t r = 0; r < scored.size(); ++r) EXPECT_NEAR(scored[r].bw_comm_ms, plain[r].bw_comm_ms + 0.116, 1e-9);
+
+  // Timed as TorchRec runs them: each host reduce-scatters its own width among its ranks, then its ranks
+  // send their share (width / 4, the remainder to the first) in the all-to-all.
+  auto comm = comm_to_measure(plan, std::vector<std::optional<double>>(8, 1.0));
+  ASSERT_TRUE(comm.has_value());
+  EXPECT_EQ(comm->devices_per_host, 4);
+  EXPECT_EQ(comm->host_rw_dims, (std::vector<int64_t>{28, 28, 28, 28, 20, 20, 20, 20}));
+  EXPECT_EQ(comm->dim_sums, (std::vector<int64_t>{4 + 3, 4 + 3, 4 + 3, 4 + 3, 5, 5 + 8, 5, 5}));
+  EXPECT_EQ(comm->rw_dim, 0);
+  auto plain_comm = comm_to_measure(plan_of(cluster, {table_wise_sharding(tw, 5)}), std::vector<std::optional<double>>(8, 1.0));
+  ASSERT_TRUE(plain_comm.has_value());
+  EXPECT_TRUE(plain_comm->host_rw_dims.empty());
+  EXPECT_EQ(plain_comm->devices_per_host, 0);
+}
+
+// The pass keeps each host's table-row-wise width as scoring counts it: with a charge that grows with
+// the widest host's width, the plan it ends with is scored as the pass predicted, and no worse than before.
+TEST(ShardingTypes, PassTracksEachHostsTableRowWiseWidth) {
+  auto model = std::make_shared<WidthChargedModel>(testing::analytic_model());
+  Cluster cluster = cluster_of(16, 1ll << 30);
+  cluster.devices_per_host = 4;
+  const PassRun run = run_pass(model, {400.0, 300.0, 200.0, 150.0}, 8, cluster, "table_wise,column_wise,table_row_wise");
+  const auto& [tables, base, after, stats] = run;
+  std::vector<int64_t> host_dims(4, 0);
+  for (const auto& t : after.tables) {
+    if (t.type == ShardingType::kTableRowWise) host_dims[static_cast<std::size_t>(t.shards.front().rank / 4)] += t.dim;
+  }
+  const int64_t widest = *std::max_element(host_dims.begin(), host_dims.end());
+  EXPECT_GE(stats.converted, 2);
+  const auto devices = device_shards(after, tables);
+  EXPECT_EQ(devices.front().host_row_wise_dim, widest);
+  EXPECT_DOUBLE_EQ(plan_collectives_ms(*model, devices), 0.004 + 0.004 * static_cast<double>(widest));
+  const double scored = max_total_ms(score_plan(after, tables, *model));
+  EXPECT_NEAR(stats.predicted_ms, scored, 1e-6 * scored);
+  EXPECT_LE(max_total_ms(score_plan(after, tables, *model)), max_total_ms(score_plan(base, tables, *model)) + 1e-9);
+  EXPECT_TRUE(validate(after, tables).valid());
 }
 
 TEST(ShardingTypes, WithoutColumnWiseTheSearchSplitsNoColumns) {

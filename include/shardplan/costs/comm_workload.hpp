@@ -30,6 +30,10 @@ struct CommWorkload {
   // all-reduced after the backward. 0: none.
   int64_t rw_dim = 0;
   int64_t allreduce_floats = 0;
+  // Per rank, its host's table-row-wise tables' summed width (the same on every rank of a host): each
+  // host's ranks reduce-scatter world x local_batch x that many floats among themselves in the forward
+  // and all-gather them back in the backward (hosts of --gpus-per-host ranks). Empty: none.
+  std::vector<int64_t> host_rw_dims;
 };
 
 // Sample `index` of the sequence `seed`. Uses only integer and exactly rounded arithmetic on
@@ -46,7 +50,8 @@ void validate_comm_workload(const CommWorkloadConfig& config);
 // particular plans (`bench --measure-comm` writes one per plan, delays = the plan's compute skew).
 // {"format": "shard-plan-comm-workloads/1", "world_size": W,
 //  "workloads": [{"dim_sums": [W integers], "delays_ms": [W numbers],
-//                 "rw_dim": integer, "allreduce_floats": integer}, ...]}   (the last two optional, 0)
+//                 "rw_dim": integer, "allreduce_floats": integer, "host_rw_dims": [W integers]}, ...]}
+//  (the last three optional: 0, 0 and none)
 inline constexpr const char* kCommWorkloadsFormat = "shard-plan-comm-workloads/1";
 inline constexpr int64_t kMaxGivenDimSum = 1 << 20;        // a rank's output width
 inline constexpr double kMaxGivenDelayMs = 60'000.0;       // a rank's start delay

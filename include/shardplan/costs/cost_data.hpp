@@ -54,10 +54,14 @@ struct CommSample {
   int64_t rw_dim = 0;
   int64_t allreduce_floats = 0;
   std::vector<double> allreduce_ms;  // per rank; empty when allreduce_floats is 0
+  // Per rank, its host's table-row-wise width, reduce-scattered among the host's ranks inside fw_ms and
+  // all-gathered inside bw_ms; empty: none (CommWorkload::host_rw_dims).
+  std::vector<int64_t> host_rw_dims;
 };
 
 // Each rank's pooled output width as the cost model sees it: its all-to-all width plus the row-wise
-// width, which every rank sends in the reduce-scatter (the same bytes as an all-to-all of that width).
+// width, which every rank sends in the reduce-scatter (the same bytes as an all-to-all of that width),
+// and its host's table-row-wise width, which it sends likewise within the host.
 std::vector<int64_t> model_dim_sums(const CommSample& sample);
 
 nlohmann::json compute_sample_to_json(const ComputeSample& sample);
