@@ -26,11 +26,14 @@ std::optional<CommToMeasure> comm_to_measure(const Plan& plan, const std::vector
         // samples' share to their owners: width dim / K per rank, the remainder to the host's first ranks.
         const int per_host = std::max(plan.cluster.devices_per_host, 1);
         const int first = table.shards.empty() ? 0 : table.shards.front().rank / per_host * per_host;
-        comm.devices_per_host = per_host;
-        comm.host_rw_dims.resize(static_cast<std::size_t>(plan.cluster.num_devices), 0);
+        // A host of one GPU holds the whole table: nothing to reduce.
+        if (per_host >= 2) {
+          comm.devices_per_host = per_host;
+          comm.host_rw_dims.resize(static_cast<std::size_t>(plan.cluster.num_devices), 0);
+        }
         for (int k = 0; k < per_host && first + k < plan.cluster.num_devices; ++k) {
           const auto r = static_cast<std::size_t>(first + k);
-          comm.host_rw_dims[r] += table.dim;
+          if (per_host >= 2) comm.host_rw_dims[r] += table.dim;
           comm.dim_sums[r] += table.dim / per_host + (k < table.dim % per_host ? 1 : 0);
         }
         break;
