@@ -21,6 +21,7 @@
 #include "shardplan/errors.hpp"
 #include "shardplan/interrupt.hpp"
 #include "shardplan/json_file.hpp"
+#include "shardplan/median.hpp"
 #include "shardplan/model_hardware.hpp"
 #include "shardplan/pretrain.hpp"
 #include "shardplan/progress.hpp"
@@ -183,27 +184,31 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   NeuralCostModel before_model = model_of(base.compute, base);
   const nlohmann::json before = metrics_on(before_model, held_out);
 
-  // 1. The machine's overall speed: the mean log ratio of measured to predicted over the tuning sets.
+  // 1. The machine's overall speed: the median log ratio of measured to predicted over the tuning sets.
+  // Not the mean: a disturbed set (another process, a page-out) only ever measures slower, and a few of
+  // them pulled the mean's scale 8% past the held-out sets' median on this VM (docs/calibration.md).
   ComputeSet set = compute_set(tuning);
   std::vector<double> predicted = before_model.predict_compute([&] {
     std::vector<std::vector<ShardFeatures>> sets;
     for (const auto& s : tuning) sets.push_back(s.shards);
     return sets;
   }());
-  double offset = 0.0;
-  for (std::size_t i = 0; i < predicted.size(); ++i) offset += std::log(set.latency_ms[i] / std::max(1e-6, predicted[i]));
-  offset /= static_cast<double>(predicted.size());
+  std::vector<double> log_ratios;
+  for (std::size_t i = 0; i < predicted.size(); ++i) log_ratios.push_back(std::log(set.latency_ms[i] / std::max(1e-6, predicted[i])));
+  const double offset = median(log_ratios);
   ComputeNet& net = base.compute;
   shift_log_latency(net, offset);
   const nlohmann::json after_offset = metrics_on(model_of(net, base), held_out);
 
   // 2. Fine-tune every weight from there, keeping the base normalisation, stopping on a validation part.
+  // The loss is the absolute log error, MAPE's own measure and, like the median, not pulled by the few
+  // sets a disturbance slowed: with the squared error, fine-tuning undid the median's scale here.
   Split split = split_indices(set.latency_ms.size(), kValidationFraction, 0.0, config.sampling.seed, kValidationStream);
   const Normaliser& norm = base.compute_spec.features;
   ComputeBatch validation = compute_batch(set, split.validation, norm);
   auto validation_loss = [&] {
     torch::NoGradGuard no_grad;
-    return torch::mse_loss(net->forward(validation.x, validation.device, validation.devices), validation.target).item<double>();
+    return torch::l1_loss(net->forward(validation.x, validation.device, validation.devices), validation.target).item<double>();
   };
   const double start_loss = validation_loss();
   TrainSettings settings;
@@ -218,7 +223,7 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
       net, split.train.size(),
       [&](const std::vector<std::size_t>& batch) {
         ComputeBatch b = compute_batch(set, pick(split.train, batch), norm);
-        return torch::mse_loss(net->forward(b.x, b.device, b.devices), b.target);
+        return torch::l1_loss(net->forward(b.x, b.device, b.devices), b.target);
       },
       validation_loss, settings, "fine-tuning", kShuffleStream, start_loss);
   NeuralCostModel after_model = model_of(net, base);
