@@ -77,7 +77,8 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
 
 // {"task_set", "cost_model", "tasks", "algorithms": {name: {mean_cost_ms, valid, tasks, median_plan_seconds,
 // max_plan_seconds, wins}}}; with per_task, each algorithm also lists its per-task costs. Measured runs add
-// "measured_tasks" and, per algorithm, a "measured" object (with per_task, its per-task measured maxima);
+// "measured_tasks" and, per algorithm, a "measured" object (with per_task, its per-task measured maxima and
+// the predicted max compute beside them);
 // runs that timed the all-to-alls add "step_measured_tasks" and the measured step to that object.
 nlohmann::ordered_json bench_to_json(const BenchResult& result, bool per_task);
 

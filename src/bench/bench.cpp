@@ -223,6 +223,11 @@ nlohmann::ordered_json bench_to_json(const BenchResult& result, bool per_task) {
           return values;
         };
         entry["measured"]["task_max_compute_ms"] = per_task_values(&TaskOutcome::measured_max_compute_ms);
+        // The model's figure beside each measurement (the predicted step is task_costs_ms), so a measured
+        // ratio can be set against the one the planner was promised.
+        ojson predicted = ojson::array();
+        for (const auto& t : s.tasks) predicted.push_back(t.valid ? ojson(t.predicted_max_compute_ms) : ojson(nullptr));
+        entry["measured"]["task_predicted_max_compute_ms"] = predicted;
         if (result.step_measured_tasks > 0) {
           entry["measured"]["task_max_step_ms"] = per_task_values(&TaskOutcome::measured_max_step_ms);
         }

@@ -273,6 +273,10 @@ TEST(BenchMeasured, StepAddsTheTimedAllToAllsToTheMeasuredCompute) {
   EXPECT_EQ(doc["step_measured_tasks"], 1);
   EXPECT_DOUBLE_EQ(doc["algorithms"]["dim_greedy"]["measured"]["task_max_step_ms"][1].get<double>(), expected);
   EXPECT_TRUE(doc["algorithms"]["size_greedy"]["measured"]["task_max_step_ms"][0].is_null());
+  // Each measurement has the model's figure beside it, for tools/paired_compare.py.
+  EXPECT_DOUBLE_EQ(doc["algorithms"]["dim_greedy"]["measured"]["task_predicted_max_compute_ms"][1].get<double>(),
+                   timed.predicted_max_compute_ms);
+  EXPECT_GT(timed.predicted_max_compute_ms, 0.0);
 }
 
 }  // namespace
