@@ -53,6 +53,15 @@ int run_eval_model(int argc, char** argv) {
         print_metrics_line(fmt::format("comm backward, W={}", world_size), (*own)["bw"]);
       }
     }
+    if (metrics["comm"].contains("bw_slowest_imbalance")) {
+      std::map<int, const nlohmann::json*> by_size;
+      for (const auto& [world_size, own] : metrics["comm"]["bw_slowest_imbalance"].items()) by_size[std::stoi(world_size)] = &own;
+      for (const auto& [world_size, own] : by_size) {
+        fmt::print("  slowest backward, W={}: x (widest / mean width)^{:.3f} measured, ^{:.3f} predicted  (n={})\n",
+                   world_size, (*own)["measured_exponent"].get<double>(), (*own)["predicted_exponent"].get<double>(),
+                   (*own)["count"].get<int64_t>());
+      }
+    }
     if (metrics["comm"].contains("allreduce")) print_metrics_line("all-reduce", metrics["comm"]["allreduce"]);
     if (metrics["comm"].contains("rowwise")) print_metrics_line("row-wise steps", metrics["comm"]["rowwise"]);
   }

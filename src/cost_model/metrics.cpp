@@ -65,6 +65,42 @@ Metrics compute_metrics(const std::vector<double>& predicted, const std::vector<
   return m;
 }
 
+std::optional<ImbalanceResponse> imbalance_response(const std::vector<std::vector<int64_t>>& dim_sums,
+                                                    const std::vector<double>& slowest_ms) {
+  // Normal equations of the three-parameter fit, solved by Cramer's rule.
+  double a[3][3] = {};
+  double rhs[3] = {};
+  int64_t count = 0;
+  for (std::size_t i = 0; i < dim_sums.size() && i < slowest_ms.size(); ++i) {
+    const auto& widths = dim_sums[i];
+    if (widths.empty() || !(slowest_ms[i] > 0)) continue;
+    const double total = static_cast<double>(std::accumulate(widths.begin(), widths.end(), int64_t{0}));
+    if (total <= 0) continue;
+    const double widest = static_cast<double>(*std::max_element(widths.begin(), widths.end()));
+    const double x[3] = {1.0, std::log(total), std::log(widest * static_cast<double>(widths.size()) / total)};
+    const double y = std::log(slowest_ms[i]);
+    for (int r = 0; r < 3; ++r) {
+      for (int c = 0; c < 3; ++c) a[r][c] += x[r] * x[c];
+      rhs[r] += x[r] * y;
+    }
+    ++count;
+  }
+  auto det = [](const double m[3][3]) {
+    return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+           m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+  };
+  const double d = det(a);
+  if (count < 3 || !(std::abs(d) > 1e-10 * std::abs(a[0][0] * a[1][1] * a[2][2]))) return std::nullopt;
+  auto solve_for = [&](int column) {
+    double m[3][3];
+    for (int r = 0; r < 3; ++r) {
+      for (int c = 0; c < 3; ++c) m[r][c] = c == column ? rhs[r] : a[r][c];
+    }
+    return det(m) / d;
+  };
+  return ImbalanceResponse{solve_for(1), solve_for(2), count};
+}
+
 nlohmann::json Metrics::to_json() const {
   auto round = [](double v, double scale) { return std::round(v * scale) / scale; };
   return {{"mse", round(mse, 1e6)}, {"mape_percent", round(mape, 1e3)}, {"spearman", round(spearman, 1e4)},

@@ -200,6 +200,12 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
   std::vector<double> fw_pred, fw_true, bw_pred, bw_true, ar_pred, ar_true, rw_pred, rw_true;
   // Per world size too: one size's bias hides in the pooled MAPE.
   std::map<int, std::array<std::vector<double>, 4>> by_size;  // fw predicted, fw measured, bw predicted, bw measured
+  // Per world size, each sample's widths and its slowest backward, predicted and measured.
+  struct Slowest {
+    std::vector<std::vector<int64_t>> dim_sums;
+    std::vector<double> predicted, measured;
+  };
+  std::map<int, Slowest> slowest_by_size;
   for (const auto& sample : samples) {
     std::vector<double> fw, bw;
     model.set_devices_per_host(sample.devices_per_host > 0 ? sample.devices_per_host : sample.world_size);
@@ -234,6 +240,12 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
       own[1].insert(own[1].end(), sample.fw_ms.begin(), sample.fw_ms.end());
       own[2].insert(own[2].end(), bw.begin(), bw.end());
       own[3].insert(own[3].end(), sample.bw_ms.begin(), sample.bw_ms.end());
+      if (!bw.empty()) {
+        Slowest& slowest = slowest_by_size[sample.world_size];
+        slowest.dim_sums.push_back(model_dim_sums(sample));
+        slowest.predicted.push_back(*std::max_element(bw.begin(), bw.end()));
+        slowest.measured.push_back(*std::max_element(sample.bw_ms.begin(), sample.bw_ms.end()));
+      }
     }
   }
   nlohmann::json metrics = {{"fw", compute_metrics(fw_pred, fw_true).to_json()},
@@ -243,6 +255,19 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
       metrics["by_world_size"][std::to_string(world_size)] = {{"fw", compute_metrics(own[0], own[1]).to_json()},
                                                                {"bw", compute_metrics(own[2], own[3]).to_json()}};
     }
+  }
+  // Within one world size only: sizes differ in how widths reach the links.
+  for (const auto& [world_size, slowest] : slowest_by_size) {
+    const auto measured = imbalance_response(slowest.dim_sums, slowest.measured);
+    const auto predicted = imbalance_response(slowest.dim_sums, slowest.predicted);
+    if (!measured || !predicted) continue;
+    auto round = [](double v) { return std::round(v * 1e4) / 1e4; };
+    metrics["bw_slowest_imbalance"][std::to_string(world_size)] = {
+        {"measured_exponent", round(measured->imbalance_exponent)},
+        {"predicted_exponent", round(predicted->imbalance_exponent)},
+        {"measured_total_width_exponent", round(measured->total_width_exponent)},
+        {"predicted_total_width_exponent", round(predicted->total_width_exponent)},
+        {"count", measured->count}};
   }
   if (!ar_true.empty()) metrics["allreduce"] = compute_metrics(ar_pred, ar_true).to_json();
   if (!rw_true.empty()) metrics["rowwise"] = compute_metrics(rw_pred, rw_true).to_json();

@@ -171,6 +171,10 @@ TEST(Pretrain, BackwardAllToAllIgnoresStartDelays) {
   for (const char* size : {"2", "4", "8"}) {
     ASSERT_TRUE(eval["comm"]["by_world_size"].contains(size)) << eval["comm"].dump();
     EXPECT_GT(eval["comm"]["by_world_size"][size]["bw"]["median_ratio"].get<double>(), 0.0);
+    // and how the slowest device answers width imbalance, measured and predicted on the same samples
+    const auto& imbalance = eval["comm"]["bw_slowest_imbalance"][size];
+    EXPECT_EQ(imbalance["count"].get<int64_t>(), 60) << imbalance.dump();
+    EXPECT_TRUE(imbalance["measured_exponent"].is_number() && imbalance["predicted_exponent"].is_number());
   }
 
   // Models trained before it saw the delays in both outputs, and still load that way; an unknown

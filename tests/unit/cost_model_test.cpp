@@ -60,6 +60,25 @@ TEST(Metrics, MapeMseAndSpearman) {
   EXPECT_NEAR(spearman_correlation({1, 2, 2, 3}, {1, 2, 3, 4}), 0.9487, 1e-3);  // ties get average ranks
 }
 
+TEST(Metrics, ImbalanceResponseRecoversAPowerLaw) {
+  // slowest = 2 x total^0.6 x (widest / mean)^0.2, on layouts that vary in total and in balance
+  std::vector<std::vector<int64_t>> layouts = {{100, 100, 100, 100}, {400, 100, 100, 200}, {50, 60, 70, 900},
+                                               {1000, 1000, 1000, 3000}, {8, 4, 4, 4}, {0, 0, 0, 0}};
+  std::vector<double> slowest;
+  for (const auto& widths : layouts) {
+    double total = 0, widest = 0;
+    for (int64_t w : widths) total += static_cast<double>(w), widest = std::max(widest, static_cast<double>(w));
+    slowest.push_back(total > 0 ? 2.0 * std::pow(total, 0.6) * std::pow(widest * 4.0 / total, 0.2) : 1.0);
+  }
+  std::optional<ImbalanceResponse> fit = imbalance_response(layouts, slowest);
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_NEAR(fit->total_width_exponent, 0.6, 1e-9);
+  EXPECT_NEAR(fit->imbalance_exponent, 0.2, 1e-9);
+  EXPECT_EQ(fit->count, 5);  // the layout of no width is left out
+  // Balanced layouts alone cannot tell the imbalance apart from the intercept.
+  EXPECT_FALSE(imbalance_response({{1, 1}, {2, 2}, {5, 5}}, {1.0, 2.0, 3.0}).has_value());
+}
+
 TEST(NeuralCostModel, ComputeIsPermutationInvariantOverShards) {
   NeuralCostModel model = fixed_model();
   std::vector<ShardFeatures> set = {shard(1000, 16, 2), shard(5'000'000, 128, 30), shard(70, 4, 0.5)};
