@@ -21,6 +21,10 @@ struct CommFabric {
   double inter_peer_latency_ms = 0.0;  // per peer on another host
   bool inter_shared_by_host = false;   // one network port per host, shared by its GPUs (else one per GPU)
   double host_bytes_per_ms = 0.0;
+  // How the host's shared fabric meets a GPU's own links: false, the slower of the two bounds it (a
+  // switch that carries every link at once); true, its share adds to them (ranks that share the cores
+  // doing the copies, as Gloo ranks on one CPU host do; docs/cost-models.md).
+  bool host_adds = false;
   int64_t batch_size = 2048;  // global batch; each rank owns batch_size / W samples
   int64_t element_bytes = 4;  // fp32 pooled embeddings and their gradients
 };

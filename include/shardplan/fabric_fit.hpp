@@ -11,6 +11,7 @@ namespace shardplan {
 struct FabricFit {
   CommFabric fabric;
   double mean_abs_log_error = 0.0;  // of the backward times (no start delays) under the fitted figures
+  double other_form_error = 0.0;    // the same, at the best figures of the host fabric's other form (host_adds)
   bool inter_measured = false;      // some samples spanned hosts; else the inter-host figures are the intra-host ones
 };
 

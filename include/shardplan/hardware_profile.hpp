@@ -30,6 +30,7 @@ struct HardwareProfile {
   LinkFigures intra_host;
   LinkFigures inter_host;
   double host_bandwidth_gb_per_s = 0.0;  // shared by a host's GPUs; 0: not shared
+  bool host_bandwidth_adds = false;      // CommFabric::host_adds
 };
 
 // Reads a profile document; a bad field throws InputError naming the source, the field and the value.

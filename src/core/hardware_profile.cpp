@@ -22,6 +22,11 @@ constexpr double kBytesPerMsPerGBps = 1e6;  // 1 GB/s (decimal) moves 10^6 bytes
 constexpr double kMaxGBps = 1e6;
 constexpr double kMaxLatencyUs = 1e6;
 
+bool read_flag(const nlohmann::json& value, const std::string& source, const std::string& path) {
+  if (!value.is_boolean()) throw_field_error(source, path, "must be true or false", value);
+  return value.get<bool>();
+}
+
 LinkFigures read_link(const nlohmann::json& doc, const std::string& source, const std::string& path) {
   read_object(doc, source, path);
   LinkFigures link;
@@ -30,10 +35,7 @@ LinkFigures read_link(const nlohmann::json& doc, const std::string& source, cons
   if (const auto* latency = find_member(doc, "peer_latency_us")) {
     link.peer_latency_us = read_double(*latency, source, path + ".peer_latency_us", 0.0, kMaxLatencyUs);
   }
-  if (const auto* shared = find_member(doc, "shared_by_host")) {
-    if (!shared->is_boolean()) throw_field_error(source, path + ".shared_by_host", "must be true or false", *shared);
-    link.shared_by_host = shared->get<bool>();
-  }
+  if (const auto* shared = find_member(doc, "shared_by_host")) link.shared_by_host = read_flag(*shared, source, path + ".shared_by_host");
   return link;
 }
 
@@ -64,6 +66,7 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& doc, const std::str
   if (const auto* shared = find_member(doc, "host_bandwidth_GBps"); shared != nullptr && !shared->is_null()) {
     p.host_bandwidth_gb_per_s = read_double(*shared, source, "host_bandwidth_GBps", 1e-9, kMaxGBps);
   }
+  if (const auto* adds = find_member(doc, "host_bandwidth_adds")) p.host_bandwidth_adds = read_flag(*adds, source, "host_bandwidth_adds");
   if (const auto* sources = find_member(doc, "sources")) read_object(*sources, source, "sources");
   return p;
 }
@@ -108,12 +111,13 @@ CommFabric fabric_of(const HardwareProfile& profile, int64_t batch_size) {
   f.inter_peer_latency_ms = profile.inter_host.peer_latency_us / 1000.0;
   f.inter_shared_by_host = profile.inter_host.shared_by_host;
   f.host_bytes_per_ms = profile.host_bandwidth_gb_per_s * kBytesPerMsPerGBps;
+  f.host_adds = profile.host_bandwidth_adds;
   f.batch_size = batch_size;
   return f;
 }
 
 nlohmann::json fabric_to_json(const CommFabric& f) {
-  return {{"name", f.name},
+  nlohmann::json doc = {{"name", f.name},
           {"gpus_per_host", f.devices_per_host},
           {"intra_host", {{"bandwidth_GBps", f.intra_bytes_per_ms / kBytesPerMsPerGBps},
                           {"peer_latency_us", f.intra_peer_latency_ms * 1000.0}}},
@@ -123,6 +127,9 @@ nlohmann::json fabric_to_json(const CommFabric& f) {
           {"host_bandwidth_GBps", f.host_bytes_per_ms > 0 ? nlohmann::json(f.host_bytes_per_ms / kBytesPerMsPerGBps)
                                                           : nlohmann::json(nullptr)},
           {"batch_size", f.batch_size}};
+  // Only when set: models and profiles written before it read as the bound they were fitted with.
+  if (f.host_adds) doc["host_bandwidth_adds"] = true;
+  return doc;
 }
 
 CommFabric fabric_from_json(const nlohmann::json& doc, const std::string& source, const std::string& path) {
@@ -141,6 +148,7 @@ CommFabric fabric_from_json(const nlohmann::json& doc, const std::string& source
   if (const auto* shared = find_member(doc, "host_bandwidth_GBps"); shared != nullptr && !shared->is_null()) {
     f.host_bytes_per_ms = read_double(*shared, source, path + ".host_bandwidth_GBps", 1e-9, kMaxGBps) * kBytesPerMsPerGBps;
   }
+  if (const auto* adds = find_member(doc, "host_bandwidth_adds")) f.host_adds = read_flag(*adds, source, path + ".host_bandwidth_adds");
   f.batch_size = read_int64(require_member(doc, "batch_size", source, path), source, path + ".batch_size", 1, int64_t{1} << 40);
   return f;
 }

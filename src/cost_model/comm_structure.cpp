@@ -96,7 +96,10 @@ double structural_transfer_ms(const CommFabric& fabric, const AllToAllVolume& v)
                                                      : std::max(v.inter_out, v.inter_in);
     t = std::max(t, v.inter_peers * fabric.inter_peer_latency_ms + bytes / fabric.inter_bytes_per_ms);
   }
-  if (fabric.host_bytes_per_ms > 0) t = std::max(t, v.host / fabric.host_bytes_per_ms);
+  if (fabric.host_bytes_per_ms > 0) {
+    const double host = v.host / fabric.host_bytes_per_ms;
+    t = fabric.host_adds ? t + host : std::max(t, host);
+  }
   return t;
 }
 
@@ -138,7 +141,10 @@ double ring_allreduce_ms(const CommFabric& fabric, double bytes, int num_devices
     latency = std::max(latency, fabric.inter_peer_latency_ms);
   }
   double t = steps * latency + per_gpu / rate;
-  if (fabric.host_bytes_per_ms > 0) t = std::max(t, per_host * per_gpu / fabric.host_bytes_per_ms);
+  if (fabric.host_bytes_per_ms > 0) {
+    const double host = per_host * per_gpu / fabric.host_bytes_per_ms;
+    t = fabric.host_adds ? t + host : std::max(t, host);
+  }
   return t;
 }
 

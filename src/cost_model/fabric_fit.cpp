@@ -62,59 +62,74 @@ FabricFit fit_fabric(const std::vector<CommSample>& samples, CommFabric start) {
   std::vector<double> host_rates = {0.0};
   for (double r : rates) host_rates.push_back(r);
   // The rates and latencies only; name, batch and layout do not enter the per-row formula.
-  auto with = [](double rate, double latency, double host) {
+  auto with = [](double rate, double latency, double host, bool host_adds) {
     CommFabric f;
     f.intra_bytes_per_ms = f.inter_bytes_per_ms = rate;
     f.intra_peer_latency_ms = f.inter_peer_latency_ms = latency;
     f.host_bytes_per_ms = host;
+    f.host_adds = host_adds;
     return f;
   };
-  CommFabric best = with(1e6, 1e-3, 0.0);
-  double best_loss = std::numeric_limits<double>::infinity();
-  for (double rate : rates) {
-    for (double latency : latencies) {
-      for (double host : host_rates) {
-        CommFabric f = with(rate, latency, host);
-        double l = loss(f, coarse);
-        if (l < best_loss) best_loss = l, best = f;
-      }
-    }
-  }
-  if (spans_hosts) {
-    const CommFabric intra_only = best;
-    for (bool shared : {false, true}) {  // a port per GPU, or one per host
-      for (double rate : rates) {
-        for (double latency : latencies) {
-          CommFabric f = intra_only;
-          f.inter_bytes_per_ms = rate;
-          f.inter_peer_latency_ms = latency;
-          f.inter_shared_by_host = shared;
+  // Each way a shared host fabric can meet the GPUs' own links is placed on the grid and refined on its
+  // own, then the data decides between them: the two forms' best points lie far apart, and a grid point
+  // of the wrong form can look better than any point of the right one before refining.
+  auto place = [&](bool host_adds) {
+    CommFabric best = with(1e6, 1e-3, 0.0, false);
+    double best_loss = std::numeric_limits<double>::infinity();
+    for (double rate : rates) {
+      for (double latency : latencies) {
+        for (double host : host_rates) {
+          if (host_adds && host == 0.0) continue;  // no host fabric: the two forms are one
+          CommFabric f = with(rate, latency, host, host_adds);
           double l = loss(f, coarse);
           if (l < best_loss) best_loss = l, best = f;
         }
       }
     }
-  }
-  // Coordinate search on every row with shrinking multiplicative steps.
-  best_loss = loss(best, rows);
-  std::vector<double CommFabric::*> params = {&CommFabric::intra_bytes_per_ms, &CommFabric::intra_peer_latency_ms,
-                                              &CommFabric::host_bytes_per_ms};
-  if (spans_hosts) params.insert(params.end(), {&CommFabric::inter_bytes_per_ms, &CommFabric::inter_peer_latency_ms});
-  for (double step : {2.0, 1.41, 1.19, 1.09, 1.04, 1.02}) {
-    for (bool improved = true; improved;) {
-      improved = false;
-      for (auto param : params) {
-        if (best.*param == 0.0) continue;  // a host fabric the grid found not to matter stays off
-        for (double factor : {step, 1.0 / step}) {
-          CommFabric f = best;
-          f.*param *= factor;
-          if (!spans_hosts) f.inter_bytes_per_ms = f.intra_bytes_per_ms, f.inter_peer_latency_ms = f.intra_peer_latency_ms;
-          double l = loss(f, rows);
-          if (l < best_loss - 1e-12) best_loss = l, best = f, improved = true;
+    if (spans_hosts) {
+      const CommFabric intra_only = best;
+      for (bool shared : {false, true}) {  // a port per GPU, or one per host
+        for (double rate : rates) {
+          for (double latency : latencies) {
+            CommFabric f = intra_only;
+            f.inter_bytes_per_ms = rate;
+            f.inter_peer_latency_ms = latency;
+            f.inter_shared_by_host = shared;
+            double l = loss(f, coarse);
+            if (l < best_loss) best_loss = l, best = f;
+          }
         }
       }
     }
-  }
+    return best;
+  };
+  // Coordinate search on every row with shrinking multiplicative steps.
+  std::vector<double CommFabric::*> params = {&CommFabric::intra_bytes_per_ms, &CommFabric::intra_peer_latency_ms,
+                                              &CommFabric::host_bytes_per_ms};
+  if (spans_hosts) params.insert(params.end(), {&CommFabric::inter_bytes_per_ms, &CommFabric::inter_peer_latency_ms});
+  auto refine = [&](CommFabric best) {
+    double best_loss = loss(best, rows);
+    for (double step : {2.0, 1.41, 1.19, 1.09, 1.04, 1.02}) {
+      for (bool improved = true; improved;) {
+        improved = false;
+        for (auto param : params) {
+          if (best.*param == 0.0) continue;  // a host fabric the grid found not to matter stays off
+          for (double factor : {step, 1.0 / step}) {
+            CommFabric f = best;
+            f.*param *= factor;
+            if (!spans_hosts) f.inter_bytes_per_ms = f.intra_bytes_per_ms, f.inter_peer_latency_ms = f.intra_peer_latency_ms;
+            double l = loss(f, rows);
+            if (l < best_loss - 1e-12) best_loss = l, best = f, improved = true;
+          }
+        }
+      }
+    }
+    return std::make_pair(best, best_loss);
+  };
+  auto [best, best_loss] = refine(place(false));
+  auto [adding, adding_loss] = refine(place(true));
+  double other_loss = adding_loss;
+  if (adding_loss < best_loss - 1e-12) other_loss = best_loss, best = adding, best_loss = adding_loss;
   FabricFit fit;
   fit.fabric = start;
   fit.fabric.intra_bytes_per_ms = best.intra_bytes_per_ms;
@@ -122,8 +137,10 @@ FabricFit fit_fabric(const std::vector<CommSample>& samples, CommFabric start) {
   fit.fabric.inter_bytes_per_ms = best.inter_bytes_per_ms;
   fit.fabric.inter_peer_latency_ms = best.inter_peer_latency_ms;
   fit.fabric.host_bytes_per_ms = best.host_bytes_per_ms;
+  fit.fabric.host_adds = best.host_adds;
   fit.fabric.inter_shared_by_host = best.inter_shared_by_host;
   fit.mean_abs_log_error = best_loss;
+  fit.other_form_error = other_loss;
   fit.inter_measured = spans_hosts;
   return fit;
 }

@@ -392,7 +392,10 @@ CommFabric comm_fabric(const CostData& comm_data, const PretrainConfig& config, 
   spdlog::info("comm structure fitted to the data: intra-host {:.4g} GB/s and {:.4g} us per peer, host fabric {}, "
                "inter-host {} (mean |log error| {:.3f}); a profile with these figures can be passed as --hardware",
                f.intra_bytes_per_ms / 1e6, f.intra_peer_latency_ms * 1e3,
-               f.host_bytes_per_ms > 0 ? fmt::format("{:.4g} GB/s", f.host_bytes_per_ms / 1e6) : std::string("not shared"),
+               f.host_bytes_per_ms > 0
+                   ? fmt::format("{:.4g} GB/s ({}; the other form's error {:.3f})", f.host_bytes_per_ms / 1e6,
+                                 f.host_adds ? "adding to each GPU's links" : "bounding them", fit.other_form_error)
+                   : std::string("not shared"),
                fit.inter_measured ? fmt::format("{:.4g} GB/s and {:.4g} us per peer", f.inter_bytes_per_ms / 1e6,
                                                 f.inter_peer_latency_ms * 1e3)
                                   : std::string("not measured (taken as intra-host)"),

@@ -5,6 +5,7 @@
 #include "shardplan/comm_structure.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/fabric_fit.hpp"
 #include "shardplan/hardware_profile.hpp"
 
 namespace shardplan {
@@ -45,6 +46,10 @@ TEST(CommStructure, AHierarchicalCaseComputedByHand) {
   shared.host_bytes_per_ms = 20.0;
   hierarchical_alltoall_ms(shared, widths, ms);
   EXPECT_NEAR(ms[0], (576.0 + 896.0) / 20.0, 1e-9);
+  // Or, for ranks that share the copying cores, its share adds to the rank's own links: 48.8 + 73.6 ms.
+  shared.host_adds = true;
+  hierarchical_alltoall_ms(shared, widths, ms);
+  EXPECT_NEAR(ms[0], 48.8 + (576.0 + 896.0) / 20.0, 1e-9);
   // One network port per host, shared fairly: rank 0 sends 128 B and its neighbour 256 B, so its sending
   // is through after 128 + 128 B; both receive 448 B, so its receiving after 896 B: 4 + 896 / 10 ms.
   CommFabric port = two_by_two();
@@ -57,12 +62,45 @@ TEST(CommStructure, AHierarchicalCaseComputedByHand) {
   EXPECT_EQ(ms, std::vector<double>{0.0});
 }
 
+// Samples of 2 to 8 ranks on one host, timed exactly as `truth` says.
+std::vector<CommSample> samples_of(const CommFabric& truth) {
+  Rng rng(11);
+  std::vector<CommSample> samples;
+  for (int i = 0; i < 300; ++i) {
+    CommSample s;
+    s.world_size = 2 << rng.below(3);
+    for (int r = 0; r < s.world_size; ++r) s.dim_sums.push_back(4 * static_cast<int64_t>(1 + rng.below(300)));
+    CommFabric f = truth;
+    f.devices_per_host = s.world_size;
+    hierarchical_alltoall_ms(f, s.dim_sums, s.bw_ms);
+    s.delays_ms.assign(s.bw_ms.size(), 0.0);
+    s.fw_ms = s.bw_ms;
+    samples.push_back(std::move(s));
+  }
+  return samples;
+}
+
+TEST(FabricFit, TheDataDecidesWhetherTheHostFabricAddsOrBounds) {
+  CommFabric truth;
+  truth.name = "truth";
+  truth.intra_bytes_per_ms = truth.inter_bytes_per_ms = 4e6;
+  truth.intra_peer_latency_ms = truth.inter_peer_latency_ms = 0.4;
+  truth.host_bytes_per_ms = 6e6;
+  for (bool adds : {true, false}) {
+    truth.host_adds = adds;
+    FabricFit fit = fit_fabric(samples_of(truth), truth);
+    EXPECT_EQ(fit.fabric.host_adds, adds);
+    EXPECT_LT(fit.mean_abs_log_error, 0.02) << "adds " << adds;
+  }
+}
+
 TEST(CommStructure, MoreBytesNeverCostLess) {
   Rng rng(7);
   for (int trial = 0; trial < 200; ++trial) {
     CommFabric f = two_by_two();
     f.devices_per_host = 1 + static_cast<int>(rng.below(8));
     f.host_bytes_per_ms = rng.below(2) ? 30.0 : 0.0;
+    f.host_adds = rng.below(2) == 1;
     f.inter_shared_by_host = rng.below(2) == 1;
     const std::size_t n = 2 + rng.below(20);
     std::vector<int64_t> widths;
@@ -103,6 +141,15 @@ TEST(HardwareProfile, ParsesAndConvertsUnits) {
   CommFabric back = fabric_from_json(fabric_to_json(f), "meta.json", "comm.fabric");
   EXPECT_DOUBLE_EQ(back.intra_bytes_per_ms, f.intra_bytes_per_ms);
   EXPECT_EQ(back.batch_size, 2048);
+  // The host fabric bounds unless the profile says it adds; models written before it have no such field.
+  EXPECT_FALSE(f.host_adds);
+  EXPECT_FALSE(fabric_to_json(f).contains("host_bandwidth_adds"));
+  nlohmann::json doc = valid_profile();
+  doc["host_bandwidth_GBps"] = 5.0;
+  doc["host_bandwidth_adds"] = true;
+  CommFabric adding = fabric_of(parse_hardware_profile(doc, "p.json"), 2048);
+  EXPECT_TRUE(adding.host_adds);
+  EXPECT_TRUE(fabric_from_json(fabric_to_json(adding), "meta.json", "comm.fabric").host_adds);
 }
 
 TEST(HardwareProfile, ErrorsNameTheField) {
@@ -125,6 +172,9 @@ TEST(HardwareProfile, ErrorsNameTheField) {
   doc = valid_profile();
   doc["memory_per_gpu"] = "lots";
   EXPECT_NE(parse_error(doc).find("memory_per_gpu"), std::string::npos) << parse_error(doc);
+  doc = valid_profile();
+  doc["host_bandwidth_adds"] = "yes";
+  EXPECT_NE(parse_error(doc).find("host_bandwidth_adds: must be true or false"), std::string::npos) << parse_error(doc);
 }
 
 TEST(HardwareProfile, ShippedProfilesLoadByName) {

@@ -226,6 +226,12 @@ TEST(ShardingTypes, RingAllReduceByHand) {
   EXPECT_NEAR(ring_allreduce_ms(fabric, 1000.0, 8), 70.0 + 1.4, 1e-12);
   EXPECT_EQ(ring_allreduce_ms(fabric, 1000.0, 1), 0.0);
   EXPECT_EQ(ring_allreduce_ms(fabric, 0.0, 8), 0.0);
+  // A host fabric the 4 GPUs share carries 4 x 1500 bytes: at 2000 B/ms it bounds the one-host ring at
+  // 3 ms, or, where the ranks share the copying cores, adds its 3 ms to the ring's own 1.56 ms.
+  fabric.host_bytes_per_ms = 2000.0;
+  EXPECT_NEAR(ring_allreduce_ms(fabric, 1000.0, 4), 3.0, 1e-12);
+  fabric.host_adds = true;
+  EXPECT_NEAR(ring_allreduce_ms(fabric, 1000.0, 4), 1.56 + 3.0, 1e-12);
 }
 
 TEST(ShardingTypes, ParsesTheFlagAndNamesWhatIsWrong) {
