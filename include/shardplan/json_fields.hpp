@@ -24,6 +24,7 @@ int64_t read_int64(const nlohmann::json& value, std::string_view source, const s
                    int64_t max);
 double read_double(const nlohmann::json& value, std::string_view source, const std::string& path, double min,
                    double max);
+bool read_bool(const nlohmann::json& value, std::string_view source, const std::string& path);
 std::string read_string(const nlohmann::json& value, std::string_view source, const std::string& path);
 const nlohmann::json& read_array(const nlohmann::json& value, std::string_view source, const std::string& path);
 const nlohmann::json& read_object(const nlohmann::json& value, std::string_view source, const std::string& path);

@@ -22,11 +22,6 @@ constexpr double kBytesPerMsPerGBps = 1e6;  // 1 GB/s (decimal) moves 10^6 bytes
 constexpr double kMaxGBps = 1e6;
 constexpr double kMaxLatencyUs = 1e6;
 
-bool read_flag(const nlohmann::json& value, const std::string& source, const std::string& path) {
-  if (!value.is_boolean()) throw_field_error(source, path, "must be true or false", value);
-  return value.get<bool>();
-}
-
 LinkFigures read_link(const nlohmann::json& doc, const std::string& source, const std::string& path) {
   read_object(doc, source, path);
   LinkFigures link;
@@ -35,7 +30,7 @@ LinkFigures read_link(const nlohmann::json& doc, const std::string& source, cons
   if (const auto* latency = find_member(doc, "peer_latency_us")) {
     link.peer_latency_us = read_double(*latency, source, path + ".peer_latency_us", 0.0, kMaxLatencyUs);
   }
-  if (const auto* shared = find_member(doc, "shared_by_host")) link.shared_by_host = read_flag(*shared, source, path + ".shared_by_host");
+  if (const auto* shared = find_member(doc, "shared_by_host")) link.shared_by_host = read_bool(*shared, source, path + ".shared_by_host");
   return link;
 }
 
@@ -66,7 +61,7 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& doc, const std::str
   if (const auto* shared = find_member(doc, "host_bandwidth_GBps"); shared != nullptr && !shared->is_null()) {
     p.host_bandwidth_gb_per_s = read_double(*shared, source, "host_bandwidth_GBps", 1e-9, kMaxGBps);
   }
-  if (const auto* adds = find_member(doc, "host_bandwidth_adds")) p.host_bandwidth_adds = read_flag(*adds, source, "host_bandwidth_adds");
+  if (const auto* adds = find_member(doc, "host_bandwidth_adds")) p.host_bandwidth_adds = read_bool(*adds, source, "host_bandwidth_adds");
   if (const auto* sources = find_member(doc, "sources")) read_object(*sources, source, "sources");
   return p;
 }
@@ -148,7 +143,7 @@ CommFabric fabric_from_json(const nlohmann::json& doc, const std::string& source
   if (const auto* shared = find_member(doc, "host_bandwidth_GBps"); shared != nullptr && !shared->is_null()) {
     f.host_bytes_per_ms = read_double(*shared, source, path + ".host_bandwidth_GBps", 1e-9, kMaxGBps) * kBytesPerMsPerGBps;
   }
-  if (const auto* adds = find_member(doc, "host_bandwidth_adds")) f.host_adds = read_flag(*adds, source, path + ".host_bandwidth_adds");
+  if (const auto* adds = find_member(doc, "host_bandwidth_adds")) f.host_adds = read_bool(*adds, source, path + ".host_bandwidth_adds");
   f.batch_size = read_int64(require_member(doc, "batch_size", source, path), source, path + ".batch_size", 1, int64_t{1} << 40);
   return f;
 }

@@ -68,6 +68,11 @@ const nlohmann::json& read_array(const nlohmann::json& value, std::string_view s
   return value;
 }
 
+bool read_bool(const nlohmann::json& value, std::string_view source, const std::string& path) {
+  if (!value.is_boolean()) throw_field_error(source, path, "must be true or false", value);
+  return value.get<bool>();
+}
+
 const nlohmann::json& read_object(const nlohmann::json& value, std::string_view source, const std::string& path) {
   if (!value.is_object()) throw_field_error(source, path, "must be an object", value);
   return value;

@@ -78,6 +78,14 @@ void volumes_into(const CommFabric& fabric, const std::vector<int64_t>& dim_sums
   }
 }
 
+// A transfer of `links_ms` on the GPU's own links, while the host's shared fabric carries `host_bytes`:
+// the slower of the two, or their sum where the fabric adds (CommFabric::host_adds).
+double with_host_fabric(const CommFabric& fabric, double links_ms, double host_bytes) {
+  if (!(fabric.host_bytes_per_ms > 0)) return links_ms;
+  const double host_ms = host_bytes / fabric.host_bytes_per_ms;
+  return fabric.host_adds ? links_ms + host_ms : std::max(links_ms, host_ms);
+}
+
 }  // namespace
 
 std::vector<AllToAllVolume> alltoall_volumes(const CommFabric& fabric, const std::vector<int64_t>& dim_sums) {
@@ -96,11 +104,7 @@ double structural_transfer_ms(const CommFabric& fabric, const AllToAllVolume& v)
                                                      : std::max(v.inter_out, v.inter_in);
     t = std::max(t, v.inter_peers * fabric.inter_peer_latency_ms + bytes / fabric.inter_bytes_per_ms);
   }
-  if (fabric.host_bytes_per_ms > 0) {
-    const double host = v.host / fabric.host_bytes_per_ms;
-    t = fabric.host_adds ? t + host : std::max(t, host);
-  }
-  return t;
+  return with_host_fabric(fabric, t, v.host);
 }
 
 void hierarchical_alltoall_times(const CommFabric& fabric, const std::vector<int64_t>& dim_sums,
@@ -140,12 +144,7 @@ double ring_allreduce_ms(const CommFabric& fabric, double bytes, int num_devices
     rate = std::min(rate, network);
     latency = std::max(latency, fabric.inter_peer_latency_ms);
   }
-  double t = steps * latency + per_gpu / rate;
-  if (fabric.host_bytes_per_ms > 0) {
-    const double host = per_host * per_gpu / fabric.host_bytes_per_ms;
-    t = fabric.host_adds ? t + host : std::max(t, host);
-  }
-  return t;
+  return with_host_fabric(fabric, steps * latency + per_gpu / rate, per_host * per_gpu);
 }
 
 void validate_fabric(const CommFabric& fabric, const std::string& source) {

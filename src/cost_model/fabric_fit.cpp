@@ -126,10 +126,11 @@ FabricFit fit_fabric(const std::vector<CommSample>& samples, CommFabric start) {
     }
     return std::make_pair(best, best_loss);
   };
-  auto [best, best_loss] = refine(place(false));
-  auto [adding, adding_loss] = refine(place(true));
-  double other_loss = adding_loss;
-  if (adding_loss < best_loss - 1e-12) other_loss = best_loss, best = adding, best_loss = adding_loss;
+  const auto bounding = refine(place(false));
+  const auto adding = refine(place(true));
+  const bool adds = adding.second < bounding.second - 1e-12;
+  const auto& [best, best_loss] = adds ? adding : bounding;
+  const double other_loss = adds ? bounding.second : adding.second;
   FabricFit fit;
   fit.fabric = start;
   fit.fabric.intra_bytes_per_ms = best.intra_bytes_per_ms;

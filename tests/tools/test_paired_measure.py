@@ -124,6 +124,10 @@ class PairedMeasureTest(unittest.TestCase):
             r = self.run_tool(*args)
             self.assertEqual(r.returncode, 2, (args, r.stderr))
             self.assertIn(message, r.stderr)
+        self.tasks.write_text(json.dumps([task("x")]))
+        r = self.run_tool("--planner", "a=", "--planner", "b=")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("not a task set (no tasks, num_devices, memory_per_device_bytes)", r.stderr)
 
 
 if __name__ == "__main__":
