@@ -337,6 +337,33 @@ class RealTypedPlanTest(unittest.TestCase):
                 self.assertIn("table_row_wise", types)
 
 
+@unittest.skipUnless(os.environ.get("TORCHREC_SOURCE"),
+                     "TORCHREC_SOURCE is not set: no TorchRec tree to check against (docs/torchrec.md)")
+class RealTorchRecTest(unittest.TestCase):
+    """--check-torchrec with TorchRec's own helpers: TORCHREC_SOURCE is a TorchRec source tree (v0.3.2 works
+    with Debian's torch 1.13 through tools/torchrec_shim), TORCHREC_PYTHON the interpreter that has torch."""
+
+    def check(self, plan_dict):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "plan.json"
+            path.write_text(json.dumps(plan_dict))
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+                [str(ROOT / "tools" / "torchrec_shim"), os.environ["TORCHREC_SOURCE"]]))
+            r = subprocess.run([os.environ.get("TORCHREC_PYTHON", sys.executable), str(SCRIPT), str(path),
+                                "--check-torchrec"], capture_output=True, text=True, timeout=300, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)["torchrec_plan"]
+
+    def test_every_type_is_built_as_planned(self):
+        for p in (sample_plan(), two_host_plan()):
+            built = self.check(p)
+            self.assertEqual({n: v["sharding_type"] for n, v in built.items()},
+                             {t["name"]: t["sharding_type"] for t in p["tables"]})
+            for t in p["tables"]:
+                if t["sharding_type"] == "data_parallel":
+                    self.assertEqual(built[t["name"]]["ranks"], t["ranks"])
+
+
 # ---- A fake `torchrec` that builds shards the way TorchRec's helpers do (see plan_to_torchrec.py). ----
 
 @dataclasses.dataclass
