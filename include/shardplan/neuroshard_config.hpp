@@ -9,6 +9,7 @@ struct NeuroShardConfig {
   int candidates = 10;           // n largest by memory plus n most expensive, per plan
   int steps = 0;                 // split steps (L); 0: auto_split_steps
   int patience = 10;             // stop after this many steps without a better plan; 0: never
+  double min_gain = 0.001;       // a plan is better, for patience, when it lowers the cost by this fraction
   int grid_points = 11;          // width-cap multipliers s tried by the placement
   double grid_min = 1.0;
   double grid_max = 1.5;

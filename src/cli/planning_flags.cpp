@@ -75,6 +75,11 @@ void add_search_options(CLI::App& app, NeuroShardConfig& config) {
   app.add_option("--patience", config.patience, "Stop after this many steps without a better plan; 0: run every step")
       ->capture_default_str()
       ->group(group);
+  app.add_option("--min-gain", config.min_gain,
+                 "For --patience, a plan counts as better when its cost is lower by at least this fraction (smaller "
+                 "gains are kept but do not extend the search); 0: any gain")
+      ->capture_default_str()
+      ->group(group);
   app.add_option("--grid-points", config.grid_points, "Width-cap multipliers tried by the greedy grid placement")
       ->capture_default_str()
       ->group(group);

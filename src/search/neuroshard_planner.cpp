@@ -33,6 +33,15 @@ constexpr int kLargeRefineTargets = 4;
 
 bool is_large_search(int64_t pieces, int num_devices) { return pieces * num_devices > kLargeSearchWork; }
 
+// Whether `a` improves on `b` enough to keep the search going: a plan that now fits, fewer unplaced
+// bytes, or a cost lower by at least min_gain of b's. Smaller gains are kept but do not extend the
+// search: on 856 tables over 128 GPUs the last 22 of 56 steps gained 0.07% together, a third of the time.
+bool significant_gain(const Placement& a, const Placement& b, double min_gain) {
+  if (!better_placement(a, b)) return false;
+  if (a.feasible != b.feasible || !a.feasible) return true;
+  return a.max_cost <= b.max_cost * (1.0 - min_gain);
+}
+
 int auto_split_steps(int num_tables, int num_devices) {
   // Small clusters: the paper's 10. Large ones: about one split per device, since a split can at best
   // move half a table off the slowest device, and never more than there are tables to split.
@@ -47,6 +56,7 @@ void validate_neuroshard_config(const NeuroShardConfig& c) {
   if (c.candidates < 1 || c.candidates > 10000) bad("--candidates", c.candidates, "must be in [1, 10000]");
   if (c.steps < 0 || c.steps > 1'000'000) bad("--steps", c.steps, "must be in [0, 1000000] (0: automatic)");
   if (c.patience < 0 || c.patience > 1'000'000) bad("--patience", c.patience, "must be in [0, 1000000] (0: never stop early)");
+  if (!(c.min_gain >= 0.0 && c.min_gain < 1.0)) bad("--min-gain", c.min_gain, "must be a fraction in [0, 1)");
   if (c.grid_points < 1 || c.grid_points > 1000) bad("--grid-points", c.grid_points, "must be in [1, 1000]");
   if (!(c.grid_min > 0.0) || !std::isfinite(c.grid_min)) bad("--grid-min", c.grid_min, "must be a positive number");
   if (!(c.grid_max >= c.grid_min) || !std::isfinite(c.grid_max)) bad("--grid-max", c.grid_max, "must be at least --grid-min");
@@ -225,8 +235,8 @@ class NeuroShardPlanner final : public Planner {
       });
       children.resize(std::min(children.size(), static_cast<std::size_t>(config_.beam_width)));
       if (better_placement(children.front().placement, best.placement)) {
+        if (significant_gain(children.front().placement, best.placement, config_.min_gain)) last_improvement = step;
         best = children.front();
-        last_improvement = step;
       }
       if (max_plans > 1) {
         for (const SplitState& child : children) keep_finalist(finalists, child, max_plans);

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "device_index.hpp"
+#include "shardplan/errors.hpp"
 #include "shardplan/neuroshard.hpp"
 #include "shardplan/plan_io.hpp"
 #include "shardplan/validate.hpp"
@@ -137,6 +138,34 @@ TEST(SearchScale, TimeLimitReturnsAValidPlanMarkedCutShort) {
   EXPECT_LT(plan.search->steps, plan.search->step_budget);
   EXPECT_EQ(doc["search"]["cut_short"], true);
   EXPECT_DOUBLE_EQ(doc["search"]["time_limit_seconds"].get<double>(), 0.001);
+}
+
+TEST(SearchScale, GainsBelowMinGainAreKeptButDoNotExtendTheSearch) {
+  // Fewer tables than GPUs: every step's halving spreads a table further, a gain each time.
+  auto tables = varied_tables(6);
+  const Cluster cluster = cluster_of(16, 8ll << 30);
+  NeuroShardConfig config;
+  config.patience = 3;
+  config.min_gain = 0.9;  // no step gains 90%: only the first `patience` steps run
+  Plan patient = make_neuroshard_planner(testing::analytic_model(), config)->plan(tables, cluster);
+  ASSERT_TRUE(patient.search.has_value());
+  EXPECT_EQ(patient.search->steps, 3);
+  EXPECT_EQ(patient.search->stopped, "patience");
+  // Its plan is the best of those steps, small gains included: the plan of a 3-step budget.
+  config.min_gain = 0.0;
+  config.steps = 3;
+  Plan three = make_neuroshard_planner(testing::analytic_model(), config)->plan(tables, cluster);
+  const auto a = nlohmann::json::parse(plan_to_string(patient));
+  const auto b = nlohmann::json::parse(plan_to_string(three));
+  EXPECT_EQ(a["tables"], b["tables"]);
+  EXPECT_EQ(a["devices"], b["devices"]);
+  EXPECT_GT(three.search->splits, 0);  // the steps did split: there were gains to keep
+  // Any gain extends the search: it runs past those 3 steps.
+  config.steps = 0;
+  Plan eager = make_neuroshard_planner(testing::analytic_model(), config)->plan(tables, cluster);
+  EXPECT_GT(eager.search->steps, 3);
+  config.min_gain = 1.0;
+  EXPECT_THROW(make_neuroshard_planner(testing::analytic_model(), config), InputError);
 }
 
 TEST(SearchScale, SmallSearchesWithoutALimitAreNotCutShort) {
