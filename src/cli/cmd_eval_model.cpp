@@ -44,6 +44,11 @@ int run_eval_model(int argc, char** argv) {
   if (metrics.contains("comm")) {
     print_metrics_line("comm forward", metrics["comm"]["fw"]);
     print_metrics_line("comm backward", metrics["comm"]["bw"]);
+    // Each sample's slowest device: the all-to-all a step waits for.
+    if (metrics["comm"].contains("fw_slowest")) {
+      print_metrics_line("comm forward, slowest", metrics["comm"]["fw_slowest"]);
+      print_metrics_line("comm backward, slowest", metrics["comm"]["bw_slowest"]);
+    }
     if (metrics["comm"].contains("by_world_size")) {
       // JSON keeps its keys as strings, in string order: print the sizes in numeric order.
       std::map<int, const nlohmann::json*> by_size;
@@ -68,6 +73,10 @@ int run_eval_model(int argc, char** argv) {
   if (metrics.contains("comm_structure_alone")) {
     print_metrics_line("comm forward, structure", metrics["comm_structure_alone"]["fw"]);
     print_metrics_line("comm backward, structure", metrics["comm_structure_alone"]["bw"]);
+    if (metrics["comm_structure_alone"].contains("fw_slowest")) {
+      print_metrics_line("comm fw, structure, slowest", metrics["comm_structure_alone"]["fw_slowest"]);
+      print_metrics_line("comm bw, structure, slowest", metrics["comm_structure_alone"]["bw_slowest"]);
+    }
   }
   return 0;
 }

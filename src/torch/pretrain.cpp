@@ -195,6 +195,25 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
   return t;
 }
 
+// Each sample's slowest device, predicted against measured (not necessarily the same rank): the all-to-all
+// a step waits for. Per-device errors weigh every rank alike, and a rank that finishes early costs the
+// step nothing.
+struct SlowestDevice {
+  std::vector<double> fw_pred, fw_true, bw_pred, bw_true;
+  void add(const std::vector<double>& fw, const std::vector<double>& bw, const CommSample& sample) {
+    if (fw.empty() || sample.fw_ms.empty()) return;
+    fw_pred.push_back(*std::max_element(fw.begin(), fw.end()));
+    fw_true.push_back(*std::max_element(sample.fw_ms.begin(), sample.fw_ms.end()));
+    bw_pred.push_back(*std::max_element(bw.begin(), bw.end()));
+    bw_true.push_back(*std::max_element(sample.bw_ms.begin(), sample.bw_ms.end()));
+  }
+  void into(nlohmann::json& metrics) const {
+    if (fw_true.empty()) return;
+    metrics["fw_slowest"] = compute_metrics(fw_pred, fw_true).to_json();
+    metrics["bw_slowest"] = compute_metrics(bw_pred, bw_true).to_json();
+  }
+};
+
 // Each sample is predicted with its own layout of ranks on hosts (CommSample::devices_per_host), once.
 nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample>& samples) {
   std::vector<double> fw_pred, fw_true, bw_pred, bw_true, ar_pred, ar_true, rw_pred, rw_true;
@@ -206,6 +225,7 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
     std::vector<double> predicted, measured;
   };
   std::map<int, Slowest> slowest_by_size;
+  SlowestDevice slowest_device;
   for (const auto& sample : samples) {
     std::vector<double> fw, bw;
     model.set_devices_per_host(sample.devices_per_host > 0 ? sample.devices_per_host : sample.world_size);
@@ -240,6 +260,7 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
       own[1].insert(own[1].end(), sample.fw_ms.begin(), sample.fw_ms.end());
       own[2].insert(own[2].end(), bw.begin(), bw.end());
       own[3].insert(own[3].end(), sample.bw_ms.begin(), sample.bw_ms.end());
+      slowest_device.add(fw, bw, sample);
       if (!bw.empty()) {
         Slowest& slowest = slowest_by_size[sample.world_size];
         slowest.dim_sums.push_back(model_dim_sums(sample));
@@ -250,6 +271,7 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
   }
   nlohmann::json metrics = {{"fw", compute_metrics(fw_pred, fw_true).to_json()},
                             {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
+  slowest_device.into(metrics);
   if (by_size.size() > 1) {
     for (const auto& [world_size, own] : by_size) {
       metrics["by_world_size"][std::to_string(world_size)] = {{"fw", compute_metrics(own[0], own[1]).to_json()},
@@ -278,17 +300,22 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
 // part adds is the difference.
 nlohmann::json structure_metrics(const CommFabric& fabric, const std::vector<CommSample>& samples) {
   std::vector<double> fw_pred, fw_true, bw_pred, bw_true, structure;
+  SlowestDevice slowest_device;
   for (const auto& sample : samples) {
     hierarchical_alltoall_ms(fabric_for_sample(fabric, sample), model_dim_sums(sample), structure);
     std::vector<double> waits = comm_waits(sample.delays_ms);
-    for (std::size_t r = 0; r < structure.size(); ++r) {
-      fw_pred.push_back(waits[r] + structure[r]);
-      bw_pred.push_back(structure[r]);
-    }
+    std::vector<double> fw(structure.size());
+    for (std::size_t r = 0; r < structure.size(); ++r) fw[r] = waits[r] + structure[r];
+    fw_pred.insert(fw_pred.end(), fw.begin(), fw.end());
+    bw_pred.insert(bw_pred.end(), structure.begin(), structure.end());
     fw_true.insert(fw_true.end(), sample.fw_ms.begin(), sample.fw_ms.end());
     bw_true.insert(bw_true.end(), sample.bw_ms.begin(), sample.bw_ms.end());
+    if (sample.allreduce_floats <= 0 && sample.rw_dim <= 0) slowest_device.add(fw, structure, sample);
   }
-  return {{"fw", compute_metrics(fw_pred, fw_true).to_json()}, {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
+  nlohmann::json metrics = {{"fw", compute_metrics(fw_pred, fw_true).to_json()},
+                            {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
+  slowest_device.into(metrics);
+  return metrics;
 }
 
 // The first source's meta when a data root held several directories of one kind.

@@ -226,6 +226,42 @@ TEST(Pretrain, SamplesFromSeveralHostLayoutsTrainTogether) {
   fs::remove_all(data);
 }
 
+TEST(Pretrain, EvaluationScoresEachSamplesSlowestDeviceApart) {
+  // Measured times equal to the bundled model's prediction on each sample's slowest device and half of
+  // it on every other device: every device but one is 100% off, the all-to-all a step waits for is not.
+  const std::string bundled = std::string(SHARDPLAN_SOURCE_DIR) + "/models/default";
+  auto model = load_cost_model(bundled);
+  fs::path data = fs::temp_directory_path() / "shardplan_slowest_eval";
+  fs::remove_all(data);
+  CostDataWriter writer((data / "comm" / "w8").string(),
+                        {{"kind", "comm"}, {"config", {{"world_size", 8}}}, {"world_size", 8}});
+  Rng rng(5);
+  for (int i = 0; i < 30; ++i) {
+    CommSample s;
+    s.world_size = 8;
+    s.devices_per_host = 8;
+    for (int r = 0; r < 8; ++r) {
+      s.dim_sums.push_back(static_cast<int64_t>(4 * (1 + rng.below(200))));
+      s.delays_ms.push_back(static_cast<double>(rng.below(50)) / 10.0);
+    }
+    std::vector<double> fw, bw;
+    model->predict_comm(s.dim_sums, s.delays_ms, fw, bw);
+    const auto fw_max = std::max_element(fw.begin(), fw.end()) - fw.begin();
+    const auto bw_max = std::max_element(bw.begin(), bw.end()) - bw.begin();
+    for (std::ptrdiff_t r = 0; r < 8; ++r) {
+      s.fw_ms.push_back(r == fw_max ? fw[static_cast<std::size_t>(r)] : fw[static_cast<std::size_t>(r)] / 2);
+      s.bw_ms.push_back(r == bw_max ? bw[static_cast<std::size_t>(r)] : bw[static_cast<std::size_t>(r)] / 2);
+    }
+    writer.append(comm_sample_to_json(s));
+  }
+  nlohmann::json eval = evaluate_cost_model(bundled, data.string());
+  EXPECT_EQ(eval["comm"]["bw_slowest"]["count"], 30);
+  EXPECT_LT(eval["comm"]["fw_slowest"]["mape_percent"].get<double>(), 0.1) << eval["comm"].dump();
+  EXPECT_LT(eval["comm"]["bw_slowest"]["mape_percent"].get<double>(), 0.1) << eval["comm"].dump();
+  EXPECT_GT(eval["comm"]["bw"]["mape_percent"].get<double>(), 80.0);
+  fs::remove_all(data);
+}
+
 TEST(Pretrain, BundledModelIsMonotoneInBytes) {
   auto model = load_cost_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/default");
   ASSERT_EQ(model->comm_spec().form, CommForm::kHierarchical);
