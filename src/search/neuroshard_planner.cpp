@@ -35,7 +35,7 @@ bool is_large_search(int64_t pieces, int num_devices) { return pieces * num_devi
 
 // Whether `a` improves on `b` enough to keep the search going: a plan that now fits, fewer unplaced
 // bytes, or a cost lower by at least min_gain of b's. Smaller gains are kept but do not extend the
-// search: on 856 tables over 128 GPUs the last 22 of 56 steps gained 0.07% together, a third of the time.
+// search: on 856 tables over 128 GPUs the last 22 of 56 steps took a third of the time for 0.28%.
 bool significant_gain(const Placement& a, const Placement& b, double min_gain) {
   if (!better_placement(a, b)) return false;
   if (a.feasible != b.feasible || !a.feasible) return true;

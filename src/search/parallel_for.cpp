@@ -28,7 +28,7 @@ struct Job {
       } catch (...) {
         std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
-        next = n;
+        next = n;  // stop handing out work
       }
     }
   }
