@@ -33,13 +33,12 @@ constexpr int kLargeRefineTargets = 4;
 
 bool is_large_search(int64_t pieces, int num_devices) { return pieces * num_devices > kLargeSearchWork; }
 
-// Whether `a` improves on `b` enough to keep the search going: a plan that now fits, fewer unplaced
-// bytes, or a cost lower by at least min_gain of b's. Smaller gains are kept but do not extend the
-// search: on 856 tables over 128 GPUs the last 22 of 56 steps took a third of the time for 0.28%.
+// Whether `a`, a better placement than `b`, improves on it enough to keep the search going: it fits where
+// b did not, places more bytes, or costs at least min_gain of b's less. Smaller gains are kept but do
+// not extend the search: on 856 tables over 128 GPUs the last 22 of 56 steps took a third of the time
+// for 0.28%.
 bool significant_gain(const Placement& a, const Placement& b, double min_gain) {
-  if (!better_placement(a, b)) return false;
-  if (a.feasible != b.feasible || !a.feasible) return true;
-  return a.max_cost <= b.max_cost * (1.0 - min_gain);
+  return !a.feasible || !b.feasible || a.max_cost <= b.max_cost * (1.0 - min_gain);
 }
 
 int auto_split_steps(int num_tables, int num_devices) {

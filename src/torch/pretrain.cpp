@@ -195,17 +195,30 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
   return t;
 }
 
+// Samples that time the all-to-all alone (not a data-parallel all-reduce nor row-wise collectives).
+bool times_alltoall_alone(const CommSample& sample) { return sample.allreduce_floats <= 0 && sample.rw_dim <= 0; }
+
 // Each sample's slowest device, predicted against measured (not necessarily the same rank): the all-to-all
 // a step waits for. Per-device errors weigh every rank alike, and a rank that finishes early costs the
-// step nothing.
-struct SlowestDevice {
+// step nothing. The samples' widths are kept for how the slowest backward answers imbalance.
+struct SlowestDevices {
+  std::vector<std::vector<int64_t>> dim_sums;
   std::vector<double> fw_pred, fw_true, bw_pred, bw_true;
-  void add(const std::vector<double>& fw, const std::vector<double>& bw, const CommSample& sample) {
+
+  void add(const CommSample& sample, const std::vector<double>& fw, const std::vector<double>& bw) {
     if (fw.empty() || sample.fw_ms.empty()) return;
+    dim_sums.push_back(model_dim_sums(sample));
     fw_pred.push_back(*std::max_element(fw.begin(), fw.end()));
     fw_true.push_back(*std::max_element(sample.fw_ms.begin(), sample.fw_ms.end()));
     bw_pred.push_back(*std::max_element(bw.begin(), bw.end()));
     bw_true.push_back(*std::max_element(sample.bw_ms.begin(), sample.bw_ms.end()));
+  }
+  void append(const SlowestDevices& other) {
+    dim_sums.insert(dim_sums.end(), other.dim_sums.begin(), other.dim_sums.end());
+    fw_pred.insert(fw_pred.end(), other.fw_pred.begin(), other.fw_pred.end());
+    fw_true.insert(fw_true.end(), other.fw_true.begin(), other.fw_true.end());
+    bw_pred.insert(bw_pred.end(), other.bw_pred.begin(), other.bw_pred.end());
+    bw_true.insert(bw_true.end(), other.bw_true.begin(), other.bw_true.end());
   }
   void into(nlohmann::json& metrics) const {
     if (fw_true.empty()) return;
@@ -219,13 +232,7 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
   std::vector<double> fw_pred, fw_true, bw_pred, bw_true, ar_pred, ar_true, rw_pred, rw_true;
   // Per world size too: one size's bias hides in the pooled MAPE.
   std::map<int, std::array<std::vector<double>, 4>> by_size;  // fw predicted, fw measured, bw predicted, bw measured
-  // Per world size, each sample's widths and its slowest backward, predicted and measured.
-  struct Slowest {
-    std::vector<std::vector<int64_t>> dim_sums;
-    std::vector<double> predicted, measured;
-  };
-  std::map<int, Slowest> slowest_by_size;
-  SlowestDevice slowest_device;
+  std::map<int, SlowestDevices> slowest_by_size;
   for (const auto& sample : samples) {
     std::vector<double> fw, bw;
     model.set_devices_per_host(sample.devices_per_host > 0 ? sample.devices_per_host : sample.world_size);
@@ -234,7 +241,14 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
     bw_pred.insert(bw_pred.end(), bw.begin(), bw.end());
     fw_true.insert(fw_true.end(), sample.fw_ms.begin(), sample.fw_ms.end());
     bw_true.insert(bw_true.end(), sample.bw_ms.begin(), sample.bw_ms.end());
-    if (sample.allreduce_floats > 0) {
+    if (times_alltoall_alone(sample)) {
+      auto& own = by_size[sample.world_size];
+      own[0].insert(own[0].end(), fw.begin(), fw.end());
+      own[1].insert(own[1].end(), sample.fw_ms.begin(), sample.fw_ms.end());
+      own[2].insert(own[2].end(), bw.begin(), bw.end());
+      own[3].insert(own[3].end(), sample.bw_ms.begin(), sample.bw_ms.end());
+      slowest_by_size[sample.world_size].add(sample, fw, bw);
+    } else if (sample.allreduce_floats > 0) {
       // A data-parallel all-reduce timed too (given workloads): every rank against the model's.
       const double predicted = model.allreduce_ms(4.0 * static_cast<double>(sample.allreduce_floats), sample.world_size);
       for (double ms : sample.allreduce_ms) {
@@ -254,24 +268,13 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
       const double ranks = static_cast<double>(fw.size());
       rw_pred.push_back(predicted / ranks + model.rowwise_collectives_ms(sample.rw_dim, sample.world_size));
       rw_true.push_back(measured / ranks);
-    } else {
-      auto& own = by_size[sample.world_size];
-      own[0].insert(own[0].end(), fw.begin(), fw.end());
-      own[1].insert(own[1].end(), sample.fw_ms.begin(), sample.fw_ms.end());
-      own[2].insert(own[2].end(), bw.begin(), bw.end());
-      own[3].insert(own[3].end(), sample.bw_ms.begin(), sample.bw_ms.end());
-      slowest_device.add(fw, bw, sample);
-      if (!bw.empty()) {
-        Slowest& slowest = slowest_by_size[sample.world_size];
-        slowest.dim_sums.push_back(model_dim_sums(sample));
-        slowest.predicted.push_back(*std::max_element(bw.begin(), bw.end()));
-        slowest.measured.push_back(*std::max_element(sample.bw_ms.begin(), sample.bw_ms.end()));
-      }
     }
   }
   nlohmann::json metrics = {{"fw", compute_metrics(fw_pred, fw_true).to_json()},
                             {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
-  slowest_device.into(metrics);
+  SlowestDevices slowest;
+  for (const auto& [world_size, own] : slowest_by_size) slowest.append(own);
+  slowest.into(metrics);
   if (by_size.size() > 1) {
     for (const auto& [world_size, own] : by_size) {
       metrics["by_world_size"][std::to_string(world_size)] = {{"fw", compute_metrics(own[0], own[1]).to_json()},
@@ -279,9 +282,9 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
     }
   }
   // Within one world size only: sizes differ in how widths reach the links.
-  for (const auto& [world_size, slowest] : slowest_by_size) {
-    const auto measured = imbalance_response(slowest.dim_sums, slowest.measured);
-    const auto predicted = imbalance_response(slowest.dim_sums, slowest.predicted);
+  for (const auto& [world_size, own] : slowest_by_size) {
+    const auto measured = imbalance_response(own.dim_sums, own.bw_true);
+    const auto predicted = imbalance_response(own.dim_sums, own.bw_pred);
     if (!measured || !predicted) continue;
     auto round = [](double v) { return std::round(v * 1e4) / 1e4; };
     metrics["bw_slowest_imbalance"][std::to_string(world_size)] = {
@@ -300,7 +303,7 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
 // part adds is the difference.
 nlohmann::json structure_metrics(const CommFabric& fabric, const std::vector<CommSample>& samples) {
   std::vector<double> fw_pred, fw_true, bw_pred, bw_true, structure;
-  SlowestDevice slowest_device;
+  SlowestDevices slowest;
   for (const auto& sample : samples) {
     hierarchical_alltoall_ms(fabric_for_sample(fabric, sample), model_dim_sums(sample), structure);
     std::vector<double> waits = comm_waits(sample.delays_ms);
@@ -310,11 +313,11 @@ nlohmann::json structure_metrics(const CommFabric& fabric, const std::vector<Com
     bw_pred.insert(bw_pred.end(), structure.begin(), structure.end());
     fw_true.insert(fw_true.end(), sample.fw_ms.begin(), sample.fw_ms.end());
     bw_true.insert(bw_true.end(), sample.bw_ms.begin(), sample.bw_ms.end());
-    if (sample.allreduce_floats <= 0 && sample.rw_dim <= 0) slowest_device.add(fw, structure, sample);
+    if (times_alltoall_alone(sample)) slowest.add(sample, fw, structure);
   }
   nlohmann::json metrics = {{"fw", compute_metrics(fw_pred, fw_true).to_json()},
                             {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
-  slowest_device.into(metrics);
+  slowest.into(metrics);
   return metrics;
 }
 
