@@ -44,6 +44,9 @@ void hierarchical_comm_features_into(const CommFabric& fabric, const std::vector
                                      std::vector<double>& structure_ms);
 inline constexpr double kMinStructureMs = 1e-6;
 
+// The hierarchical comm features from this one on are the start delays: own wait, max and mean delay.
+inline constexpr std::size_t kFirstStartDelayFeature = 6;
+
 // The same device's inputs had every device started at once (no own wait, no delays): what the
 // backward's correction sees, since the backward all-to-all starts together after the dense layers.
 void clear_start_delays(HierCommFeatureVector& features);

@@ -99,10 +99,8 @@ void hierarchical_comm_features_into(const CommFabric& fabric, const std::vector
 }
 
 void clear_start_delays(HierCommFeatureVector& features) {
-  // [6] own wait, [7] max delay, [8] mean delay, each log1p of 0 ms.
-  features[6] = 0.0f;
-  features[7] = 0.0f;
-  features[8] = 0.0f;
+  // Own wait, max delay, mean delay: each log1p of 0 ms.
+  for (std::size_t k = kFirstStartDelayFeature; k < features.size(); ++k) features[k] = 0.0f;
 }
 
 }  // namespace shardplan

@@ -49,6 +49,71 @@ inline void wide_layer(const DenseLayer& layer, const float* in, float* out) {
   }
 }
 
+// A layer of few outputs over m samples, each output of each sample the same chain of additions as in
+// Mlp::forward. Four samples by two outputs at a time: eight independent chains kept in registers, where
+// one chain per output through memory made the comm net's last layer the search's hottest loop.
+inline void narrow_layer_batch(const DenseLayer& layer, const float* in, std::size_t in_stride, std::size_t m,
+                               float* out, std::size_t out_stride) {
+  const auto outs = static_cast<std::size_t>(layer.outputs);
+  const auto ins = static_cast<std::size_t>(layer.inputs);
+  std::size_t s = 0;
+  for (; s + 4 <= m; s += 4) {
+    const float* x0 = in + s * in_stride;
+    const float* x1 = x0 + in_stride;
+    const float* x2 = x1 + in_stride;
+    const float* x3 = x2 + in_stride;
+    std::size_t o = 0;
+    for (; o + 2 <= outs; o += 2) {
+      const float* w0 = layer.weight.data() + o * ins;
+      const float* w1 = w0 + ins;
+      float a0 = layer.bias[o], a1 = a0, a2 = a0, a3 = a0;
+      float b0 = layer.bias[o + 1], b1 = b0, b2 = b0, b3 = b0;
+      for (std::size_t i = 0; i < ins; ++i) {
+        a0 += w0[i] * x0[i];
+        a1 += w0[i] * x1[i];
+        a2 += w0[i] * x2[i];
+        a3 += w0[i] * x3[i];
+        b0 += w1[i] * x0[i];
+        b1 += w1[i] * x1[i];
+        b2 += w1[i] * x2[i];
+        b3 += w1[i] * x3[i];
+      }
+      float* y = out + s * out_stride + o;
+      y[0] = a0;
+      y[1] = b0;
+      y[out_stride] = a1;
+      y[out_stride + 1] = b1;
+      y[2 * out_stride] = a2;
+      y[2 * out_stride + 1] = b2;
+      y[3 * out_stride] = a3;
+      y[3 * out_stride + 1] = b3;
+    }
+    for (; o < outs; ++o) {
+      const float* w = layer.weight.data() + o * ins;
+      float a0 = layer.bias[o], a1 = a0, a2 = a0, a3 = a0;
+      for (std::size_t i = 0; i < ins; ++i) {
+        a0 += w[i] * x0[i];
+        a1 += w[i] * x1[i];
+        a2 += w[i] * x2[i];
+        a3 += w[i] * x3[i];
+      }
+      out[s * out_stride + o] = a0;
+      out[(s + 1) * out_stride + o] = a1;
+      out[(s + 2) * out_stride + o] = a2;
+      out[(s + 3) * out_stride + o] = a3;
+    }
+  }
+  for (; s < m; ++s) {
+    const float* x = in + s * in_stride;
+    for (std::size_t o = 0; o < outs; ++o) {
+      const float* w = layer.weight.data() + o * ins;
+      float sum = layer.bias[o];
+      for (std::size_t i = 0; i < ins; ++i) sum += w[i] * x[i];
+      out[s * out_stride + o] = sum;
+    }
+  }
+}
+
 // ReLU, or min(x, 0) for the layer's concave outputs (DenseLayer::concave_begin).
 inline void activate(const DenseLayer& layer, float* out) {
   const auto outs = static_cast<std::size_t>(layer.outputs);
@@ -135,15 +200,7 @@ void Mlp::forward_batch(const float* x, std::size_t n, float* y) const {
           wide_layer(layer, in_s, o_s);
         }
       } else {
-        float sum[kBlock];
-        for (std::size_t o = 0; o < outs; ++o) {
-          const float* w = layer.weight.data() + o * ins;
-          for (std::size_t s = 0; s < m; ++s) sum[s] = layer.bias[o];
-          for (std::size_t i = 0; i < ins; ++i) {
-            for (std::size_t s = 0; s < m; ++s) sum[s] += w[i] * in[s * in_stride + i];
-          }
-          for (std::size_t s = 0; s < m; ++s) out[s * out_stride + o] = sum[s];
-        }
+        narrow_layer_batch(layer, in, in_stride, m, out, out_stride);
       }
       if (!last || relu_last) {
         for (std::size_t s = 0; s < m; ++s) activate(layer, out + s * out_stride);
@@ -170,6 +227,8 @@ NeuralCostModel::NeuralCostModel(std::string name, ComputeModelSpec compute, Com
   head_rest_.layers.assign(compute_.head.layers.begin() + 1, compute_.head.layers.end());
   head_rest_.relu_last = compute_.head.relu_last;
   head_rest_.prepare();
+  head_ends_in_one_output_ = head_rest_.layers.size() == 1 && head_rest_.layers.front().outputs == 1 &&
+                             !head_rest_.relu_last;
 }
 
 void NeuralCostModel::shard_summary(const ShardFeatures& shard, float* summary) const {
@@ -200,19 +259,118 @@ void NeuralCostModel::scale_shard_summary(float* summary, double factor) const {
   for (int o = 0; o < projected_width(); ++o) summary[2 + o] *= f;
 }
 
+namespace {
+
+// The head's logit from a device's summary sum: its first layer from the sum (see summary_size()), then
+// the rest. Built for AVX2 machines too, as Mlp::forward, with the same results bit for bit.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+float head_logit(const float* summary_sum, float weight_sum, float log_count, const DenseLayer& first,
+                 const float* count_weight, bool activated, const Mlp& rest, bool rest_is_one_output) {
+  const auto outs = static_cast<std::size_t>(first.outputs);
+  float hidden[kMaxLayerWidth];  // only the first `outs` are used: no need to clear the rest on every call
+  for (std::size_t o = 0; o < outs; ++o) {
+    const float pre = summary_sum[2 + o] / weight_sum + count_weight[o] * log_count + first.bias[o];
+    hidden[o] = activated ? std::max(pre, 0.0f) : pre;
+  }
+  if (rest_is_one_output) {
+    // The usual head, hidden ReLU units into one logit: the sum over the active units only, in their
+    // order, as Mlp::forward adds them (an inactive unit adds zero). Its chain of additions, the call's
+    // critical path, is then only as long as the active units are many.
+    int active[kMaxLayerWidth];
+    std::size_t count_active = 0;
+    for (std::size_t o = 0; o < outs; ++o) {
+      active[count_active] = static_cast<int>(o);
+      count_active += hidden[o] != 0.0f;  // NaN counts, as it would propagate in forward()
+    }
+    const DenseLayer& last = rest.layers.front();
+    float sum = last.bias[0];
+    for (std::size_t k = 0; k < count_active; ++k) {
+      const auto o = static_cast<std::size_t>(active[k]);
+      sum += last.weight[o] * hidden[o];
+    }
+    return sum;
+  }
+  float logit = hidden[0];
+  if (!rest.layers.empty()) rest.forward(hidden, &logit);
+  return logit;
+}
+
+}  // namespace
+
+namespace {
+
+// The comm net over rows `a` (both outputs) and rows `b` (output 1 only), where each b row equals its a
+// row in the first `shared` inputs: the backward's rows are the forward's with the start delays, the
+// last inputs, cleared. Each output is the same chain of additions as in Mlp::forward (the first layer's
+// per-output sums run over the inputs in order, so the shared inputs' part is computed once). Returns
+// false, computing nothing, for nets of another shape than two layers, wide then two outputs.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+bool forward_pair_sharing_inputs(const Mlp& net, const float* a, const float* b, std::size_t n, std::size_t shared,
+                                 float* a_out, float* b_out1) {
+  if (net.layers.size() != 2) return false;
+  const DenseLayer& hidden_layer = net.layers[0];
+  const DenseLayer& last = net.layers[1];
+  const auto ins = static_cast<std::size_t>(hidden_layer.inputs);
+  const auto width = static_cast<std::size_t>(hidden_layer.outputs);
+  if (width < 8 || width > kMaxLayerWidth || hidden_layer.weight_by_input.size() != ins * width ||
+      last.outputs != 2 || shared > ins) {
+    return false;
+  }
+  float prefix[kMaxLayerWidth];
+  float ha[kMaxLayerWidth];
+  float hb[kMaxLayerWidth];
+  auto add_inputs = [&](const float* x, std::size_t from, std::size_t to, float* acc) {
+    for (std::size_t i = from; i < to; ++i) {
+      const float v = x[i];
+      if (v == 0.0f) continue;  // as wide_layer: a zero input adds nothing
+      const float* w = hidden_layer.weight_by_input.data() + i * width;
+      for (std::size_t o = 0; o < width; ++o) acc[o] += w[o] * v;
+    }
+  };
+  auto dot = [&](std::size_t o, const float* h) {
+    const float* w = last.weight.data() + o * width;
+    float sum = last.bias[o];
+    for (std::size_t i = 0; i < width; ++i) sum += w[i] * h[i];
+    return sum;
+  };
+  float out[2];
+  for (std::size_t r = 0; r < n; ++r) {
+    const float* xa = a + r * ins;
+    const float* xb = b + r * ins;
+    std::copy(hidden_layer.bias.begin(), hidden_layer.bias.end(), prefix);
+    add_inputs(xa, 0, shared, prefix);
+    std::copy(prefix, prefix + width, ha);
+    std::copy(prefix, prefix + width, hb);
+    add_inputs(xa, shared, ins, ha);
+    add_inputs(xb, shared, ins, hb);
+    activate(hidden_layer, ha);
+    activate(hidden_layer, hb);
+    out[0] = dot(0, ha);
+    out[1] = dot(1, ha);
+    if (net.relu_last) activate(last, out);
+    a_out[2 * r] = out[0];
+    a_out[2 * r + 1] = out[1];
+    out[0] = 0.0f;
+    out[1] = dot(1, hb);
+    if (net.relu_last) activate(last, out);
+    b_out1[r] = out[1];
+  }
+  return true;
+}
+
+}  // namespace
+
 double NeuralCostModel::compute_from_summary(const float* summary_sum) const {
   const float count = summary_sum[1];
   if (count <= 0.0f) return 0.0;
-  const DenseLayer& first = compute_.head.layers.front();
-  const float log_count = std::log(count);
   const float weight_sum = compute_.latency_weighted_context ? summary_sum[0] : count;
-  float hidden[kMaxLayerWidth] = {};
-  for (std::size_t o = 0; o < static_cast<std::size_t>(first.outputs); ++o) {
-    float pre = summary_sum[2 + o] / weight_sum + count_weight_[o] * log_count + first.bias[o];
-    hidden[o] = head_rest_.layers.empty() && !compute_.head.relu_last ? pre : std::max(pre, 0.0f);
-  }
-  float logit = hidden[0];
-  if (!head_rest_.layers.empty()) head_rest_.forward(hidden, &logit);
+  const bool activated = !head_rest_.layers.empty() || compute_.head.relu_last;
+  const float logit = head_logit(summary_sum, weight_sum, std::log(count), compute_.head.layers.front(),
+                                 count_weight_.data(), activated, head_rest_, head_ends_in_one_output_);
   return static_cast<double>(summary_sum[0]) *
              std::exp(static_cast<double>(compute_.interaction_range) * std::tanh(static_cast<double>(logit))) +
          static_cast<double>(compute_.step_cost_ms);
@@ -267,38 +425,48 @@ void NeuralCostModel::predict_comm_hierarchical(const std::vector<int64_t>& dim_
     return;
   }
   hierarchical_comm_features_into(comm_.fabric, dim_sums, compute_ms, features, structure);
-  thread_local std::vector<HierCommFeatureVector> backward_features;
-  if (comm_.backward_without_delays) {
-    backward_features = features;
-    for (HierCommFeatureVector& f : backward_features) clear_start_delays(f);
-  }
-  auto prepare = [this](std::vector<HierCommFeatureVector>& rows) {
-    for (HierCommFeatureVector& f : rows) {
-      for (std::size_t k = 0; k < static_cast<std::size_t>(kHierCommFeatures); ++k) {
-        const float clamped = std::min(std::max(f[k], comm_.input_min[k]), comm_.input_max[k]);
-        f[k] = (clamped - comm_.features.mean[k]) / comm_.features.std[k];
-      }
-    }
+  auto normalized = [this](std::size_t k, float value) {
+    const float clamped = std::min(std::max(value, comm_.input_min[k]), comm_.input_max[k]);
+    return (clamped - comm_.features.mean[k]) / comm_.features.std[k];
   };
-  prepare(features);
+  for (HierCommFeatureVector& f : features) {
+    for (std::size_t k = 0; k < static_cast<std::size_t>(kHierCommFeatures); ++k) f[k] = normalized(k, f[k]);
+  }
   thread_local std::vector<float> outputs;
+  thread_local std::vector<float> backward_outputs;
   outputs.resize(2 * n);
   static_assert(sizeof(HierCommFeatureVector) == kHierCommFeatures * sizeof(float), "features are packed rows");
-  comm_.net.forward_batch(features.front().data(), n, outputs.data());
-  for (std::size_t r = 0; r < n; ++r) {
-    const float* out = outputs.data() + 2 * r;
-    // The network's output is the log of measured over structural time.
-    fw_ms[r] = (latest - compute_ms[r]) +
-               structure[r] * std::exp(static_cast<double>(out[0] * comm_.target_std[0] + comm_.target_mean[0]));
-    bw_ms[r] = structure[r] * std::exp(static_cast<double>(out[1] * comm_.target_std[1] + comm_.target_mean[1]));
-  }
+  // The network's output is the log of measured over structural time.
+  auto scaled = [&](std::size_t r, int output, float value) {
+    const auto o = static_cast<std::size_t>(output);
+    return structure[r] * std::exp(static_cast<double>(value * comm_.target_std[o] + comm_.target_mean[o]));
+  };
+  bool backward_done = false;
   if (comm_.backward_without_delays) {
-    prepare(backward_features);
-    comm_.net.forward_batch(backward_features.front().data(), n, outputs.data());
-    for (std::size_t r = 0; r < n; ++r) {
-      const float* out = outputs.data() + 2 * r;
-      bw_ms[r] = structure[r] * std::exp(static_cast<double>(out[1] * comm_.target_std[1] + comm_.target_mean[1]));
+    // The backward's rows: the forward's with the start delays cleared (the last inputs).
+    thread_local std::vector<HierCommFeatureVector> backward_features;
+    backward_features = features;
+    HierCommFeatureVector cleared{};
+    clear_start_delays(cleared);
+    for (HierCommFeatureVector& f : backward_features) {
+      for (std::size_t k = kFirstStartDelayFeature; k < static_cast<std::size_t>(kHierCommFeatures); ++k) {
+        f[k] = normalized(k, cleared[k]);
+      }
     }
+    backward_outputs.resize(n);
+    backward_done = forward_pair_sharing_inputs(comm_.net, features.front().data(), backward_features.front().data(), n,
+                                                kFirstStartDelayFeature, outputs.data(), backward_outputs.data());
+    if (!backward_done) {
+      comm_.net.forward_batch(backward_features.front().data(), n, outputs.data());
+      for (std::size_t r = 0; r < n; ++r) bw_ms[r] = scaled(r, 1, outputs[2 * r + 1]);
+    } else {
+      for (std::size_t r = 0; r < n; ++r) bw_ms[r] = scaled(r, 1, backward_outputs[r]);
+    }
+  }
+  if (!backward_done) comm_.net.forward_batch(features.front().data(), n, outputs.data());
+  for (std::size_t r = 0; r < n; ++r) {
+    fw_ms[r] = (latest - compute_ms[r]) + scaled(r, 0, outputs[2 * r]);
+    if (!comm_.backward_without_delays) bw_ms[r] = scaled(r, 1, outputs[2 * r + 1]);
   }
 }
 

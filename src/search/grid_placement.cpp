@@ -95,11 +95,26 @@ Placement GridPlacer::place_points(const std::vector<Piece>& pieces, std::size_t
   Scratch scratch;
   Placement best;
   Placement trial;
+  // Grid points ascend, so each one places exactly as the one before it up to the first piece whose
+  // preferred device that smaller cap turned away: that point resumes from there.
+  Checkpoint resume;
+  Checkpoint reached;
   for (std::size_t k = first; k < last; ++k) {
     const double s = grid_[k];
-    scratch.reset(devices_, catalog_.summary_size(), static_cast<std::size_t>(prepared.groups));
+    std::size_t start = 0;
+    if (resume.position != Checkpoint::kNone && k > first && s >= grid_[k - 1]) {
+      static_cast<DeviceLoads&>(scratch) = resume.loads;
+      scratch.group_devices = resume.group_devices;
+      trial.ranks = resume.ranks;
+      trial.unplaced_bytes = resume.unplaced_bytes;
+      start = resume.position;
+    } else {
+      scratch.reset(devices_, catalog_.summary_size(), static_cast<std::size_t>(prepared.groups));
+    }
     bool cap_bound = place_by_cost(pieces, prepared.order, prepared.group, prepared.distinct_cols,
-                                   s * static_cast<double>(prepared.total_width) / devices_, scratch, trial);
+                                   s * static_cast<double>(prepared.total_width) / devices_, start, scratch, trial,
+                                   &reached);
+    std::swap(resume, reached);
     trial.width_cap_multiplier = s;
     if (better_placement(trial, best)) std::swap(best, trial);
     if (!cap_bound) break;  // every larger s places identically
@@ -119,17 +134,21 @@ Placement GridPlacer::place_at(const std::vector<Piece>& pieces, double width_ca
   Placement out;
   scratch.reset(devices_, catalog_.summary_size(), static_cast<std::size_t>(prepared.groups));
   place_by_cost(pieces, prepared.order, prepared.group, prepared.distinct_cols,
-                width_cap_multiplier * static_cast<double>(prepared.total_width) / devices_, scratch, out);
+                width_cap_multiplier * static_cast<double>(prepared.total_width) / devices_, 0, scratch, out, nullptr);
   out.width_cap_multiplier = width_cap_multiplier;
   return out;
 }
 
 bool GridPlacer::place_by_cost(const std::vector<Piece>& pieces, const std::vector<int>& order,
                                const std::vector<int>& group, const std::vector<int>& distinct_cols,
-                               double width_cap, Scratch& scratch, Placement& out) const {
+                               double width_cap, std::size_t start, Scratch& scratch, Placement& out,
+                               Checkpoint* reached) const {
   bool cap_bound = false;
-  out.ranks.assign(pieces.size(), -1);
-  out.unplaced_bytes = 0;
+  if (start == 0) {
+    out.ranks.assign(pieces.size(), -1);
+    out.unplaced_bytes = 0;
+  }
+  if (reached) reached->position = Checkpoint::kNone;
   // Equal to the width test `width + cols <= width_cap` for integer widths.
   const double cap_floor = std::floor(width_cap);
   const int64_t cap_width = cap_floor >= 1e18 ? kNoLimit : static_cast<int64_t>(cap_floor);
@@ -139,7 +158,14 @@ bool GridPlacer::place_by_cost(const std::vector<Piece>& pieces, const std::vect
     for (int cols : distinct_cols) limits.push_back(cap_width - cols);
   }
   index.reset(devices_, limits);
-  for (int i : order) {
+  if (start > 0) {
+    for (int r = 0; r < devices_; ++r) {
+      const auto ru = static_cast<std::size_t>(r);
+      index.update(r, scratch.compute[ru], scratch.bytes[ru], scratch.width[ru]);
+    }
+  }
+  for (std::size_t position = start; position < order.size(); ++position) {
+    const int i = order[position];
     const Piece& piece = pieces[static_cast<std::size_t>(i)];
     const int64_t bytes = catalog_.bytes(piece.variant);
     const int cols = catalog_.cols(piece.variant);
@@ -151,6 +177,13 @@ bool GridPlacer::place_by_cost(const std::vector<Piece>& pieces, const std::vect
     const int apart = index.first(room, kNoLimit, siblings);
     int r = apart >= 0 ? apart : index.first(room, kNoLimit, nullptr);
     if (apart >= 0 && cap_width != kNoLimit && scratch.width[static_cast<std::size_t>(apart)] + cols > cap_width) {
+      if (reached && reached->position == Checkpoint::kNone) {
+        reached->position = position;
+        reached->loads = scratch;
+        reached->group_devices = scratch.group_devices;
+        reached->ranks = out.ranks;
+        reached->unplaced_bytes = out.unplaced_bytes;
+      }
       const int within_cap = index.first(room, cap_width - cols, siblings);
       if (within_cap >= 0) {
         r = within_cap;

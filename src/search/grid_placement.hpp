@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "device_loads.hpp"
 #include "shard_catalog.hpp"
 #include "shardplan/plan.hpp"
 
@@ -53,11 +54,23 @@ class GridPlacer {
  private:
   struct Scratch;
   struct Prepared;
+  // A placement's state just before the first piece its width cap turned from its preferred device.
+  struct Checkpoint {
+    static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+    std::size_t position = kNone;  // in the placement order
+    DeviceLoads loads;
+    std::vector<std::vector<int>> group_devices;
+    std::vector<int> ranks;
+    int64_t unplaced_bytes = 0;
+  };
   Prepared prepare(const std::vector<Piece>& pieces) const;
   Placement place_points(const std::vector<Piece>& pieces, std::size_t first, std::size_t last) const;
-  // Returns whether the width cap changed any choice; when it did not, a looser cap gives the same placement.
+  // Places order[start..] onto the state in `scratch` and `out` (empty when start is 0). Returns whether
+  // the width cap changed any choice; when it did not, a looser cap gives the same placement. `reached`
+  // (may be null) receives the state where the cap first turned a piece from its preferred device.
   bool place_by_cost(const std::vector<Piece>& pieces, const std::vector<int>& order, const std::vector<int>& group,
-                     const std::vector<int>& distinct_cols, double width_cap, Scratch& scratch, Placement& out) const;
+                     const std::vector<int>& distinct_cols, double width_cap, std::size_t start, Scratch& scratch,
+                     Placement& out, Checkpoint* reached) const;
   void place_by_memory(const std::vector<Piece>& pieces, Scratch& scratch, Placement& out) const;
   void finish(Scratch& scratch, Placement& out) const;
 

@@ -152,6 +152,125 @@ TEST(Mlp, BatchedForwardEqualsOneByOneBitForBit) {
   }
 }
 
+// A hierarchical comm model as trained ones are: 9 inputs, a wide hidden layer, two outputs, the
+// backward seeing no start delays, inputs clamped to a range some features fall outside of.
+NeuralCostModel hierarchical_model(bool backward_without_delays) {
+  NeuralCostModel base = fixed_model();
+  CommModelSpec comm;
+  comm.form = CommForm::kHierarchical;
+  comm.features.mean.assign(kHierCommFeatures, 0.2f);
+  comm.features.std.assign(kHierCommFeatures, 1.5f);
+  comm.input_min.assign(kHierCommFeatures, -3.0f);
+  comm.input_max.assign(kHierCommFeatures, 2.0f);
+  comm.net = fixed_mlp(kHierCommFeatures, {20, 2}, false);
+  comm.net.layers[0].concave_begin = 4;  // some units min(x, 0), as MonotoneNet's
+  comm.net.layers[0].concave_end = 9;
+  comm.target_mean = {0.1f, -0.2f};
+  comm.target_std = {0.5f, 0.7f};
+  comm.fabric.devices_per_host = 4;
+  comm.fabric.intra_bytes_per_ms = 2e6;
+  comm.fabric.intra_peer_latency_ms = 0.5;
+  comm.fabric.inter_bytes_per_ms = 1e6;
+  comm.fabric.inter_peer_latency_ms = 0.8;
+  comm.backward_without_delays = backward_without_delays;
+  ComputeModelSpec compute;
+  compute.features.mean.assign(kComputeFeatures, 0.5f);
+  compute.features.std.assign(kComputeFeatures, 2.0f);
+  compute.shard_net = fixed_mlp(kComputeFeatures, {16, 8}, true);
+  compute.alone = fixed_mlp(8, {1}, false);
+  compute.head = fixed_mlp(9, {8, 1}, false);
+  return NeuralCostModel("hierarchical", compute, comm);
+}
+
+TEST(NeuralCostModel, HierarchicalCommEqualsItsNetOnEachPassBitForBit) {
+  // The backward's rows share the forward's first inputs, so the prediction computes their part once;
+  // here each pass goes through the whole net, as the model is defined.
+  for (bool backward_without_delays : {true, false}) {
+    NeuralCostModel model = hierarchical_model(backward_without_delays);
+    const CommModelSpec& spec = model.comm_spec();
+    Mlp net = spec.net;
+    net.prepare();
+    for (const auto& [widths, compute] :
+         std::vector<std::pair<std::vector<int64_t>, std::vector<double>>>{
+             {{64, 128, 32, 0, 256, 8}, {1.0, 4.0, 2.5, 0.0, 7.0, 0.5}},
+             {{512, 4, 4, 4}, {3.0, 3.0, 3.0, 3.0}},
+             {{100, 260, 36, 12, 48, 64, 300, 20, 8}, {9.0, 1.0, 2.0, 6.0, 0.1, 3.0, 5.0, 2.0, 4.0}}}) {
+      std::vector<HierCommFeatureVector> rows;
+      std::vector<double> structure;
+      hierarchical_comm_features_into(spec.fabric, widths, compute, rows, structure);
+      auto normalised = [&](HierCommFeatureVector f) {
+        for (std::size_t k = 0; k < f.size(); ++k) {
+          f[k] = (std::min(std::max(f[k], spec.input_min[k]), spec.input_max[k]) - spec.features.mean[k]) /
+                 spec.features.std[k];
+        }
+        return f;
+      };
+      const double latest = *std::max_element(compute.begin(), compute.end());
+      std::vector<double> fw, bw;
+      model.predict_comm(widths, compute, fw, bw);
+      for (std::size_t r = 0; r < widths.size(); ++r) {
+        float out[2];
+        const HierCommFeatureVector forward_row = normalised(rows[r]);
+        net.forward(forward_row.data(), out);
+        const double expected_fw =
+            (latest - compute[r]) + structure[r] * std::exp(static_cast<double>(out[0] * spec.target_std[0] + spec.target_mean[0]));
+        HierCommFeatureVector backward_row = rows[r];
+        if (backward_without_delays) clear_start_delays(backward_row);
+        backward_row = normalised(backward_row);
+        net.forward(backward_row.data(), out);
+        const double expected_bw =
+            structure[r] * std::exp(static_cast<double>(out[1] * spec.target_std[1] + spec.target_mean[1]));
+        EXPECT_EQ(fw[r], expected_fw) << "device " << r << " of " << widths.size();
+        EXPECT_EQ(bw[r], expected_bw) << "device " << r << " of " << widths.size();
+      }
+      if (backward_without_delays) {
+        std::vector<double> fw_even, bw_even;  // start delays change the forward only
+        model.predict_comm(widths, std::vector<double>(widths.size(), 1.0), fw_even, bw_even);
+        EXPECT_EQ(bw_even, bw);
+      }
+    }
+  }
+}
+
+TEST(NeuralCostModel, ComputeEqualsItsHeadBitForBit) {
+  // compute_from_summary sums the head's last layer over its active units only; here the head runs as
+  // the plain Mlp it is, over summaries whose hidden units are active in varied patterns.
+  NeuralCostModel model = fixed_model();
+  const Mlp& head = fixed_mlp(9, {8, 1}, false);
+  Mlp rest;
+  rest.layers = {head.layers[1]};
+  const DenseLayer& first = head.layers[0];
+  std::vector<std::vector<ShardFeatures>> sets = {{shard(1000, 16, 2)},
+                                                  {shard(1000, 16, 2), shard(5'000'000, 128, 30), shard(70, 4, 0.5)},
+                                                  std::vector<ShardFeatures>(40, shard(20000, 64, 8)),
+                                                  {shard(3, 4, 0.01), shard(90'000'000, 256, 200)}};
+  int active_patterns = 0;
+  for (const auto& set : sets) {
+    std::vector<float> sum(static_cast<std::size_t>(model.summary_size()), 0.0f);
+    std::vector<float> one(sum.size());
+    for (const auto& s : set) {
+      model.shard_summary(s, one.data());
+      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += one[i];
+    }
+    const float count = sum[1];
+    float hidden[8];
+    int active = 0;
+    for (std::size_t o = 0; o < 8; ++o) {
+      // The summary holds the first layer's embedding columns applied (summed); its last column is log count's.
+      const float count_weight = first.weight[o * 9 + 8];
+      const float pre = sum[2 + o] / count + count_weight * std::log(count) + first.bias[o];
+      hidden[o] = std::max(pre, 0.0f);
+      active += hidden[o] != 0.0f;
+    }
+    active_patterns += active > 0 && active < 8;
+    float logit = 0.0f;
+    rest.forward(hidden, &logit);
+    const double expected = static_cast<double>(sum[0]) * std::exp(1.0 * std::tanh(static_cast<double>(logit)));
+    EXPECT_EQ(model.compute_from_summary(sum.data()), expected) << set.size() << " shards";
+  }
+  EXPECT_GT(active_patterns, 0);  // some sets leave some units inactive
+}
+
 TEST(NeuralCostModel, OneDeviceHasNoCommunication) {
   std::vector<double> fw, bw;
   fixed_model().predict_comm({128}, {1.0}, fw, bw);

@@ -70,6 +70,45 @@ TEST(NeuroShard, SearchIsNeverWorseThanNoSplits) {
   }
 }
 
+TEST(GridPlacer, PlacesEveryGridPointAsIfAlone) {
+  // place() resumes each grid point from where the smaller cap before it first turned a piece away;
+  // place_at() places one point from scratch. The best over the points must be the same placement.
+  auto model = analytic();
+  int capped_best = 0;
+  for (int devices : {4, 8, 40}) {  // 40: the device index's trees rather than its scan
+    for (int count : {12, 40, 90}) {
+      auto tables = varied_tables(count);
+      Cluster cluster = cluster_of(devices, 8ll << 30);
+      ShardCatalog catalog(tables, cluster, *model, 1);
+      GridOptions grid;
+      GridPlacer placer(catalog, *model, cluster, grid);
+      std::vector<Piece> pieces;  // every third table halved: pieces that keep apart
+      for (int t = 0; t < count; ++t) {
+        const int v = catalog.whole(t);
+        if (t % 3 == 0 && catalog.splittable(v)) {
+          pieces.push_back(Piece{catalog.first_half(v), 0});
+          pieces.push_back(Piece{catalog.second_half(v), catalog.cols(catalog.first_half(v))});
+        } else {
+          pieces.push_back(Piece{v, 0});
+        }
+      }
+      Placement best;
+      for (int k = 0; k < grid.points; ++k) {
+        const double s = grid.min + (grid.max - grid.min) * k / (grid.points - 1);
+        Placement alone = placer.place_at(pieces, s);
+        if (better_placement(alone, best)) best = alone;
+      }
+      Placement placed = placer.place(pieces);
+      ASSERT_TRUE(placed.feasible);
+      EXPECT_EQ(placed.ranks, best.ranks) << devices << " devices, " << count << " tables";
+      EXPECT_EQ(placed.max_cost, best.max_cost) << devices << " devices, " << count << " tables";
+      EXPECT_EQ(placed.width_cap_multiplier, best.width_cap_multiplier);
+      capped_best += best.width_cap_multiplier > grid.min;
+    }
+  }
+  EXPECT_GT(capped_best, 0);  // some best placements come from a resumed grid point
+}
+
 TEST(NeuroShard, RefinementNeverMakesThePlanWorse) {
   auto model = analytic();
   for (int count : {10, 60}) {
