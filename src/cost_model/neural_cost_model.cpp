@@ -320,9 +320,11 @@ bool forward_pair_sharing_inputs(const Mlp& net, const float* a, const float* b,
       last.outputs != 2 || shared > ins) {
     return false;
   }
-  float prefix[kMaxLayerWidth];
-  float ha[kMaxLayerWidth];
-  float hb[kMaxLayerWidth];
+  // The hidden layer per row, then the output sums four rows at a time: twelve independent chains.
+  thread_local std::vector<float> hidden;
+  hidden.resize(2 * n * width);
+  float* ha_all = hidden.data();
+  float* hb_all = ha_all + n * width;
   auto add_inputs = [&](const float* x, std::size_t from, std::size_t to, float* acc) {
     for (std::size_t i = from; i < to; ++i) {
       const float v = x[i];
@@ -331,33 +333,57 @@ bool forward_pair_sharing_inputs(const Mlp& net, const float* a, const float* b,
       for (std::size_t o = 0; o < width; ++o) acc[o] += w[o] * v;
     }
   };
-  auto dot = [&](std::size_t o, const float* h) {
-    const float* w = last.weight.data() + o * width;
-    float sum = last.bias[o];
-    for (std::size_t i = 0; i < width; ++i) sum += w[i] * h[i];
-    return sum;
-  };
-  float out[2];
   for (std::size_t r = 0; r < n; ++r) {
     const float* xa = a + r * ins;
     const float* xb = b + r * ins;
-    std::copy(hidden_layer.bias.begin(), hidden_layer.bias.end(), prefix);
-    add_inputs(xa, 0, shared, prefix);
-    std::copy(prefix, prefix + width, ha);
-    std::copy(prefix, prefix + width, hb);
+    float* ha = ha_all + r * width;
+    float* hb = hb_all + r * width;
+    std::copy(hidden_layer.bias.begin(), hidden_layer.bias.end(), ha);
+    add_inputs(xa, 0, shared, ha);
+    std::copy(ha, ha + width, hb);
     add_inputs(xa, shared, ins, ha);
     add_inputs(xb, shared, ins, hb);
     activate(hidden_layer, ha);
     activate(hidden_layer, hb);
-    out[0] = dot(0, ha);
-    out[1] = dot(1, ha);
+  }
+  const float* w0 = last.weight.data();
+  const float* w1 = w0 + width;
+  auto finish = [&](std::size_t r, float fw0, float fw1, float bw1) {
+    float out[2] = {fw0, fw1};
     if (net.relu_last) activate(last, out);
     a_out[2 * r] = out[0];
     a_out[2 * r + 1] = out[1];
     out[0] = 0.0f;
-    out[1] = dot(1, hb);
+    out[1] = bw1;
     if (net.relu_last) activate(last, out);
     b_out1[r] = out[1];
+  };
+  std::size_t r = 0;
+  for (; r + 4 <= n; r += 4) {
+    const float* h[8] = {ha_all + r * width,       ha_all + (r + 1) * width, ha_all + (r + 2) * width,
+                         ha_all + (r + 3) * width, hb_all + r * width,       hb_all + (r + 1) * width,
+                         hb_all + (r + 2) * width, hb_all + (r + 3) * width};
+    float f0[4], f1[4], g1[4];
+    for (std::size_t k = 0; k < 4; ++k) f0[k] = last.bias[0], f1[k] = last.bias[1], g1[k] = last.bias[1];
+    for (std::size_t i = 0; i < width; ++i) {
+      for (std::size_t k = 0; k < 4; ++k) {
+        f0[k] += w0[i] * h[k][i];
+        f1[k] += w1[i] * h[k][i];
+        g1[k] += w1[i] * h[4 + k][i];
+      }
+    }
+    for (std::size_t k = 0; k < 4; ++k) finish(r + k, f0[k], f1[k], g1[k]);
+  }
+  for (; r < n; ++r) {
+    const float* ha = ha_all + r * width;
+    const float* hb = hb_all + r * width;
+    float f0 = last.bias[0], f1 = last.bias[1], g1 = last.bias[1];
+    for (std::size_t i = 0; i < width; ++i) {
+      f0 += w0[i] * ha[i];
+      f1 += w1[i] * ha[i];
+      g1 += w1[i] * hb[i];
+    }
+    finish(r, f0, f1, g1);
   }
   return true;
 }
