@@ -297,10 +297,6 @@ float head_logit(const float* summary_sum, float weight_sum, float log_count, co
   return logit;
 }
 
-}  // namespace
-
-namespace {
-
 // The comm net over rows `a` (both outputs) and rows `b` (output 1 only), where each b row equals its a
 // row in the first `shared` inputs: the backward's rows are the forward's with the start delays, the
 // last inputs, cleared. Each output is the same chain of additions as in Mlp::forward (the first layer's
