@@ -82,15 +82,24 @@ TEST(GridPlacer, PlacesEveryGridPointAsIfAlone) {
       ShardCatalog catalog(tables, cluster, *model, 1);
       GridOptions grid;
       GridPlacer placer(catalog, *model, cluster, grid);
-      std::vector<Piece> pieces;  // every third table halved: pieces that keep apart
+      // Every third table in pieces that keep apart: halved, and its first half halved again where it
+      // can be, so a table's pieces of two widths sit apart in the placement order (on both sides of
+      // where a grid point resumes).
+      std::vector<Piece> pieces;
       for (int t = 0; t < count; ++t) {
         const int v = catalog.whole(t);
-        if (t % 3 == 0 && catalog.splittable(v)) {
-          pieces.push_back(Piece{catalog.first_half(v), 0});
-          pieces.push_back(Piece{catalog.second_half(v), catalog.cols(catalog.first_half(v))});
-        } else {
+        if (t % 3 != 0 || !catalog.splittable(v)) {
           pieces.push_back(Piece{v, 0});
+          continue;
         }
+        const int first = catalog.first_half(v);
+        if (catalog.splittable(first)) {
+          pieces.push_back(Piece{catalog.first_half(first), 0});
+          pieces.push_back(Piece{catalog.second_half(first), catalog.cols(catalog.first_half(first))});
+        } else {
+          pieces.push_back(Piece{first, 0});
+        }
+        pieces.push_back(Piece{catalog.second_half(v), catalog.cols(first)});
       }
       Placement best;
       for (int k = 0; k < grid.points; ++k) {
