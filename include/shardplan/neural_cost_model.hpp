@@ -149,7 +149,6 @@ class NeuralCostModel final : public CostModel {
   std::string name_;
   ComputeModelSpec compute_;
   Mlp head_rest_;                        // the head after its first layer
-  bool head_ends_in_one_output_ = false;  // head_rest_ is one layer to one unactivated output
   std::vector<float> count_weight_;      // the first layer's column for log count
   std::vector<float> projection_;        // the first layer's columns for the mean embedding, [out][in]
   CommModelSpec comm_;

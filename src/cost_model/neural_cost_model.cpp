@@ -20,33 +20,43 @@ void Mlp::prepare() {
 
 namespace {
 
-// A layer of 8 or more outputs from its weight_by_input: each output starts at its bias and adds the
-// inputs in ascending order; zero inputs (ReLU outputs, mostly) add nothing and are skipped. Eight
-// outputs at a time in a local accumulator, which stays in a register across the inputs.
-inline void wide_layer(const DenseLayer& layer, const float* in, float* out) {
+// Whether a layer takes the wide path: 8 or more outputs, with its weight_by_input built.
+inline bool is_wide(const DenseLayer& layer) {
+  return layer.outputs >= 8 && layer.weight_by_input.size() == static_cast<std::size_t>(layer.inputs * layer.outputs);
+}
+
+// A wide layer's per-output sums `init` (may be `out`) plus inputs [from, to), in ascending order, into
+// `out`; zero inputs (ReLU outputs, mostly) add nothing and are skipped. Eight outputs at a time in a
+// local accumulator, which stays in a register across the inputs.
+inline void add_wide_inputs(const DenseLayer& layer, const float* in, std::size_t from, std::size_t to,
+                            const float* init, float* out) {
   const auto outs = static_cast<std::size_t>(layer.outputs);
-  const auto ins = static_cast<std::size_t>(layer.inputs);
   std::size_t o0 = 0;
   for (; o0 + 8 <= outs; o0 += 8) {
-    float acc[8];
-    for (std::size_t k = 0; k < 8; ++k) acc[k] = layer.bias[o0 + k];
-    for (std::size_t i = 0; i < ins; ++i) {
+    float block[8];
+    for (std::size_t k = 0; k < 8; ++k) block[k] = init[o0 + k];
+    for (std::size_t i = from; i < to; ++i) {
       const float v = in[i];
       if (v == 0.0f) continue;
       const float* w = layer.weight_by_input.data() + i * outs + o0;
-      for (std::size_t k = 0; k < 8; ++k) acc[k] += w[k] * v;
+      for (std::size_t k = 0; k < 8; ++k) block[k] += w[k] * v;
     }
-    for (std::size_t k = 0; k < 8; ++k) out[o0 + k] = acc[k];
+    for (std::size_t k = 0; k < 8; ++k) out[o0 + k] = block[k];
   }
   for (std::size_t o = o0; o < outs; ++o) {
-    float acc = layer.bias[o];
-    for (std::size_t i = 0; i < ins; ++i) {
+    float sum = init[o];
+    for (std::size_t i = from; i < to; ++i) {
       const float v = in[i];
       if (v == 0.0f) continue;
-      acc += layer.weight_by_input[i * outs + o] * v;
+      sum += layer.weight_by_input[i * outs + o] * v;
     }
-    out[o] = acc;
+    out[o] = sum;
   }
+}
+
+// A wide layer: each output starts at its bias and adds the inputs.
+inline void wide_layer(const DenseLayer& layer, const float* in, float* out) {
+  add_wide_inputs(layer, in, 0, static_cast<std::size_t>(layer.inputs), layer.bias.data(), out);
 }
 
 // A layer of few outputs over m samples, each output of each sample the same chain of additions as in
@@ -126,6 +136,20 @@ inline void activate(const DenseLayer& layer, float* out) {
   for (std::size_t o = 0; o < outs; ++o) out[o] = o >= cb && o < ce ? std::min(out[o], 0.0f) : std::max(out[o], 0.0f);
 }
 
+// One layer over m samples (rows `in_stride` and `out_stride` apart), then its activation when asked.
+// Always inlined, so that it is built for AVX2 within its callers' AVX2 clones.
+[[gnu::always_inline]] inline void layer_batch(const DenseLayer& layer, const float* in, std::size_t in_stride, std::size_t m, float* out,
+                        std::size_t out_stride, bool activated) {
+  if (is_wide(layer)) {
+    for (std::size_t s = 0; s < m; ++s) wide_layer(layer, in + s * in_stride, out + s * out_stride);  // as forward()
+  } else {
+    narrow_layer_batch(layer, in, in_stride, m, out, out_stride);
+  }
+  if (activated) {
+    for (std::size_t s = 0; s < m; ++s) activate(layer, out + s * out_stride);
+  }
+}
+
 }  // namespace
 
 // Built for AVX2 machines too (picked at load time): the per-output sums keep their order, so results
@@ -143,7 +167,7 @@ void Mlp::forward(const float* x, float* y) const {
     float* out = last ? y : (l % 2 == 0 ? a : b);
     const auto outs = static_cast<std::size_t>(layer.outputs);
     const auto ins = static_cast<std::size_t>(layer.inputs);
-    if (outs >= 8 && layer.weight_by_input.size() == ins * outs) {
+    if (is_wide(layer)) {
       wide_layer(layer, in, out);  // narrow layers are plain dot products (below), in the same order
     } else {
       // Two outputs at a time: two independent chains of additions, each in the order above.
@@ -191,20 +215,7 @@ void Mlp::forward_batch(const float* x, std::size_t n, float* y) const {
       const bool last = l + 1 == layers.size();
       float* out = last ? y + start * n_out : (l % 2 == 0 ? a : b);
       const std::size_t out_stride = last ? n_out : kMaxLayerWidth;
-      const auto outs = static_cast<std::size_t>(layer.outputs);
-      const auto ins = static_cast<std::size_t>(layer.inputs);
-      if (outs >= 8 && layer.weight_by_input.size() == ins * outs) {
-        for (std::size_t s = 0; s < m; ++s) {  // as forward(): vectorised over the outputs
-          float* o_s = out + s * out_stride;
-          const float* in_s = in + s * in_stride;
-          wide_layer(layer, in_s, o_s);
-        }
-      } else {
-        narrow_layer_batch(layer, in, in_stride, m, out, out_stride);
-      }
-      if (!last || relu_last) {
-        for (std::size_t s = 0; s < m; ++s) activate(layer, out + s * out_stride);
-      }
+      layer_batch(layer, in, in_stride, m, out, out_stride, !last || relu_last);
       in = out;
       in_stride = out_stride;
     }
@@ -227,8 +238,6 @@ NeuralCostModel::NeuralCostModel(std::string name, ComputeModelSpec compute, Com
   head_rest_.layers.assign(compute_.head.layers.begin() + 1, compute_.head.layers.end());
   head_rest_.relu_last = compute_.head.relu_last;
   head_rest_.prepare();
-  head_ends_in_one_output_ = head_rest_.layers.size() == 1 && head_rest_.layers.front().outputs == 1 &&
-                             !head_rest_.relu_last;
 }
 
 void NeuralCostModel::shard_summary(const ShardFeatures& shard, float* summary) const {
@@ -267,8 +276,10 @@ namespace {
 __attribute__((target_clones("avx2", "default")))
 #endif
 float head_logit(const float* summary_sum, float weight_sum, float log_count, const DenseLayer& first,
-                 const float* count_weight, bool activated, const Mlp& rest, bool rest_is_one_output) {
+                 const float* count_weight, const Mlp& rest) {
   const auto outs = static_cast<std::size_t>(first.outputs);
+  const bool activated = !rest.layers.empty() || rest.relu_last;
+  const bool rest_is_one_output = rest.layers.size() == 1 && rest.layers.front().outputs == 1 && !rest.relu_last;
   float hidden[kMaxLayerWidth];  // only the first `outs` are used: no need to clear the rest on every call
   for (std::size_t o = 0; o < outs; ++o) {
     const float pre = summary_sum[2 + o] / weight_sum + count_weight[o] * log_count + first.bias[o];
@@ -292,96 +303,46 @@ float head_logit(const float* summary_sum, float weight_sum, float log_count, co
     }
     return sum;
   }
-  float logit = hidden[0];
-  if (!rest.layers.empty()) rest.forward(hidden, &logit);
+  if (rest.layers.empty()) return hidden[0];  // a head of one layer: its one output
+  float logit = 0.0f;
+  rest.forward(hidden, &logit);
   return logit;
 }
 
-// The comm net over rows `a` (both outputs) and rows `b` (output 1 only), where each b row equals its a
-// row in the first `shared` inputs: the backward's rows are the forward's with the start delays, the
-// last inputs, cleared. Each output is the same chain of additions as in Mlp::forward (the first layer's
-// per-output sums run over the inputs in order, so the shared inputs' part is computed once). Returns
-// false, computing nothing, for nets of another shape than two layers, wide then two outputs.
+// The comm net over rows `a` and rows `b`, where each b row equals its a row in the first `shared`
+// inputs: the backward's rows are the forward's with the start delays, the last inputs, cleared. As two
+// forward_batch calls, bit for bit; with a wide first layer, the shared inputs' part of its sums (which
+// run over the inputs in order) is computed once for both.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 __attribute__((target_clones("avx2", "default")))
 #endif
-bool forward_pair_sharing_inputs(const Mlp& net, const float* a, const float* b, std::size_t n, std::size_t shared,
-                                 float* a_out, float* b_out1) {
-  if (net.layers.size() != 2) return false;
-  const DenseLayer& hidden_layer = net.layers[0];
-  const DenseLayer& last = net.layers[1];
-  const auto ins = static_cast<std::size_t>(hidden_layer.inputs);
-  const auto width = static_cast<std::size_t>(hidden_layer.outputs);
-  if (width < 8 || width > kMaxLayerWidth || hidden_layer.weight_by_input.size() != ins * width ||
-      last.outputs != 2 || shared > ins) {
-    return false;
+void forward_rows_sharing_inputs(const Mlp& net, const float* a, const float* b, std::size_t n, std::size_t shared,
+                                 float* a_out, float* b_out) {
+  const auto ins = static_cast<std::size_t>(net.inputs());
+  if (net.layers.size() != 2 || !is_wide(net.layers[0]) || shared > ins) {
+    net.forward_batch(a, n, a_out);
+    net.forward_batch(b, n, b_out);
+    return;
   }
-  // The hidden layer per row, then the output sums four rows at a time: twelve independent chains.
-  thread_local std::vector<float> hidden;
+  const DenseLayer& first = net.layers[0];
+  const auto width = static_cast<std::size_t>(first.outputs);
+  thread_local std::vector<float> hidden;  // the a rows' hidden units, then the b rows'
   hidden.resize(2 * n * width);
-  float* ha_all = hidden.data();
-  float* hb_all = ha_all + n * width;
-  auto add_inputs = [&](const float* x, std::size_t from, std::size_t to, float* acc) {
-    for (std::size_t i = from; i < to; ++i) {
-      const float v = x[i];
-      if (v == 0.0f) continue;  // as wide_layer: a zero input adds nothing
-      const float* w = hidden_layer.weight_by_input.data() + i * width;
-      for (std::size_t o = 0; o < width; ++o) acc[o] += w[o] * v;
-    }
-  };
+  float* ha = hidden.data();
+  float* hb = ha + n * width;
   for (std::size_t r = 0; r < n; ++r) {
-    const float* xa = a + r * ins;
-    const float* xb = b + r * ins;
-    float* ha = ha_all + r * width;
-    float* hb = hb_all + r * width;
-    std::copy(hidden_layer.bias.begin(), hidden_layer.bias.end(), ha);
-    add_inputs(xa, 0, shared, ha);
-    std::copy(ha, ha + width, hb);
-    add_inputs(xa, shared, ins, ha);
-    add_inputs(xb, shared, ins, hb);
-    activate(hidden_layer, ha);
-    activate(hidden_layer, hb);
+    float* ha_r = ha + r * width;
+    float* hb_r = hb + r * width;
+    add_wide_inputs(first, a + r * ins, 0, shared, first.bias.data(), hb_r);  // the shared part, then each row's own
+    add_wide_inputs(first, a + r * ins, shared, ins, hb_r, ha_r);
+    add_wide_inputs(first, b + r * ins, shared, ins, hb_r, hb_r);
+    activate(first, ha_r);
+    activate(first, hb_r);
   }
-  const float* w0 = last.weight.data();
-  const float* w1 = w0 + width;
-  auto finish = [&](std::size_t r, float fw0, float fw1, float bw1) {
-    float out[2] = {fw0, fw1};
-    if (net.relu_last) activate(last, out);
-    a_out[2 * r] = out[0];
-    a_out[2 * r + 1] = out[1];
-    out[0] = 0.0f;
-    out[1] = bw1;
-    if (net.relu_last) activate(last, out);
-    b_out1[r] = out[1];
-  };
-  std::size_t r = 0;
-  for (; r + 4 <= n; r += 4) {
-    const float* h[8] = {ha_all + r * width,       ha_all + (r + 1) * width, ha_all + (r + 2) * width,
-                         ha_all + (r + 3) * width, hb_all + r * width,       hb_all + (r + 1) * width,
-                         hb_all + (r + 2) * width, hb_all + (r + 3) * width};
-    float f0[4], f1[4], g1[4];
-    for (std::size_t k = 0; k < 4; ++k) f0[k] = last.bias[0], f1[k] = last.bias[1], g1[k] = last.bias[1];
-    for (std::size_t i = 0; i < width; ++i) {
-      for (std::size_t k = 0; k < 4; ++k) {
-        f0[k] += w0[i] * h[k][i];
-        f1[k] += w1[i] * h[k][i];
-        g1[k] += w1[i] * h[4 + k][i];
-      }
-    }
-    for (std::size_t k = 0; k < 4; ++k) finish(r + k, f0[k], f1[k], g1[k]);
-  }
-  for (; r < n; ++r) {
-    const float* ha = ha_all + r * width;
-    const float* hb = hb_all + r * width;
-    float f0 = last.bias[0], f1 = last.bias[1], g1 = last.bias[1];
-    for (std::size_t i = 0; i < width; ++i) {
-      f0 += w0[i] * ha[i];
-      f1 += w1[i] * ha[i];
-      g1 += w1[i] * hb[i];
-    }
-    finish(r, f0, f1, g1);
-  }
-  return true;
+  const DenseLayer& last = net.layers[1];
+  const auto outs = static_cast<std::size_t>(last.outputs);
+  layer_batch(last, ha, width, n, a_out, outs, net.relu_last);
+  layer_batch(last, hb, width, n, b_out, outs, net.relu_last);
 }
 
 }  // namespace
@@ -390,9 +351,8 @@ double NeuralCostModel::compute_from_summary(const float* summary_sum) const {
   const float count = summary_sum[1];
   if (count <= 0.0f) return 0.0;
   const float weight_sum = compute_.latency_weighted_context ? summary_sum[0] : count;
-  const bool activated = !head_rest_.layers.empty() || compute_.head.relu_last;
   const float logit = head_logit(summary_sum, weight_sum, std::log(count), compute_.head.layers.front(),
-                                 count_weight_.data(), activated, head_rest_, head_ends_in_one_output_);
+                                 count_weight_.data(), head_rest_);
   return static_cast<double>(summary_sum[0]) *
              std::exp(static_cast<double>(compute_.interaction_range) * std::tanh(static_cast<double>(logit))) +
          static_cast<double>(compute_.step_cost_ms);
@@ -455,18 +415,13 @@ void NeuralCostModel::predict_comm_hierarchical(const std::vector<int64_t>& dim_
     for (std::size_t k = 0; k < static_cast<std::size_t>(kHierCommFeatures); ++k) f[k] = normalized(k, f[k]);
   }
   thread_local std::vector<float> outputs;
-  thread_local std::vector<float> backward_outputs;
   outputs.resize(2 * n);
   static_assert(sizeof(HierCommFeatureVector) == kHierCommFeatures * sizeof(float), "features are packed rows");
-  // The network's output is the log of measured over structural time.
-  auto scaled = [&](std::size_t r, int output, float value) {
-    const auto o = static_cast<std::size_t>(output);
-    return structure[r] * std::exp(static_cast<double>(value * comm_.target_std[o] + comm_.target_mean[o]));
-  };
-  bool backward_done = false;
+  const float* backward_outputs = outputs.data();
   if (comm_.backward_without_delays) {
     // The backward's rows: the forward's with the start delays cleared (the last inputs).
     thread_local std::vector<HierCommFeatureVector> backward_features;
+    thread_local std::vector<float> backward_out;
     backward_features = features;
     HierCommFeatureVector cleared{};
     clear_start_delays(cleared);
@@ -475,20 +430,20 @@ void NeuralCostModel::predict_comm_hierarchical(const std::vector<int64_t>& dim_
         f[k] = normalized(k, cleared[k]);
       }
     }
-    backward_outputs.resize(n);
-    backward_done = forward_pair_sharing_inputs(comm_.net, features.front().data(), backward_features.front().data(), n,
-                                                kFirstStartDelayFeature, outputs.data(), backward_outputs.data());
-    if (!backward_done) {
-      comm_.net.forward_batch(backward_features.front().data(), n, outputs.data());
-      for (std::size_t r = 0; r < n; ++r) bw_ms[r] = scaled(r, 1, outputs[2 * r + 1]);
-    } else {
-      for (std::size_t r = 0; r < n; ++r) bw_ms[r] = scaled(r, 1, backward_outputs[r]);
-    }
+    backward_out.resize(2 * n);
+    forward_rows_sharing_inputs(comm_.net, features.front().data(), backward_features.front().data(), n,
+                                kFirstStartDelayFeature, outputs.data(), backward_out.data());
+    backward_outputs = backward_out.data();
+  } else {
+    comm_.net.forward_batch(features.front().data(), n, outputs.data());
   }
-  if (!backward_done) comm_.net.forward_batch(features.front().data(), n, outputs.data());
+  // The network's output is the log of measured over structural time.
+  auto scaled = [&](std::size_t r, std::size_t output, float value) {
+    return structure[r] * std::exp(static_cast<double>(value * comm_.target_std[output] + comm_.target_mean[output]));
+  };
   for (std::size_t r = 0; r < n; ++r) {
     fw_ms[r] = (latest - compute_ms[r]) + scaled(r, 0, outputs[2 * r]);
-    if (!comm_.backward_without_delays) bw_ms[r] = scaled(r, 1, outputs[2 * r + 1]);
+    bw_ms[r] = scaled(r, 1, backward_outputs[2 * r + 1]);
   }
 }
 

@@ -19,15 +19,28 @@ namespace {
 constexpr int64_t kNoLimit = DeviceIndex::kNoLimit;
 }
 
-// Per-device state of one placement, reused across the grid's points.
-struct GridPlacer::Scratch : DeviceLoads {
+// Per-device state of a placement under way.
+struct GridPlacer::Loads : DeviceLoads {
   std::vector<std::vector<int>> group_devices;  // devices already holding a piece of each split table
+};
+
+// Loads, and their index, reused across the grid's points.
+struct GridPlacer::Scratch : Loads {
   DeviceIndex index;
 
   void reset(int devices, int size, std::size_t groups) {
     DeviceLoads::reset(devices, size);
     group_devices.assign(groups, {});
   }
+};
+
+// A placement's state just before the first piece its width cap turned from its preferred device.
+struct GridPlacer::Checkpoint {
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::size_t position = kNone;  // in the placement order
+  Loads loads;
+  std::vector<int> ranks;
+  int64_t unplaced_bytes = 0;
 };
 
 GridPlacer::GridPlacer(const ShardCatalog& catalog, const CostModel& model, const Cluster& cluster, GridOptions grid)
@@ -102,9 +115,8 @@ Placement GridPlacer::place_points(const std::vector<Piece>& pieces, std::size_t
   for (std::size_t k = first; k < last; ++k) {
     const double s = grid_[k];
     std::size_t start = 0;
-    if (resume.position != Checkpoint::kNone && k > first && s >= grid_[k - 1]) {
-      static_cast<DeviceLoads&>(scratch) = resume.loads;
-      scratch.group_devices = resume.group_devices;
+    if (resume.position != Checkpoint::kNone && s >= grid_[k - 1]) {
+      static_cast<Loads&>(scratch) = resume.loads;
       trial.ranks = resume.ranks;
       trial.unplaced_bytes = resume.unplaced_bytes;
       start = resume.position;
@@ -180,7 +192,6 @@ bool GridPlacer::place_by_cost(const std::vector<Piece>& pieces, const std::vect
       if (reached && reached->position == Checkpoint::kNone) {
         reached->position = position;
         reached->loads = scratch;
-        reached->group_devices = scratch.group_devices;
         reached->ranks = out.ranks;
         reached->unplaced_bytes = out.unplaced_bytes;
       }

@@ -7,7 +7,6 @@
 #include <limits>
 #include <vector>
 
-#include "device_loads.hpp"
 #include "shard_catalog.hpp"
 #include "shardplan/plan.hpp"
 
@@ -52,17 +51,10 @@ class GridPlacer {
   Placement place_near(const std::vector<Piece>& pieces, double width_cap_multiplier) const;
 
  private:
+  struct Loads;
   struct Scratch;
+  struct Checkpoint;
   struct Prepared;
-  // A placement's state just before the first piece its width cap turned from its preferred device.
-  struct Checkpoint {
-    static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-    std::size_t position = kNone;  // in the placement order
-    DeviceLoads loads;
-    std::vector<std::vector<int>> group_devices;
-    std::vector<int> ranks;
-    int64_t unplaced_bytes = 0;
-  };
   Prepared prepare(const std::vector<Piece>& pieces) const;
   Placement place_points(const std::vector<Piece>& pieces, std::size_t first, std::size_t last) const;
   // Places order[start..] onto the state in `scratch` and `out` (empty when start is 0). Returns whether

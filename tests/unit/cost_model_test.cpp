@@ -36,7 +36,7 @@ Mlp fixed_mlp(int inputs, std::vector<int> widths, bool relu_last) {
   return mlp;
 }
 
-NeuralCostModel fixed_model() {
+ComputeModelSpec fixed_compute() {
   ComputeModelSpec compute;
   compute.features.mean.assign(kComputeFeatures, 0.5f);
   compute.features.std.assign(kComputeFeatures, 2.0f);
@@ -44,6 +44,11 @@ NeuralCostModel fixed_model() {
   compute.alone = fixed_mlp(8, {1}, false);
   compute.head = fixed_mlp(9, {8, 1}, false);
   compute.interaction_range = 1.0f;
+  return compute;
+}
+
+NeuralCostModel fixed_model() {
+  ComputeModelSpec compute = fixed_compute();
   CommModelSpec comm;
   comm.features.mean.assign(kCommFeatures, 0.0f);
   comm.features.std.assign(kCommFeatures, 100.0f);
@@ -155,7 +160,6 @@ TEST(Mlp, BatchedForwardEqualsOneByOneBitForBit) {
 // A hierarchical comm model as trained ones are: 9 inputs, a wide hidden layer, two outputs, the
 // backward seeing no start delays, inputs clamped to a range some features fall outside of.
 NeuralCostModel hierarchical_model(bool backward_without_delays) {
-  NeuralCostModel base = fixed_model();
   CommModelSpec comm;
   comm.form = CommForm::kHierarchical;
   comm.features.mean.assign(kHierCommFeatures, 0.2f);
@@ -173,13 +177,7 @@ NeuralCostModel hierarchical_model(bool backward_without_delays) {
   comm.fabric.inter_bytes_per_ms = 1e6;
   comm.fabric.inter_peer_latency_ms = 0.8;
   comm.backward_without_delays = backward_without_delays;
-  ComputeModelSpec compute;
-  compute.features.mean.assign(kComputeFeatures, 0.5f);
-  compute.features.std.assign(kComputeFeatures, 2.0f);
-  compute.shard_net = fixed_mlp(kComputeFeatures, {16, 8}, true);
-  compute.alone = fixed_mlp(8, {1}, false);
-  compute.head = fixed_mlp(9, {8, 1}, false);
-  return NeuralCostModel("hierarchical", compute, comm);
+  return NeuralCostModel("hierarchical", fixed_compute(), comm);
 }
 
 TEST(NeuralCostModel, HierarchicalCommEqualsItsNetOnEachPassBitForBit) {
@@ -236,7 +234,7 @@ TEST(NeuralCostModel, ComputeEqualsItsHeadBitForBit) {
   // compute_from_summary sums the head's last layer over its active units only; here the head runs as
   // the plain Mlp it is, over summaries whose hidden units are active in varied patterns.
   NeuralCostModel model = fixed_model();
-  const Mlp& head = fixed_mlp(9, {8, 1}, false);
+  const Mlp head = fixed_compute().head;
   Mlp rest;
   rest.layers = {head.layers[1]};
   const DenseLayer& first = head.layers[0];
