@@ -14,13 +14,18 @@ inline constexpr const char* kHierarchicalCommForm = "hierarchical";
 // meta.json's comm.backward_context when the backward's correction sees no start delays (CommModelSpec).
 inline constexpr const char* kBackwardWithoutDelays = "no start delays";
 
-// Loads a model directory. Missing or corrupt files throw InputError naming the file.
+// Loads a model directory, or a bundled model by name (resolve_model_dir). Missing or corrupt files throw
+// InputError naming the file.
 std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir);
 
 // The bundled model: `models/default` beside the executable's directory (a build tree) or under its
 // install prefix (share/shard-plan/models/default), else under the configured install prefix, else in
 // the source tree the build was configured from. Empty when none exists.
 std::string find_default_model_dir();
+
+// A model directory as given, or, for a bare name that is no directory here ("h100"), the bundled
+// models/NAME found as above; the name unchanged when there is none (the loader then names it).
+std::string resolve_model_dir(const std::string& dir_or_name);
 
 // A file shipped with shard-plan ("data/pool.json"), found the same way; empty when it is not there.
 std::string find_bundled_path(const std::string& relative);

@@ -99,6 +99,9 @@ struct CommModelSpec {
   // hierarchical: the backward's correction sees no start delays (they are the forward's: the backward
   // starts together, after the dense layers); models trained before it saw the forward's delays.
   bool backward_without_delays = false;
+  // hierarchical: `net` was trained on other hardware than `fabric` describes (a GPU's compute-only
+  // model keeps a CPU-measured comm net), so the all-to-all is the structure's estimate on `fabric` alone.
+  bool structure_only = false;
 };
 
 // Whether an Mlp is non-decreasing in input `input`: that input's first-layer weights are non-negative,

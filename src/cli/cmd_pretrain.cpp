@@ -15,7 +15,14 @@ void print_metrics(const nlohmann::json& meta) {
   const auto& m = meta["metrics"];
   fmt::print("test metrics:\n");
   print_metrics_line("compute", m["compute"]);
-  if (m.contains("comm_source")) fmt::print("communication model carried over from {}:\n", m["comm_source"].get<std::string>());
+  if (m.contains("comm_source")) {
+    const std::string source = m["comm_source"].get<std::string>();
+    if (source.rfind("no model", 0) == 0) {
+      fmt::print("communication: {}\n", source);
+    } else {
+      fmt::print("communication model carried over from {}:\n", source);
+    }
+  }
   if (!m["comm"].is_null()) {
     print_metrics_line("comm forward", m["comm"]["fw"]);
     print_metrics_line("comm backward", m["comm"]["bw"]);
@@ -37,6 +44,7 @@ int run_pretrain(int argc, char** argv) {
   app.footer(R"(Example:
   shard-plan pretrain-cost-model --data data/costs/cpu-2core --out models/default
   shard-plan pretrain-cost-model --data costs/my-gpu --comm-from models/default --out models/my-gpu
+  shard-plan pretrain-cost-model --data data/costs/h100 --comm-from default --hardware h100-sxm-ib400 --out models/h100
 
 The same seed and thread count give the same model.)");
   PretrainConfig config;

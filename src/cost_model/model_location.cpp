@@ -31,6 +31,16 @@ std::string find_bundled_path(const std::string& relative) {
   return "";
 }
 
+std::string resolve_model_dir(const std::string& dir_or_name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(dir_or_name, ec) || dir_or_name.empty() || dir_or_name.find('/') != std::string::npos) {
+    return dir_or_name;
+  }
+  std::string meta = find_bundled_path("models/" + dir_or_name + "/meta.json");
+  return meta.empty() ? dir_or_name : fs::path(meta).parent_path().string();
+}
+
 std::string find_default_model_dir() {
   std::string dir = find_bundled_path("models/default/meta.json");
   return dir.empty() ? "" : std::filesystem::path(dir).parent_path().string();

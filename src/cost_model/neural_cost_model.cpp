@@ -466,7 +466,8 @@ double NeuralCostModel::allreduce_ms(double bytes, int num_devices) const {
 }
 
 void NeuralCostModel::plan_for_hardware(CommFabric fabric) {
-  const bool measured_here = comm_.form == CommForm::kHierarchical && fabric.name == comm_.fabric.name;
+  const bool measured_here =
+      comm_.form == CommForm::kHierarchical && !comm_.structure_only && fabric.name == comm_.fabric.name;
   fabric.batch_size = comm_.form == CommForm::kHierarchical ? comm_.fabric.batch_size : kScaleFreeCommBatch;
   structure_only_ = !measured_here;
   planning_fabric_ = std::move(fabric);

@@ -10,13 +10,19 @@ set(SHARDPLAN_COMM_CLI_SOURCES
 )
 
 # c10d's ProcessGroupGloo.hpp includes Gloo's headers, which Debian ships apart from LibTorch.
-find_path(SHARDPLAN_GLOO_INCLUDE_DIR gloo/algorithm.h)
+# PyTorch's own LibTorch ships Gloo's headers beside its own; a staged copy (SHARDPLAN_DEPS_DIR) is the fallback.
+find_path(SHARDPLAN_GLOO_INCLUDE_DIR gloo/algorithm.h HINTS ${TORCH_INCLUDE_DIRS}
+          PATHS "${SHARDPLAN_DEPS_DIR}/gloo-include" NO_CACHE)
 if(NOT SHARDPLAN_GLOO_INCLUDE_DIR)
   message(FATAL_ERROR "collect-costs comm needs Gloo's headers (gloo/algorithm.h), which c10d's ProcessGroupGloo.hpp "
                       "includes: install libgloo-dev (Debian), or configure with -DSHARDPLAN_WITH_TORCH=OFF")
 endif()
 # A system directory (/usr/include) must not be added again: it would break #include_next.
-if(NOT SHARDPLAN_GLOO_INCLUDE_DIR IN_LIST CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)
+string(REGEX REPLACE "(.)/+$" "\\1" SHARDPLAN_GLOO_INCLUDE_DIR "${SHARDPLAN_GLOO_INCLUDE_DIR}")  # as the lists spell it
+set(_torch_includes ${TORCH_INCLUDE_DIRS})
+list(TRANSFORM _torch_includes REPLACE "(.)/+$" "\\1")
+if(NOT SHARDPLAN_GLOO_INCLUDE_DIR IN_LIST CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES AND
+   NOT SHARDPLAN_GLOO_INCLUDE_DIR IN_LIST _torch_includes)
   set_property(SOURCE ${PROJECT_SOURCE_DIR}/src/torch/comm_benchmark.cpp APPEND PROPERTY
                INCLUDE_DIRECTORIES ${SHARDPLAN_GLOO_INCLUDE_DIR})
 endif()

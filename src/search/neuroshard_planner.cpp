@@ -10,7 +10,7 @@
 #include <unordered_map>
 
 #include "grid_placement.hpp"
-#include "parallel_for.hpp"
+#include "shardplan/parallel_for.hpp"
 #include "placement_refinement.hpp"
 #include "shard_catalog.hpp"
 #include "sharding_type_pass.hpp"

@@ -1,4 +1,4 @@
-#include "parallel_for.hpp"
+#include "shardplan/parallel_for.hpp"
 
 #include <algorithm>
 #include <atomic>

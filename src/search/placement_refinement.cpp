@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "device_loads.hpp"
-#include "parallel_for.hpp"
+#include "shardplan/parallel_for.hpp"
 
 namespace shardplan {
 

@@ -3,7 +3,7 @@
 #include <functional>
 #include <map>
 
-#include "parallel_for.hpp"
+#include "shardplan/parallel_for.hpp"
 
 namespace shardplan {
 

@@ -8,7 +8,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "parallel_for.hpp"
+#include "shardplan/parallel_for.hpp"
 #include "shardplan/cluster.hpp"
 #include "shardplan/validate.hpp"
 

@@ -11,11 +11,25 @@
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <torch/cuda.h>
+#include <torch/version.h>
 #include <unistd.h>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+// LibTorch 2 made the process groups backends behind a dispatching ProcessGroup; the collectives this file
+// calls are the backends' own, so it holds the backend directly (1.13's groups were ProcessGroups).
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+namespace shardplan {
+using CollectiveGroup = c10d::Backend;
+}
+#else
+namespace shardplan {
+using CollectiveGroup = c10d::ProcessGroup;
+}
+#endif
 
 #if defined(SHARDPLAN_WITH_NCCL)
 #include <ATen/cuda/CUDAContext.h>
@@ -186,9 +200,9 @@ struct Job {
   at::TensorOptions double_options;
   bool cuda = false;
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  c10::intrusive_ptr<CollectiveGroup> group;
   // This rank's host's ranks (table-row-wise tables' collectives); null unless a workload needs them.
-  c10::intrusive_ptr<c10d::ProcessGroup> host_group;
+  c10::intrusive_ptr<CollectiveGroup> host_group;
   int host_size = 0;
 
   // Waits for a collective; on CUDA also for the stream, so the clock covers the transfer itself.
@@ -404,7 +418,7 @@ struct Timing {
 // this LibTorch has no reduce_scatter, so it is the direct algorithm, the same bytes on the wire: an
 // all-to-all of equal blocks and a sum of the blocks received.
 // Table-row-wise tables do the same among their host's ranks (`group` of `size` ranks).
-void reduce_scatter_rows(const Job& job, c10d::ProcessGroup& group, int size, at::Tensor& partial, at::Tensor& received,
+void reduce_scatter_rows(const Job& job, CollectiveGroup& group, int size, at::Tensor& partial, at::Tensor& received,
                          at::Tensor& mine) {
   if (job.cuda) {
     job.finish(group._reduce_scatter_base(mine, partial));
@@ -417,7 +431,7 @@ void reduce_scatter_rows(const Job& job, c10d::ProcessGroup& group, int size, at
 }
 
 // Their backward: every rank's gradients for its samples go to every rank (all-gather).
-void all_gather_rows(const Job& job, c10d::ProcessGroup& group, int size, at::Tensor& mine, at::Tensor& gathered) {
+void all_gather_rows(const Job& job, CollectiveGroup& group, int size, at::Tensor& mine, at::Tensor& gathered) {
   if (job.cuda) {
     job.finish(group._allgather_base(gathered, mine));
     return;

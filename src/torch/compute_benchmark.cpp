@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "shardplan/dataset/trace.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/parallel_for.hpp"
 
 namespace shardplan {
 
@@ -47,13 +49,21 @@ std::vector<WidthGroup> build_groups(const std::vector<Table>& shards, const Com
                                      const torch::Device& device) {
   std::map<int, std::vector<std::size_t>> by_width;
   for (std::size_t i = 0; i < shards.size(); ++i) by_width[shards[i].dim].push_back(i);
+  // Drawing the traces (millions of lookups at a GPU's batch) took most of a sample's time on an H100;
+  // each depends on its shard and seed alone, so for a GPU they are drawn on every core. A CPU's timing
+  // keeps one thread, as its bundled data was collected (other threads' heaps could change its memory).
+  std::vector<IndexTrace> traces(shards.size());
+  parallel_for(static_cast<int>(shards.size()), device.is_cuda() ? 0 : 1, [&](int i) {
+    const auto k = static_cast<std::size_t>(i);
+    traces[k] = synthesize_trace(shards[k], config.batch_size, seed + k * 7919);
+  });
   std::vector<WidthGroup> groups;
   for (const auto& [width, members] : by_width) {
     int64_t total_rows = 0;
     std::vector<int64_t> indices;
     std::vector<int64_t> offsets;
     for (std::size_t i : members) {
-      IndexTrace trace = synthesize_trace(shards[i], config.batch_size, seed + i * 7919);
+      const IndexTrace trace = std::move(traces[i]);
       int64_t base = static_cast<int64_t>(indices.size());
       for (int64_t b = 0; b < config.batch_size; ++b) offsets.push_back(base + trace.offsets[static_cast<std::size_t>(b)]);
       for (int64_t id : trace.indices) indices.push_back(id + total_rows);
@@ -135,8 +145,29 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
+std::string nvidia_gpu_model(const std::string& driver_gpus_dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  std::vector<fs::path> gpus;
+  for (const auto& entry : fs::directory_iterator(driver_gpus_dir, error)) gpus.push_back(entry.path());
+  std::sort(gpus.begin(), gpus.end());  // the lowest bus id first: cuda:0 in the default order
+  for (const auto& gpu : gpus) {
+    std::ifstream in(gpu / "information");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("Model:", 0) != 0) continue;
+      auto first = line.find_first_not_of(" \t", 6);
+      if (first != std::string::npos) return line.substr(first);
+    }
+  }
+  return "";
+}
+
 std::string device_model(const std::string& device) {
-  if (device == "cuda") return "CUDA device (model not exposed by LibTorch's C++ API)";
+  if (device == "cuda") {
+    std::string gpu = nvidia_gpu_model();
+    return gpu.empty() ? "CUDA device (no NVIDIA driver information in /proc)" : gpu;
+  }
   return cpu_model();
 }
 

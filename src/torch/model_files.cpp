@@ -79,10 +79,13 @@ void save_model_directory(const std::string& dir, const nlohmann::json& meta, Co
   write_file_atomically((root / "meta.json").string(), meta.dump(2) + "\n");
 }
 
-ModelFiles load_model_files(const std::string& dir) {
+ModelFiles load_model_files(const std::string& dir_or_name) {
+  const std::string dir = resolve_model_dir(dir_or_name);
   fs::path root(dir);
   std::error_code ec;
-  if (!fs::is_directory(root, ec)) throw InputError(fmt::format("{}: not a model directory", dir));
+  if (!fs::is_directory(root, ec)) {
+    throw InputError(fmt::format("{}: not a model directory, nor the name of a bundled model (models/NAME)", dir));
+  }
   const std::string source = (root / "meta.json").string();
   ModelFiles files;
   nlohmann::json& meta = files.meta;
@@ -146,6 +149,10 @@ ModelFiles load_model_files(const std::string& dir) {
       }
       comm.backward_without_delays = true;
     }
+    if (const auto* structure_only = find_member(meta["comm"], "structure_only")) {
+      if (!structure_only->is_boolean()) throw_field_error(source, "comm.structure_only", "must be true or false", *structure_only);
+      comm.structure_only = structure_only->get<bool>();
+    }
     for (const char* key : {"input_min", "input_max"}) {
       const auto& list = read_array(require_member(meta["comm"], key, source, "comm"), source, std::string("comm.") + key);
       if (static_cast<int>(list.size()) != comm_inputs) {
@@ -194,6 +201,7 @@ std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir) {
   std::string name = files.meta.value("name", fs::path(dir).filename().string());
   auto model = std::make_unique<NeuralCostModel>("neural:" + name, std::move(files.compute_spec), std::move(files.comm_spec));
   model->set_hardware(hardware_from_model_meta(files.meta));
+  if (model->comm_spec().structure_only) model->plan_for_hardware(model->comm_spec().fabric);
   return model;
 }
 

@@ -12,5 +12,7 @@ set(SHARDPLAN_TORCH_CLI_SOURCES
   ${PROJECT_SOURCE_DIR}/src/cli/cmd_import_dlrm.cpp
 )
 # zlib unpacks .pt.gz files and deflated zip entries (Debian: zlib1g-dev).
-find_package(ZLIB REQUIRED)
+if(NOT TARGET ZLIB::ZLIB)  # cmake/VendoredDeps.cmake may have found it already
+  find_package(ZLIB REQUIRED)
+endif()
 list(APPEND SHARDPLAN_TORCH_EXTRA_LIBS ZLIB::ZLIB)

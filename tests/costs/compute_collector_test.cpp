@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "shardplan/cluster.hpp"
 #include "shardplan/costs/compute_benchmark.hpp"
@@ -79,6 +80,20 @@ TEST(ComputeCollector, DrawsAugmentedWidthsWithinTheMemoryCap) {
       EXPECT_EQ(again[k].dim, shards[k].dim);
     }
   }
+}
+
+TEST(ComputeBenchmark, NamesTheFirstGpuByBusIdFromNvidiasDriverFolder) {
+  fs::path root = fs::temp_directory_path() / ("shardplan-gpus-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  EXPECT_EQ(nvidia_gpu_model(root.string()), "");  // no driver: no name, and no error
+  auto write_gpu = [&](const std::string& bus, const std::string& model) {
+    fs::create_directories(root / bus);
+    std::ofstream(root / bus / "information") << "Model: \t\t " << model << "\nIRQ:   \t\t 41\n";
+  };
+  write_gpu("0000:00:07.0", "NVIDIA A100-SXM4-80GB");
+  write_gpu("0000:00:06.0", "NVIDIA H100 80GB HBM3");  // the lower bus id: cuda:0 in the default order
+  EXPECT_EQ(nvidia_gpu_model(root.string()), "NVIDIA H100 80GB HBM3");
+  fs::remove_all(root);
 }
 
 TEST(ComputeCollector, CollectsResumesAndRecordsProvenance) {

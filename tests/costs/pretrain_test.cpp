@@ -5,10 +5,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "shardplan/comm_structure.hpp"
 #include "shardplan/cost_model_io.hpp"
 #include "shardplan/costs/cost_data.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/hardware_profile.hpp"
+#include "shardplan/model_hardware.hpp"
 #include "shardplan/neural_cost_model.hpp"
 #include "shardplan/pretrain.hpp"
 
@@ -351,6 +354,56 @@ TEST(Pretrain, ComputeOnlyDataKeepsTheCommModelOfAnother) {
   EXPECT_EQ(kept->hardware().comm_world_sizes, (std::vector<int>{2, 4, 8}));
   EXPECT_LT(meta["metrics"]["compute"]["mape_percent"].get<double>(), 100.0);
   fs::remove_all(data);
+}
+
+TEST(Pretrain, ComputeOnlyDataWithAProfileEstimatesTheAllToAllOnItsLinksAtTheComputeBatch) {
+  fs::path data = write_synthetic_data("gpu-compute", 200, 40);
+  fs::path full = data / "full-model";
+  pretrain_cost_models(quick_config(data, full, 5));
+  // A GPU's compute data: timed at batch 65536, where the donor's all-to-alls were timed at 2048.
+  fs::path gpu = data / "gpu";
+  {
+    CostData measured = load_cost_data((data / "compute").string(), CostKind::kCompute);
+    CostDataWriter writer((gpu / "compute").string(),
+                          {{"kind", "compute"}, {"config", {{"synthetic", true}}}, {"device", "cuda"}, {"batch_size", 65536}});
+    for (const auto& s : measured.compute) writer.append(compute_sample_to_json(s));
+  }
+  const std::string profile_path = std::string(SHARDPLAN_SOURCE_DIR) + "/data/hardware/h100-sxm-ib400.json";
+  PretrainConfig config = quick_config(gpu, data / "gpu-model", 5);
+  config.comm_from = full.string();
+  config.hardware = profile_path;
+  nlohmann::json meta = pretrain_cost_models(config);
+  EXPECT_EQ(meta["comm"]["structure_only"], true);
+  EXPECT_EQ(meta["comm"]["fabric"]["batch_size"], 65536);
+  EXPECT_EQ(meta["hardware"]["comm"]["profile"], "h100-sxm-ib400");
+  EXPECT_FALSE(meta["hardware"]["comm"].contains("world_sizes"));  // no all-to-all was measured for it
+  EXPECT_TRUE(meta["metrics"]["comm"].is_null());
+  EXPECT_NE(meta["metrics"]["comm_source"].get<std::string>().find("not measured"), std::string::npos);
+
+  auto model = load_cost_model((data / "gpu-model").string());
+  EXPECT_TRUE(model->comm_structure_only());
+  const CommFabric links = fabric_of(load_hardware_profile(profile_path), 65536);
+  const std::vector<int64_t> widths = {100, 400, 250, 800};
+  std::vector<double> fw, bw, structure;
+  predict(*model, widths, fw, bw);
+  hierarchical_alltoall_ms(links, widths, structure);
+  EXPECT_EQ(bw, structure);
+  // Planning for the same profile by name must not take the donor's net for a measurement of it.
+  model->plan_for_hardware(fabric_of(load_hardware_profile(profile_path), 0));
+  EXPECT_TRUE(model->comm_structure_only());
+  predict(*model, widths, fw, bw);
+  EXPECT_EQ(bw, structure);
+  EXPECT_EQ(describe_hardware(model->hardware()).find("gloo"), std::string::npos) << describe_hardware(model->hardware());
+  fs::remove_all(data);
+}
+
+TEST(Pretrain, BundledH100ModelIsFoundByNameAndPlansItsAllToAllOnNvlink) {
+  auto model = load_cost_model("h100");
+  EXPECT_TRUE(model->comm_structure_only());
+  EXPECT_EQ(model->hardware().compute_device, "cuda");
+  EXPECT_EQ(model->hardware().compute_device_model, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(model->comm_spec().fabric.name, "h100-sxm-ib400");
+  EXPECT_EQ(model->comm_spec().fabric.batch_size, 65536);
 }
 
 TEST(ModelFiles, MissingOrCorruptFilesAreBadInput) {

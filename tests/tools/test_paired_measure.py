@@ -31,7 +31,8 @@ if args[0] == "evaluate":
         before = sum(1 for line in f if json.loads(line).get("plan") == arg("--plan"))
     with open(log, "a") as f:
         f.write(json.dumps({"plan": arg("--plan"), "algo": plan["algo"], "seed": arg("--seed"),
-                            "model": arg("--model"), "comm": "--measure-comm" in args}) + "\n")
+                            "model": arg("--model"), "comm": "--measure-comm" in args,
+                            "device": arg("--measure-device", "cpu")}) + "\n")
     base = {"a": 10.0, "b": 20.0}[plan["algo"]] + int(arg("--seed"))
     factor = 2.0 ** before  # the second timing of a plan measures twice the first
     print(json.dumps({"predicted": {"max_total_ms": base + 1, "max_compute_ms": base},
@@ -115,6 +116,13 @@ class PairedMeasureTest(unittest.TestCase):
         last = self.calls()[-2:]
         self.assertEqual(sorted(c["algo"] for c in last), ["a", "b"])
         self.assertFalse(any(c["comm"] for c in last))
+        self.assertEqual({c["device"] for c in last}, {"cpu"})
+
+    def test_measure_args_reach_every_timing(self):
+        r = self.run_tool("--planner", "a=--algo a", "--planner", "b=--algo a", "--passes", "1", "--first", "1",
+                          "--no-comm", "--measure-args", "--measure-device cuda --measure-batch-size 65536")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([c["device"] for c in self.calls()], ["cuda", "cuda"])
 
     def test_bad_usage_exits_2_and_names_the_flag(self):
         for args, message in ((["--planner", "a=--algo a"], "at least two planners"),

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "shardplan/cost_features.hpp"
+#include "shardplan/cost_model_io.hpp"
 #include "shardplan/cost_model.hpp"
 #include "shardplan/neural_cost_model.hpp"
 #include "shardplan/planner.hpp"
@@ -316,6 +318,25 @@ TEST(CostFeatures, CommFeaturesDescribeOwnWidthAndWait) {
   EXPECT_FLOAT_EQ(f[1][6], std::log1p(2.0f));    // waits 2 ms for the latest device
   EXPECT_FLOAT_EQ(f[0][6], 0.0f);
   EXPECT_EQ(comm_waits({2.0, 0.0}), (std::vector<double>{0.0, 2.0}));
+}
+
+TEST(ModelLocation, BareNamesFindBundledModelsAndEverythingElsePassesThrough) {
+  namespace fs = std::filesystem;
+  const std::string h100 = resolve_model_dir("h100");
+  EXPECT_TRUE(fs::exists(fs::path(h100) / "meta.json")) << h100;
+  EXPECT_EQ(fs::path(h100).filename(), "h100");
+  EXPECT_EQ(resolve_model_dir("default"), find_default_model_dir());
+  EXPECT_EQ(resolve_model_dir("no-such-model"), "no-such-model");  // the loader names it in its error
+  EXPECT_EQ(resolve_model_dir("models/h100"), "models/h100");      // a path is the user's, as given
+  EXPECT_EQ(resolve_model_dir(""), "");
+  // A directory here of a bundled model's name is the user's, not the bundled one.
+  const fs::path here = fs::temp_directory_path() / "shardplan-model-location";
+  fs::create_directories(here / "h100");
+  const fs::path before = fs::current_path();
+  fs::current_path(here);
+  EXPECT_EQ(resolve_model_dir("h100"), "h100");
+  fs::current_path(before);
+  fs::remove_all(here);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "parallel_for.hpp"
+#include "shardplan/parallel_for.hpp"
 
 namespace shardplan {
 namespace {

@@ -34,5 +34,9 @@ std::string torch_version();
 bool cuda_available();
 std::string cpu_model();
 std::string device_model(const std::string& device);
+// LibTorch's C++ API does not name the GPU; NVIDIA's driver does, in each GPU's folder under
+// /proc/driver/nvidia/gpus (a line "Model: NVIDIA H100 80GB HBM3"). The first GPU's by bus id; empty
+// when there is none.
+std::string nvidia_gpu_model(const std::string& driver_gpus_dir = "/proc/driver/nvidia/gpus");
 
 }  // namespace shardplan
