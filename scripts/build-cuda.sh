@@ -20,7 +20,7 @@ stage_deps() {
     cp -r "/usr/include/$dir" .deps/include/
   done
   cp /usr/include/zlib.h /usr/include/zconf.h .deps/include/
-  # A fallback only: PyTorch's LibTorch normally ships Gloo's headers itself.
+  # c10d's Gloo backend includes Gloo's headers, which PyTorch's wheel (2.11) does not ship.
   if [[ -d /usr/include/gloo ]]; then cp -r /usr/include/gloo .deps/gloo-include/; fi
   echo "staged into .deps/ ($(du -sh .deps | cut -f1))"
 }

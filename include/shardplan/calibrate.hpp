@@ -28,6 +28,9 @@ struct CalibrateConfig {
   double holdout_fraction = 0.2;   // samples kept out of the fine-tuning to measure its error
   CalibrationSampling sampling;
   ComputeBenchConfig bench;        // how a set is timed (device, batch, iterations)
+  // A hardware profile (name or file): the all-to-all becomes its links' structure alone, at bench's batch
+  // (a GPU's calibration from the CPU-measured bundled model). Empty: the base's comm part is kept.
+  std::string hardware;
   // Fine-tuning: Adam on the MSE of log latency, from the base weights, early stopping on a validation part.
   int epochs = 300;
   int patience = 30;

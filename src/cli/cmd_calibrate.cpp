@@ -46,6 +46,10 @@ run: measuring stops early enough to leave time to fine-tune.)");
   app.add_option("--out", config.out_dir, "Model directory to write (created, or resumed when it holds a calibration)")
       ->required();
   app.add_option("--base", config.base_dir, "Model to start from; default: the bundled model")->type_name("DIR");
+  app.add_option("--hardware", config.hardware,
+                 "Plan the all-to-all on this profile's links at --batch-size, by the structure alone (a GPU's "
+                 "calibration: the base's all-to-alls were timed elsewhere); default: keep the base's")
+      ->type_name("NAME|FILE");
   app.add_option("--tables", config.pool_path, "Table pool the sets are drawn from; default: the bundled data/pool.json");
   app.add_option("--samples", config.samples, "Shard sets to measure")->capture_default_str();
   app.add_option("--minutes", config.minutes, "Time for the whole run, measuring and fine-tuning")->capture_default_str();

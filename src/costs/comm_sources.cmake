@@ -10,7 +10,8 @@ set(SHARDPLAN_COMM_CLI_SOURCES
 )
 
 # c10d's ProcessGroupGloo.hpp includes Gloo's headers, which Debian ships apart from LibTorch.
-# PyTorch's own LibTorch ships Gloo's headers beside its own; a staged copy (SHARDPLAN_DEPS_DIR) is the fallback.
+# A LibTorch may ship Gloo's headers beside its own; PyTorch 2.11's wheel does not, and takes the copy that
+# scripts/build-cuda.sh stages from Debian's libgloo-dev (SHARDPLAN_DEPS_DIR).
 find_path(SHARDPLAN_GLOO_INCLUDE_DIR gloo/algorithm.h HINTS ${TORCH_INCLUDE_DIRS}
           PATHS "${SHARDPLAN_DEPS_DIR}/gloo-include" NO_CACHE)
 if(NOT SHARDPLAN_GLOO_INCLUDE_DIR)

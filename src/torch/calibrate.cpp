@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include "model_files.hpp"
 #include "shardplan/atomic_file.hpp"
@@ -19,6 +20,7 @@
 #include "shardplan/costs/timing_memory.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/hardware_profile.hpp"
 #include "shardplan/interrupt.hpp"
 #include "shardplan/json_file.hpp"
 #include "shardplan/median.hpp"
@@ -141,6 +143,9 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   check_config(config);
   const auto started = std::chrono::steady_clock::now();
   ModelFiles base = load_model_files(config.base_dir);
+  // Read before minutes of measuring, so that a bad --hardware fails at once.
+  std::optional<HardwareProfile> links;
+  if (!config.hardware.empty()) links = load_hardware_profile(config.hardware);
   std::shared_ptr<const CostModel> base_model = load_cost_model(config.base_dir);
   const ModelHardware base_hardware = base_model->hardware();
   const std::string base_identity =
@@ -245,6 +250,11 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   meta["compute"]["step_cost_ms"] = net->step_cost_ms();
   nlohmann::json comm_hardware = hardware_to_json(base_hardware).value("comm", nlohmann::ordered_json::object());
   comm_hardware["from_model"] = config.base_dir;
+  if (links) {
+    plan_comm_on_profile(meta["comm"], comm_hardware, *links, config.bench.batch_size, config.base_dir);
+  } else {
+    match_comm_batch(meta["comm"], config.bench.batch_size, config.base_dir);
+  }
   meta["hardware"] = {{"compute", {{"device", source_meta.value("device", "")},
                                    {"device_model", source_meta.value("device_model", "")},
                                    {"host", source_meta.value("host", "")},
@@ -270,8 +280,11 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
       {"best_epoch", tuned.best_epoch},
       {"stopped_by_time", tuned.stopped_by_time},
       {"learning_rate", config.learning_rate},
-      {"comm", fmt::format("kept from the base model {}: compute-only calibration cannot time all-to-alls",
-                           config.base_dir)},
+      {"comm", links ? fmt::format("the hierarchical estimate on profile {}'s links at batch {}, not measured: "
+                                   "compute-only calibration cannot time all-to-alls",
+                                   links->name, config.bench.batch_size)
+                     : fmt::format("kept from the base model {}: compute-only calibration cannot time all-to-alls",
+                                   config.base_dir)},
       {"seconds", std::round(seconds)},
       {"command", config.command_line}};
   meta["metrics"]["compute"] = after;

@@ -1,6 +1,7 @@
 #include "model_files.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
 
@@ -77,6 +78,35 @@ void save_model_directory(const std::string& dir, const nlohmann::json& meta, Co
   save_weights(compute, root / kComputeWeightsFile);
   save_weights(comm, root / kCommWeightsFile);
   write_file_atomically((root / "meta.json").string(), meta.dump(2) + "\n");
+}
+
+void plan_comm_on_profile(nlohmann::json& comm_section, nlohmann::json& comm_hardware, const HardwareProfile& profile,
+                          int64_t batch, const std::string& from) {
+  if (comm_section.value("form", std::string()) != kHierarchicalCommForm) {
+    throw InputError(fmt::format("--hardware {}: the all-to-all of {} has no hierarchical structure to plan on the "
+                                 "profile's links; re-train that model, or start from a newer one",
+                                 profile.name, from));
+  }
+  comm_section["fabric"] = fabric_to_json(fabric_of(profile, batch));
+  comm_section["structure_only"] = true;
+  comm_hardware = {{"profile", profile.name}, {"structure_only", true}, {"net_from_model", from}};
+  spdlog::info("communication: the hierarchical estimate on profile {}'s links at batch {} ({}); the comm net of "
+               "{} is kept but not used",
+               profile.name, batch, profile.source_path, from);
+}
+
+void match_comm_batch(nlohmann::json& comm_section, int64_t compute_batch, const std::string& from) {
+  if (!comm_section.contains("fabric") || !comm_section["fabric"].contains("batch_size")) return;
+  const int64_t comm_batch = comm_section["fabric"]["batch_size"].get<int64_t>();
+  if (comm_batch == compute_batch) return;
+  if (comm_section.value("structure_only", false)) {
+    comm_section["fabric"]["batch_size"] = compute_batch;  // no learned net: the structure scales with the batch
+    return;
+  }
+  spdlog::warn("the compute was timed at batch {} but {}'s all-to-alls at batch {}: the model will weigh "
+               "communication against compute wrongly; pass --hardware PROFILE to plan the all-to-all on that "
+               "profile's links at batch {}",
+               compute_batch, from, comm_batch, compute_batch);
 }
 
 ModelFiles load_model_files(const std::string& dir_or_name) {

@@ -25,4 +25,18 @@ struct ModelFiles {
 };
 ModelFiles load_model_files(const std::string& dir);
 
+struct HardwareProfile;
+
+// A compute-only model for other hardware (a GPU) keeps another model's comm net only as a record: its
+// meta's "comm" section becomes the profile's links at the batch the compute was timed with, predicted by
+// the structure alone ("structure_only"), and its "hardware.comm" names the profile instead of measured
+// all-to-alls. `from` is the model the net came from. Throws InputError when the section has no
+// hierarchical structure to plan with.
+void plan_comm_on_profile(nlohmann::json& comm_section, nlohmann::json& comm_hardware, const HardwareProfile& profile,
+                          int64_t batch, const std::string& from);
+
+// Kept comm for compute timed at `compute_batch`: a structure-only section simply takes that batch; a
+// learned one timed at another batch is kept, with a warning that it weighs communication wrongly.
+void match_comm_batch(nlohmann::json& comm_section, int64_t compute_batch, const std::string& from);
+
 }  // namespace shardplan

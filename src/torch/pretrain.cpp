@@ -370,39 +370,6 @@ CommPart comm_from_model(const std::string& dir) {
   return part;
 }
 
-// A compute-only model for other hardware (a GPU) keeps --comm-from's comm net only as a record: its
-// all-to-all is the structure's estimate on the profile's links, at the batch the compute was timed with.
-void plan_comm_on_profile(CommPart& part, const HardwareProfile& profile, int64_t batch) {
-  if (part.meta_section.value("form", std::string()) != kHierarchicalCommForm) {
-    throw InputError(fmt::format("--hardware {} with --comm-from {}: that model's all-to-all has no hierarchical structure "
-                                 "to plan on the profile's links; re-train it or take --comm-from a newer model",
-                                 profile.name, part.hardware.value("from_model", std::string())));
-  }
-  const std::string from = part.hardware.value("from_model", std::string());
-  part.meta_section["fabric"] = fabric_to_json(fabric_of(profile, batch));
-  part.meta_section["structure_only"] = true;
-  // No measured all-to-alls: the hardware section names the profile, and where the unused net came from.
-  part.hardware = {{"profile", profile.name}, {"structure_only", true}, {"net_from_model", from}};
-  part.data = {{"from_model", from}, {"samples", 0}, {"structure", fmt::format("profile {}", profile.name)}};
-  part.test_metrics = nullptr;  // the net's metrics describe hardware the model no longer predicts for
-  part.holdout_metrics = nullptr;
-  spdlog::info("communication: the hierarchical estimate on profile {}'s links at batch {} ({}); the comm net of "
-               "{} is kept but not used",
-               profile.name, batch, profile.source_path, from);
-}
-
-void warn_if_batches_differ(const CommPart& part, int64_t compute_batch, const std::string& comm_from) {
-  const auto* fabric = part.meta_section.contains("fabric") ? &part.meta_section["fabric"] : nullptr;
-  if (fabric == nullptr || !(*fabric).contains("batch_size")) return;
-  const int64_t comm_batch = (*fabric)["batch_size"].get<int64_t>();
-  if (comm_batch != compute_batch) {
-    spdlog::warn("the compute data was timed at batch {} but {}'s all-to-alls at batch {}: the model will weigh "
-                 "communication against compute wrongly; pass --hardware PROFILE to plan the all-to-all on that "
-                 "profile's links at batch {}",
-                 compute_batch, comm_from, comm_batch, compute_batch);
-  }
-}
-
 // The global batch cost data was collected with (every source must agree: the structure's bytes depend on
 // it, and a compute sample's time is for that batch).
 int64_t collection_batch_size(const nlohmann::json& comm_meta) {
@@ -656,9 +623,13 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
   // the one of --comm-from.
   CommPart comm = comm_data ? train_comm_part(*comm_data, config, compute_spec) : comm_from_model(config.comm_from);
   if (!comm_data && !config.hardware.empty()) {
-    plan_comm_on_profile(comm, load_hardware_profile(config.hardware), collection_batch_size(compute_data.meta));
+    plan_comm_on_profile(comm.meta_section, comm.hardware, load_hardware_profile(config.hardware),
+                         collection_batch_size(compute_data.meta), config.comm_from);
+    comm.data = {{"from_model", config.comm_from}, {"samples", 0}, {"structure", "profile " + comm.hardware["profile"].get<std::string>()}};
+    comm.test_metrics = nullptr;  // the net's metrics describe hardware the model no longer predicts for
+    comm.holdout_metrics = nullptr;
   } else if (!comm_data) {
-    warn_if_batches_differ(comm, collection_batch_size(compute_data.meta), config.comm_from);
+    match_comm_batch(comm.meta_section, collection_batch_size(compute_data.meta), config.comm_from);
   }
 
   // Write the directory, then evaluate through the same loading and plain-C++ inference the planner uses.

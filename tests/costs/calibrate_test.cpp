@@ -83,6 +83,48 @@ TEST(Calibrate, DisturbedSetsDoNotPullTheScale) {
   EXPECT_NEAR(meta["calibration"]["scale"].get<double>(), 1.5, 0.01);
 }
 
+// A GPU's calibration times sets at batch 65536; the bundled model's all-to-alls were timed at 2048 on a
+// CPU. With --hardware the model plans its all-to-all on the profile's links at the GPU's batch; without,
+// it keeps the base's (and warns).
+TEST(Calibrate, AProfilePlansTheAllToAllOnItsLinksAtTheCalibrationsBatch) {
+  TempDir dir;
+  std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
+  ShardSetTimer timer = [&](const std::vector<Table>& shards, uint64_t /*seed*/) {
+    std::vector<ShardFeatures> set;
+    for (const auto& s : shards) set.push_back(shard_features(s, s.dim));
+    const double ms = base->predict_compute({set}).front();
+    return ComputeTiming{ms, {ms, ms}};
+  };
+  CalibrateConfig config = quick_config(dir.path("gpu"), 40);
+  config.epochs = 2;
+  config.bench.batch_size = 65536;
+  config.hardware = "h100-sxm-ib400";
+  calibrate_cost_model(pool(), config, timer);
+  const auto meta = read_json_file(dir.path("gpu") + "/meta.json");
+  EXPECT_EQ(meta["comm"]["structure_only"], true);
+  EXPECT_EQ(meta["comm"]["fabric"]["name"], "h100-sxm-ib400");
+  EXPECT_EQ(meta["comm"]["fabric"]["batch_size"], 65536);
+  EXPECT_EQ(meta["hardware"]["comm"]["profile"], "h100-sxm-ib400");
+  EXPECT_NE(meta["calibration"]["comm"].get<std::string>().find("not measured"), std::string::npos);
+  auto calibrated = load_cost_model(dir.path("gpu"));
+  EXPECT_TRUE(calibrated->comm_structure_only());
+
+  CalibrateConfig kept = config;
+  kept.out_dir = dir.path("kept");
+  kept.hardware.clear();
+  calibrate_cost_model(pool(), kept, timer);
+  const auto kept_meta = read_json_file(dir.path("kept") + "/meta.json");
+  EXPECT_FALSE(kept_meta["comm"].contains("structure_only"));
+  EXPECT_EQ(kept_meta["comm"]["fabric"]["batch_size"],
+            read_json_file(bundled_model() + "/meta.json")["comm"]["fabric"]["batch_size"]);
+
+  CalibrateConfig wrong = config;
+  wrong.out_dir = dir.path("wrong");
+  wrong.hardware = "no-such-profile";
+  EXPECT_THROW(calibrate_cost_model(pool(), wrong, timer), InputError);
+  EXPECT_FALSE(fs::exists(dir.path("wrong") + "/calibration"));  // refused before measuring anything
+}
+
 TEST(Calibrate, FineTuningCutsTheHeldOutErrorOnASyntheticMachine) {
   TempDir dir;
   SyntheticMachine machine;
