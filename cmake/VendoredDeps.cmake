@@ -7,7 +7,7 @@ set(_deps "${SHARDPLAN_DEPS_DIR}/include")
 foreach(_header fmt/format.h spdlog/spdlog.h nlohmann/json.hpp CLI/CLI.hpp)
   if(NOT EXISTS "${_deps}/${_header}")
     message(FATAL_ERROR "SHARDPLAN_DEPS_DIR: ${_deps}/${_header} is missing; run scripts/build-cuda.sh stage-deps "
-                        "on a machine with the Debian packages (README: 'Building with CUDA')")
+                        "on a machine with the Debian packages (docs/gpu.md)")
   endif()
 endforeach()
 # Plain (not IMPORTED) interface targets, so their directory is a -I and not a -isystem.

@@ -23,6 +23,7 @@ struct ModelFiles {
   ComputeModelSpec compute_spec;
   CommModelSpec comm_spec;
 };
+// `dir` may also name a bundled model ("h100"): resolve_model_dir.
 ModelFiles load_model_files(const std::string& dir);
 
 struct HardwareProfile;

@@ -372,15 +372,15 @@ CommPart comm_from_model(const std::string& dir) {
 
 // The global batch cost data was collected with (every source must agree: the structure's bytes depend on
 // it, and a compute sample's time is for that batch).
-int64_t collection_batch_size(const nlohmann::json& comm_meta) {
+int64_t collection_batch_size(const nlohmann::json& data_meta) {
   std::set<int64_t> batches;
   auto add = [&](const nlohmann::json& meta) {
     if (meta.contains("batch_size") && meta["batch_size"].is_number_integer()) batches.insert(meta["batch_size"].get<int64_t>());
   };
-  if (comm_meta.contains("sources") && comm_meta["sources"].is_array()) {
-    for (const auto& m : comm_meta["sources"]) add(m);
+  if (data_meta.contains("sources") && data_meta["sources"].is_array()) {
+    for (const auto& m : data_meta["sources"]) add(m);
   } else {
-    add(comm_meta);
+    add(data_meta);
   }
   if (batches.size() > 1) {
     throw InputError(fmt::format("comm data: sources were collected with different --batch-size ({}); train on one batch size",
@@ -679,7 +679,8 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
   if (!comm_data) {
     meta["metrics"]["comm_source"] =
         comm.meta_section.value("structure_only", false)
-            ? fmt::format("no model: the hierarchical estimate on profile {}'s links, not measured", config.hardware)
+            ? fmt::format("no model: the hierarchical estimate on profile {}'s links, not measured",
+                          comm.meta_section["fabric"].value("name", std::string("unnamed")))
             : fmt::format("{} (its own test metrics)", config.comm_from);
   }
   meta["training"]["seconds"] = std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
