@@ -422,13 +422,12 @@ void NeuralCostModel::predict_comm_hierarchical(const std::vector<int64_t>& dim_
     // The backward's rows: the forward's with the start delays cleared (the last inputs).
     thread_local std::vector<HierCommFeatureVector> backward_features;
     thread_local std::vector<float> backward_out;
-    backward_features = features;
-    HierCommFeatureVector cleared{};
+    HierCommFeatureVector cleared{};  // the same for every row: normalised once
     clear_start_delays(cleared);
+    for (std::size_t k = kFirstStartDelayFeature; k < cleared.size(); ++k) cleared[k] = normalized(k, cleared[k]);
+    backward_features = features;
     for (HierCommFeatureVector& f : backward_features) {
-      for (std::size_t k = kFirstStartDelayFeature; k < static_cast<std::size_t>(kHierCommFeatures); ++k) {
-        f[k] = normalized(k, cleared[k]);
-      }
+      std::copy(cleared.begin() + kFirstStartDelayFeature, cleared.end(), f.begin() + kFirstStartDelayFeature);
     }
     backward_out.resize(2 * n);
     forward_rows_sharing_inputs(comm_.net, features.front().data(), backward_features.front().data(), n,

@@ -133,16 +133,27 @@ std::string torch_version() { return TORCH_VERSION; }
 
 bool cuda_available() { return torch::cuda::is_available(); }
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
+namespace {
+
+// The value of a /proc file's first "KEY<blanks>: value" line, leading blanks trimmed; empty when none.
+std::string proc_field(const std::filesystem::path& file, const std::string& key) {
+  std::ifstream in(file);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
+    if (line.rfind(key, 0) != 0) continue;
+    const auto colon = line.find_first_not_of(" \t", key.size());
+    if (colon == std::string::npos || line[colon] != ':') continue;
+    const auto value = line.find_first_not_of(" \t", colon + 1);
+    return value == std::string::npos ? "" : line.substr(value);
   }
-  return "unknown CPU";
+  return "";
+}
+
+}  // namespace
+
+std::string cpu_model() {
+  const std::string model = proc_field("/proc/cpuinfo", "model name");
+  return model.empty() ? "unknown CPU" : model;
 }
 
 std::string nvidia_gpu_model(const std::string& driver_gpus_dir) {
@@ -152,13 +163,8 @@ std::string nvidia_gpu_model(const std::string& driver_gpus_dir) {
   for (const auto& entry : fs::directory_iterator(driver_gpus_dir, error)) gpus.push_back(entry.path());
   std::sort(gpus.begin(), gpus.end());  // the lowest bus id first: cuda:0 in the default order
   for (const auto& gpu : gpus) {
-    std::ifstream in(gpu / "information");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("Model:", 0) != 0) continue;
-      auto first = line.find_first_not_of(" \t", 6);
-      if (first != std::string::npos) return line.substr(first);
-    }
+    std::string model = proc_field(gpu / "information", "Model");
+    if (!model.empty()) return model;
   }
   return "";
 }
