@@ -61,19 +61,16 @@ struct GridPlacer::Prepared {
 
 GridPlacer::Prepared GridPlacer::prepare(const std::vector<Piece>& pieces) const {
   Prepared p;
-  // Most expensive first; ties broken by memory, then table and column so the order is total.
+  // Most expensive first; ties broken by memory, then table (the catalog's placement rank), then column
+  // so the order is total: one key per piece, (rank, column offset).
+  std::vector<std::pair<uint64_t, int>> keyed(pieces.size());
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    const auto rank = static_cast<uint64_t>(catalog_.placement_rank(pieces[i].variant));
+    keyed[i] = {rank << 32 | static_cast<uint32_t>(pieces[i].col_offset), static_cast<int>(i)};
+  }
+  std::sort(keyed.begin(), keyed.end());
   p.order.resize(pieces.size());
-  std::iota(p.order.begin(), p.order.end(), 0);
-  std::sort(p.order.begin(), p.order.end(), [&](int a, int b) {
-    const Piece& pa = pieces[static_cast<std::size_t>(a)];
-    const Piece& pb = pieces[static_cast<std::size_t>(b)];
-    double ca = catalog_.alone_cost(pa.variant);
-    double cb = catalog_.alone_cost(pb.variant);
-    if (ca != cb) return ca > cb;
-    if (catalog_.bytes(pa.variant) != catalog_.bytes(pb.variant)) return catalog_.bytes(pa.variant) > catalog_.bytes(pb.variant);
-    if (catalog_.table(pa.variant) != catalog_.table(pb.variant)) return catalog_.table(pa.variant) < catalog_.table(pb.variant);
-    return pa.col_offset < pb.col_offset;
-  });
+  for (std::size_t i = 0; i < keyed.size(); ++i) p.order[i] = keyed[i].second;
   // Pieces of a split table should land on different devices (that is what the split is for); number
   // the split tables so each placement can track where their pieces went.
   p.group.assign(pieces.size(), -1);
@@ -186,8 +183,8 @@ bool GridPlacer::place_by_cost(const std::vector<Piece>& pieces, const std::vect
     // Preference, each the first device by (compute, memory, rank) where memory fits: within the width
     // cap and apart from the table's other pieces; else apart from them; else anywhere.
     const int64_t room = usable_bytes_ - bytes;
-    const int apart = index.first(room, kNoLimit, siblings);
-    int r = apart >= 0 ? apart : index.first(room, kNoLimit, nullptr);
+    const int apart = index.first(room, siblings);
+    int r = apart >= 0 ? apart : index.first(room, nullptr);
     if (apart >= 0 && cap_width != kNoLimit && scratch.width[static_cast<std::size_t>(apart)] + cols > cap_width) {
       if (reached && reached->position == Checkpoint::kNone) {
         reached->position = position;

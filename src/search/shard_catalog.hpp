@@ -35,6 +35,9 @@ class ShardCatalog {
   const float* summary(int v) const { return summaries_.data() + static_cast<std::size_t>(v) * summary_size_; }
   int summary_size() const { return static_cast<int>(summary_size_); }
   int num_tables() const { return static_cast<int>(first_variant_.size()); }
+  // The greedy placement's order of variants as one integer: costliest alone first, then the larger, then
+  // by table. Variants that order cannot tell apart share a rank (their pieces then go by column offset).
+  int placement_rank(int v) const { return placement_rank_[static_cast<std::size_t>(v)]; }
 
  private:
   struct Variant {
@@ -51,6 +54,7 @@ class ShardCatalog {
   std::vector<int> first_variant_;
   std::size_t summary_size_ = 0;
   std::vector<float> summaries_;
+  std::vector<int> placement_rank_;
 };
 
 }  // namespace shardplan

@@ -29,7 +29,7 @@ double SplitEstimator::after_split(std::size_t i) const {
   const int moves = catalog_.second_half(v);
   const auto from = static_cast<std::size_t>(placement_.ranks[i]);
   const auto& holders = table_devices_[static_cast<std::size_t>(catalog_.table(v))];
-  const int to = index_.first(usable_bytes_ - catalog_.bytes(moves), DeviceIndex::kNoLimit, &holders);
+  const int to = index_.first(usable_bytes_ - catalog_.bytes(moves), &holders);
   if (to < 0) return std::numeric_limits<double>::infinity();
   const auto width = loads_.summary_size;
   const auto tu = static_cast<std::size_t>(to);

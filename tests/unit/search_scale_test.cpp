@@ -35,9 +35,10 @@ int first_by_walk(const std::set<std::tuple<double, int64_t, int>>& order, const
 
 TEST(DeviceIndex, FindsWhatAWalkInOrderFinds) {
   std::mt19937_64 rng(7);
-  for (int devices : {1, 2, 3, 5, 8, 37, 130}) {
-    DeviceIndex index;
-    // The width limits the queries below use, as a placement gives them (beyond 32 devices each has a tree).
+  DeviceIndex index;  // reused, as a placement's grid points reuse theirs: a reset forgets every tree
+  for (int devices : {1, 2, 3, 5, 8, 37, 130, 64}) {
+    // The width limits the queries below use, as a placement gives them (beyond 32 devices each has a
+    // tree, built on its first query).
     index.reset(devices, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
     std::set<std::tuple<double, int64_t, int>> order;
     std::vector<double> compute(static_cast<std::size_t>(devices), 0.0);
@@ -62,6 +63,9 @@ TEST(DeviceIndex, FindsWhatAWalkInOrderFinds) {
       EXPECT_EQ(index.first(max_bytes, max_width, &excluded), first_by_walk(order, width, max_bytes, max_width, excluded))
           << devices << " devices, round " << round;
       EXPECT_EQ(index.first(max_bytes, max_width, nullptr), first_by_walk(order, width, max_bytes, max_width, {}));
+      const DeviceIndex& unlimited = index;  // the query without a width limit, safe to share across threads
+      EXPECT_EQ(unlimited.first(max_bytes, &excluded),
+                first_by_walk(order, width, max_bytes, std::numeric_limits<int64_t>::max(), excluded));
     }
   }
 }
