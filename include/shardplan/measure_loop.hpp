@@ -6,6 +6,7 @@
 // that minimises predicted cost seeks out the model's under-estimates; the loop checks exactly those.
 // No LibTorch here: the measurer is handed in.
 #include <memory>
+#include <vector>
 
 #include "shardplan/cost_model.hpp"
 #include "shardplan/measure_loop_config.hpp"
@@ -14,8 +15,10 @@
 
 namespace shardplan {
 
+// `rivals`: the planners named by loop.rivals, built by the caller (planner_registry.cpp).
 std::unique_ptr<Planner> make_measured_neuroshard_planner(std::shared_ptr<const CostModel> model,
                                                           const NeuroShardConfig& search,
-                                                          const MeasureLoopConfig& loop, ShardSetMeasurer measure);
+                                                          const MeasureLoopConfig& loop, ShardSetMeasurer measure,
+                                                          std::vector<std::shared_ptr<const Planner>> rivals = {});
 
 }  // namespace shardplan

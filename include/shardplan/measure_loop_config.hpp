@@ -2,6 +2,7 @@
 // The parameters of measured-in-the-loop planning (measure_loop.hpp), and how it measures.
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "shardplan/table.hpp"
@@ -12,6 +13,10 @@ struct MeasureLoopConfig {
   int budget = 8;       // shard sets measured at most
   int candidates = 4;   // distinct plans the search hands over per round, compared at the end
   double ridge = 0.5;   // the table factors' shrinkage (fit_cost_correction)
+  // Other planners whose plans join the candidates (`--measure-loop-rivals`): their bounding sets are
+  // measured too, and one of their plans is handed over when it measures faster by more than the
+  // remaining error. A search's plans are all alike; a rival's are not, and measuring tells.
+  std::vector<std::string> rivals;
 };
 
 // Throws InputError naming the flag.

@@ -97,6 +97,11 @@ void add_measure_loop_options(CLI::App& app, MeasureLoopConfig& config) {
                  "Measured-in-the-loop planning: distinct plans each search hands over, compared on measured compute "
                  "at the end")
       ->capture_default_str();
+  app.add_option("--measure-loop-rivals", config.rivals,
+                 "Measured-in-the-loop planning: baseline planners whose plans join the candidates, their bounding "
+                 "devices measured too; one is handed over when it measures faster by more than the model's "
+                 "remaining error (comma-separated, e.g. torchrec)")
+      ->delimiter(',');
 }
 
 std::vector<PlanMeasurement> measure_on_this_machine(const MeasureFlags& flags, const std::vector<const Plan*>& plans,

@@ -79,6 +79,9 @@ its own, so --measure judges its plans on fresh measurements; its planning time 
   const bool loop_planner = std::find(algorithms.begin(), algorithms.end(), "neuroshard_measured") != algorithms.end();
   check_measure_options(measure_flags, measure_tasks > 0 || loop_planner);
   if (loop_planner) validate_measure_loop_config(loop);
+  if (!loop_planner && !loop.rivals.empty()) {
+    throw InputError("--measure-loop-rivals: only neuroshard_measured has rivals; name it in --algos");
+  }
   check_comm_measure_options(comm_flags, measure_tasks > 0);
 
   if (algorithms.empty()) throw InputError("--algos: names no planner");

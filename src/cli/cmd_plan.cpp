@@ -116,6 +116,9 @@ int run_plan(int argc, char** argv) {
     loop.budget = measure_loop;
   }
   const bool measuring = algorithm == kMeasuredAlgorithm;
+  if (!measuring && !loop.rivals.empty()) {
+    throw InputError("--measure-loop-rivals: only measured-in-the-loop planning has rivals; add --measure-loop N");
+  }
   check_measure_options(measure_flags, measuring);
   if (measuring) validate_measure_loop_config(loop);
 

@@ -55,6 +55,7 @@ ojson measure_loop_to_json(const MeasureLoopSummary& loop) {
                {"searches", loop.rounds},
                {"candidates", loop.candidates},
                {"chosen_by_prediction_rank", loop.chosen},
+               {"chosen_from", loop.chosen_from},
                {"compute_scale", loop.compute_scale},
                {"corrected_tables", loop.corrected_tables},
                {"bound_measured", loop.verified},

@@ -170,10 +170,11 @@ std::string format_bounding_device(const BoundingDevice& bound, const DeviceCost
 
 std::string format_measure_loop(const MeasureLoopSummary& loop) {
   std::string out = fmt::format(
-      "measured in the loop: {} of {} shard sets over {} searches; chose the plan the model ranked {} of {} "
+      "measured in the loop: {} of {} shard sets over {} searches; chose {} plan, the model ranked {} of {} "
       "candidates; the model's compute scaled x{:.3f}, {} tables measured slower than predicted\n",
-      loop.sets_measured, loop.budget, loop.rounds, loop.chosen + 1, loop.candidates, loop.compute_scale,
-      loop.corrected_tables);
+      loop.sets_measured, loop.budget, loop.rounds,
+      loop.chosen_from == "neuroshard" ? std::string("the search's") : loop.chosen_from + "'s", loop.chosen + 1,
+      loop.candidates, loop.compute_scale, loop.corrected_tables);
   if (loop.devices.empty()) return out + "  none of its devices was measured\n";
   std::vector<std::string> rows;
   for (const auto& d : loop.devices) {

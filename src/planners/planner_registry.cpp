@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "greedy_baselines.hpp"
@@ -26,7 +27,17 @@ const std::vector<std::string>& measuring_planner_names() {
 std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig& config) {
   if (name == "neuroshard") return make_neuroshard_planner(config.cost_model, config.neuroshard);
   if (name == "neuroshard_measured") {
-    return make_measured_neuroshard_planner(config.cost_model, config.neuroshard, config.measure_loop, config.measure_sets);
+    std::vector<std::shared_ptr<const Planner>> rivals;
+    for (const std::string& rival : config.measure_loop.rivals) {
+      const auto& known = planner_names();
+      if (rival == "neuroshard" || std::find(known.begin(), known.end(), rival) == known.end()) {
+        throw InputError(fmt::format("--measure-loop-rivals: \"{}\" is not a baseline planner (known: {})", rival,
+                                     fmt::join(known.begin() + 1, known.end(), ", ")));
+      }
+      rivals.push_back(make_planner(rival, config));
+    }
+    return make_measured_neuroshard_planner(config.cost_model, config.neuroshard, config.measure_loop, config.measure_sets,
+                                            std::move(rivals));
   }
   if (name == "torchrec") return make_torchrec_planner(/*all_types=*/false);
   if (name == "torchrec_all_types") return make_torchrec_planner(/*all_types=*/true);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -32,8 +33,12 @@ constexpr double kNearBoundShare = 0.05;
 constexpr double kPriorLogError = 0.075;
 constexpr double kMinLogError = 0.02;
 
+// The search's candidates are "neuroshard"; a rival's bear its planner's name.
+constexpr const char* kSearchSource = "neuroshard";
+
 struct Candidate {
   Plan plan;
+  std::string source;               // the planner that made it
   std::vector<DeviceShards> devices;
   std::vector<std::string> keys;    // per device: its shard set ("" when empty)
   double base_max_ms = 0.0;         // the uncorrected model's plan cost
@@ -44,8 +49,9 @@ struct Candidate {
 class MeasuredNeuroShardPlanner final : public Planner {
  public:
   MeasuredNeuroShardPlanner(std::shared_ptr<const CostModel> model, const NeuroShardConfig& search,
-                            const MeasureLoopConfig& loop, ShardSetMeasurer measure)
-      : base_(std::move(model)), search_(search), loop_(loop), measure_(std::move(measure)) {
+                            const MeasureLoopConfig& loop, ShardSetMeasurer measure,
+                            std::vector<std::shared_ptr<const Planner>> rivals)
+      : base_(std::move(model)), search_(search), loop_(loop), measure_(std::move(measure)), rivals_(std::move(rivals)) {
     validate_neuroshard_config(search_);
     validate_measure_loop_config(loop_);
     if (!base_) throw InputError("neuroshard_measured: needs a cost model (--model)");
@@ -62,7 +68,8 @@ class MeasuredNeuroShardPlanner final : public Planner {
     const int per_round = std::max(1, loop_.budget / 4);
     while (true) {
       ++state.rounds;
-      add_candidates(neuroshard_candidate_plans(tables, cluster, model, search_, loop_.candidates), tables, state);
+      add_candidates(neuroshard_candidate_plans(tables, cluster, model, search_, loop_.candidates), tables, state,
+                     kSearchSource);
       estimate_all(*model, state);
       if (state.used >= search_budget) break;
       std::vector<std::string> picks = bounding_sets(state, std::min(per_round, search_budget - state.used), /*best_only=*/false);
@@ -70,11 +77,13 @@ class MeasuredNeuroShardPlanner final : public Planner {
       measure(picks, state);
       model = corrected(state);
     }
-    // Verify: measure the search's pick's bounding sets, then the best estimate's, until both bounds are
-    // measured or the budget ends.
+    add_rival_candidates(tables, cluster, state);
+    // Verify: measure the search's pick's bounding sets, then the rivals', then the best estimate's, until
+    // they are measured or the budget ends.
     while (state.used < loop_.budget) {
       estimate_all(*model, state);
       std::vector<std::string> picks = unmeasured_bounds(state.candidates[state.search_pick], state);
+      if (picks.empty()) picks = rival_bounds(state);
       if (picks.empty()) picks = bounding_sets(state, loop_.budget - state.used, /*best_only=*/true);
       if (picks.empty()) break;
       if (static_cast<int>(picks.size()) > loop_.budget - state.used) picks.resize(static_cast<std::size_t>(loop_.budget - state.used));
@@ -100,15 +109,17 @@ class MeasuredNeuroShardPlanner final : public Planner {
     int rounds = 0;
   };
 
-  // Adds the search's plans not seen before; the first (the search's own pick) becomes state.search_pick.
-  void add_candidates(std::vector<Plan> plans, const std::vector<Table>& tables, State& state) const {
+  // Adds the plans not seen before. The search's first plan (its own pick) becomes state.search_pick.
+  void add_candidates(std::vector<Plan> plans, const std::vector<Table>& tables, State& state,
+                      const std::string& source) const {
     for (std::size_t i = 0; i < plans.size(); ++i) {
       Plan& plan = plans[i];
       std::string signature = plan_layout_key(plan);
       auto [at, added] = state.signatures.emplace(std::move(signature), state.candidates.size());
-      if (i == 0) state.search_pick = at->second;
+      if (i == 0 && source == kSearchSource) state.search_pick = at->second;
       if (!added) continue;
       Candidate c;
+      c.source = source;
       c.devices = device_shards(plan, tables);
       for (const auto& device : c.devices) {
         std::string key = device.pieces.empty() ? "" : shard_set_key(device.pieces);
@@ -119,6 +130,29 @@ class MeasuredNeuroShardPlanner final : public Planner {
       c.plan = std::move(plan);
       state.candidates.push_back(std::move(c));
     }
+  }
+
+  // Each rival's plan, when it finds one.
+  void add_rival_candidates(const std::vector<Table>& tables, const Cluster& cluster, State& state) const {
+    for (const auto& rival : rivals_) {
+      std::vector<Plan> plans;
+      try {
+        plans.push_back(rival->plan(tables, cluster));
+      } catch (const InfeasibleError& e) {
+        spdlog::info("measure loop: rival {} found no plan: {}", rival->name(), e.what());
+        continue;
+      }
+      add_candidates(std::move(plans), tables, state, std::string(rival->name()));
+    }
+  }
+
+  // The rivals' unmeasured bounding sets, round-robin over the rivals.
+  static std::vector<std::string> rival_bounds(const State& state) {
+    std::vector<std::vector<std::string>> per_rival;
+    for (const Candidate& c : state.candidates) {
+      if (c.source != kSearchSource) per_rival.push_back(unmeasured_bounds(c, state));
+    }
+    return round_robin(per_rival, std::numeric_limits<std::size_t>::max());
   }
 
   // Every candidate's devices: measured compute where known; elsewhere the model's prediction raised by
@@ -174,14 +208,19 @@ class MeasuredNeuroShardPlanner final : public Planner {
       per_candidate.push_back(unmeasured_bounds(state.candidates[index], state));
       if (best_only) break;
     }
+    return round_robin(per_candidate, static_cast<std::size_t>(std::max(0, limit)));
+  }
+
+  // Up to `limit` distinct sets, the first of each list, then the second of each, and so on.
+  static std::vector<std::string> round_robin(const std::vector<std::vector<std::string>>& lists, std::size_t limit) {
     std::vector<std::string> picks;
     std::set<std::string> picked;
-    for (std::size_t depth = 0; static_cast<int>(picks.size()) < limit; ++depth) {
+    for (std::size_t depth = 0; picks.size() < limit; ++depth) {
       bool any = false;
-      for (const auto& sets : per_candidate) {
+      for (const auto& sets : lists) {
         if (depth >= sets.size()) continue;
         any = true;
-        if (static_cast<int>(picks.size()) < limit && picked.insert(sets[depth]).second) picks.push_back(sets[depth]);
+        if (picks.size() < limit && picked.insert(sets[depth]).second) picks.push_back(sets[depth]);
       }
       if (!any) break;
     }
@@ -270,6 +309,7 @@ class MeasuredNeuroShardPlanner final : public Planner {
     summary.rounds = state.rounds;
     summary.candidates = static_cast<int>(state.candidates.size());
     summary.chosen = by_prediction;
+    summary.chosen_from = best.source;
     summary.compute_scale = state.correction.scale;
     summary.corrected_tables = static_cast<int>(std::count_if(state.correction.table_scale.begin(),
                                                               state.correction.table_scale.end(),
@@ -281,9 +321,9 @@ class MeasuredNeuroShardPlanner final : public Planner {
       auto it = state.measured.find(best.keys[r]);
       if (it != state.measured.end()) summary.devices.push_back({static_cast<int>(r), predicted[r], it->second});
     }
-    spdlog::info("measure loop: chose candidate {} of {} by uncorrected prediction; its slowest device {:.3f} ms with "
-                 "measured compute ({} of {} devices measured{})",
-                 by_prediction + 1, summary.candidates, best.estimate_max_ms, summary.devices.size(), best.devices.size(),
+    spdlog::info("measure loop: chose {}'s candidate, {} of {} by uncorrected prediction; its slowest device {:.3f} ms "
+                 "with measured compute ({} of {} devices measured{})",
+                 best.source, by_prediction + 1, summary.candidates, best.estimate_max_ms, summary.devices.size(), best.devices.size(),
                  summary.verified ? ", its bound among them" : "; its bound was not measured, the budget ran out");
     Plan plan = std::move(best.plan);
     plan.algorithm = "neuroshard_measured";
@@ -295,14 +335,17 @@ class MeasuredNeuroShardPlanner final : public Planner {
   NeuroShardConfig search_;
   MeasureLoopConfig loop_;
   ShardSetMeasurer measure_;
+  std::vector<std::shared_ptr<const Planner>> rivals_;
 };
 
 }  // namespace
 
 std::unique_ptr<Planner> make_measured_neuroshard_planner(std::shared_ptr<const CostModel> model,
                                                           const NeuroShardConfig& search,
-                                                          const MeasureLoopConfig& loop, ShardSetMeasurer measure) {
-  return std::make_unique<MeasuredNeuroShardPlanner>(std::move(model), search, loop, std::move(measure));
+                                                          const MeasureLoopConfig& loop, ShardSetMeasurer measure,
+                                                          std::vector<std::shared_ptr<const Planner>> rivals) {
+  return std::make_unique<MeasuredNeuroShardPlanner>(std::move(model), search, loop, std::move(measure),
+                                                     std::move(rivals));
 }
 
 }  // namespace shardplan

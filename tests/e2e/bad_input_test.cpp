@@ -75,6 +75,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"bad_reserve", kOk, {"--reserve", "1.5"}, 2, "--reserve: must be in [0, 1), got 1.5"},
         BadCase{"bad_optimizer", kOk, {"--optimizer", "lamb"}, 2, "--optimizer: must be sgd, rowwise_adagrad, adagrad or adam, got 'lamb'"},
         BadCase{"unknown_algo", kOk, {"--algo", "magic"}, 2, "--algo: unknown planner \"magic\""},
+        BadCase{"rivals_without_the_loop", kOk, {"--measure-loop-rivals", "torchrec"}, 2,
+                "--measure-loop-rivals: only measured-in-the-loop planning has rivals"},
         BadCase{"unknown_flag", kOk, {"--frobnicate"}, 2, "frobnicate"},
         BadCase{"bad_log_level", kOk, {"--log-level", "chatty"}, 2, "--log-level"},
         BadCase{"gpus_not_a_number", kOk, {"--gpus", "many"}, 2, "--gpus"}),

@@ -175,6 +175,81 @@ TEST(MeasureLoop, SetsThatCannotBeMeasuredAreNotRetried) {
   EXPECT_DOUBLE_EQ(plan.measure_loop->compute_scale, 1.0);
 }
 
+// A rival that puts table i on rank i % devices, table-wise.
+class RoundRobinRival final : public Planner {
+ public:
+  std::string_view name() const override { return "round_robin"; }
+  Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const override {
+    Plan plan;
+    plan.algorithm = "round_robin";
+    plan.cluster = cluster;
+    for (std::size_t i = 0; i < tables.size(); ++i) {
+      TableSharding t{tables[i].name, tables[i].rows, tables[i].dim, tables[i].dtype, ShardingType::kTableWise, {}};
+      t.shards.push_back(Shard{static_cast<int>(i % static_cast<std::size_t>(cluster.num_devices)), 0, 0,
+                               tables[i].rows, tables[i].dim});
+      plan.tables.push_back(std::move(t));
+    }
+    return plan;
+  }
+};
+
+TEST(MeasureLoop, HandsOverARivalsPlanThatMeasuresFaster) {
+  std::vector<Table> tables = varied_tables(24);
+  Cluster cluster = cluster_of(4, 8ll << 30);
+  RoundRobinRival rival;
+  const Plan rival_plan = rival.plan(tables, cluster);
+  std::vector<std::string> rival_sets;
+  for (const auto& device : device_shards(rival_plan, tables)) rival_sets.push_back(shard_set_key(device.pieces));
+  // A machine on which the rival's device sets run at half the model's compute and every other set at
+  // three times it: no correction of the model can tell the search that, only measuring the rival's.
+  auto model = analytic();
+  int sets_measured = 0;
+  ShardSetMeasurer machine = [&](const std::vector<std::vector<Table>>& sets) {
+    sets_measured += static_cast<int>(sets.size());
+    std::vector<std::optional<double>> out;
+    for (const auto& set : sets) {
+      std::vector<ShardFeatures> shards;
+      for (const auto& piece : set) shards.push_back(shard_features(piece, piece.dim));
+      const bool rivals = std::find(rival_sets.begin(), rival_sets.end(), shard_set_key(set)) != rival_sets.end();
+      out.push_back((rivals ? 0.5 : 3.0) * model->predict_compute({shards}).front());
+    }
+    return out;
+  };
+  MeasureLoopConfig loop;
+  loop.budget = 16;
+  Plan without = make_measured_neuroshard_planner(model, NeuroShardConfig{}, loop, machine)->plan(tables, cluster);
+  ASSERT_TRUE(without.measure_loop.has_value());
+  EXPECT_EQ(without.measure_loop->chosen_from, "neuroshard");
+
+  sets_measured = 0;
+  Plan with = make_measured_neuroshard_planner(model, NeuroShardConfig{}, loop, machine,
+                                               {std::make_shared<RoundRobinRival>()})
+                  ->plan(tables, cluster);
+  EXPECT_LE(sets_measured, loop.budget);
+  ASSERT_TRUE(with.measure_loop.has_value());
+  EXPECT_EQ(with.measure_loop->chosen_from, "round_robin");
+  EXPECT_TRUE(with.measure_loop->verified);
+  EXPECT_EQ(with.algorithm, "neuroshard_measured");
+  EXPECT_EQ(plan_layout_key(with), plan_layout_key(rival_plan));
+  auto check = validate_plan_json(nlohmann::json::parse(plan_to_string(with)), tables, "plan");
+  EXPECT_TRUE(check.valid()) << check.problems.front();
+  EXPECT_EQ(nlohmann::json::parse(plan_to_string(with))["measure_loop"]["chosen_from"], "round_robin");
+  EXPECT_NE(format_measure_loop(*with.measure_loop).find("chose round_robin's plan"), std::string::npos);
+}
+
+TEST(MeasureLoop, RivalsAreBaselinePlannersByName) {
+  PlannerConfig config = testing::planner_config();
+  config.measure_sets = [](const std::vector<std::vector<Table>>& sets) {
+    return std::vector<std::optional<double>>(sets.size(), 1.0);
+  };
+  config.measure_loop.rivals = {"torchrec", "size_lookup_greedy"};
+  EXPECT_NO_THROW(make_planner("neuroshard_measured", config));
+  for (const char* bad : {"neuroshard", "neuroshard_measured", "no_such_planner"}) {
+    config.measure_loop.rivals = {bad};
+    EXPECT_THROW(make_planner("neuroshard_measured", config), InputError) << bad;
+  }
+}
+
 TEST(NeuroShardCandidates, FirstIsThePlannersPlanAndAllAreDistinct) {
   std::vector<Table> tables = varied_tables(30);
   Cluster cluster = cluster_of(4, 8ll << 30);
