@@ -78,6 +78,7 @@ struct MeasureLoopSummary {
   int candidates = 0;         // distinct plans compared at the end
   int chosen = 0;             // the chosen plan's rank among them by uncorrected prediction (0: the model's pick)
   std::string chosen_from = "neuroshard";  // the planner whose plan was chosen: the search or a rival
+  int rival_sets_measured = 0;  // of sets_measured, those measured for the rivals' bounds
   double compute_scale = 1.0; // the fitted machine factor on every device's compute
   int corrected_tables = 0;   // tables measured slower than predicted, with a factor of their own
   bool verified = false;      // every device that may bound the chosen plan was measured

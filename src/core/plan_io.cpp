@@ -56,6 +56,7 @@ ojson measure_loop_to_json(const MeasureLoopSummary& loop) {
                {"candidates", loop.candidates},
                {"chosen_by_prediction_rank", loop.chosen},
                {"chosen_from", loop.chosen_from},
+               {"rival_sets_measured", loop.rival_sets_measured},
                {"compute_scale", loop.compute_scale},
                {"corrected_tables", loop.corrected_tables},
                {"bound_measured", loop.verified},

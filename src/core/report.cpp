@@ -175,6 +175,9 @@ std::string format_measure_loop(const MeasureLoopSummary& loop) {
       loop.sets_measured, loop.budget, loop.rounds,
       loop.chosen_from == "neuroshard" ? std::string("the search's") : loop.chosen_from + "'s", loop.chosen + 1,
       loop.candidates, loop.compute_scale, loop.corrected_tables);
+  if (loop.rival_sets_measured > 0) {
+    out += fmt::format("  the rivals' bounds took {} of the sets\n", loop.rival_sets_measured);
+  }
   if (loop.devices.empty()) return out + "  none of its devices was measured\n";
   std::vector<std::string> rows;
   for (const auto& d : loop.devices) {

@@ -78,15 +78,19 @@ class MeasuredNeuroShardPlanner final : public Planner {
       model = corrected(state);
     }
     add_rival_candidates(tables, cluster, state);
-    // Verify: measure the search's pick's bounding sets, then the rivals', then the best estimate's, until
+    // Verify: measure the rivals' bounding sets, then the search's pick's, then the best estimate's, until
     // they are measured or the budget ends.
     while (state.used < loop_.budget) {
       estimate_all(*model, state);
-      std::vector<std::string> picks = unmeasured_bounds(state.candidates[state.search_pick], state);
-      if (picks.empty()) picks = rival_bounds(state);
+      // The rivals' first: the search rounds have measured the search's own plans already, and a rival is
+      // only ever chosen on its measured bound.
+      std::vector<std::string> picks = rival_bounds(state);
+      const bool for_rivals = !picks.empty();
+      if (picks.empty()) picks = unmeasured_bounds(state.candidates[state.search_pick], state);
       if (picks.empty()) picks = bounding_sets(state, loop_.budget - state.used, /*best_only=*/true);
       if (picks.empty()) break;
       if (static_cast<int>(picks.size()) > loop_.budget - state.used) picks.resize(static_cast<std::size_t>(loop_.budget - state.used));
+      if (for_rivals) state.rival_sets += static_cast<int>(picks.size());
       measure(picks, state);
       model = corrected(state);
     }
@@ -106,6 +110,7 @@ class MeasuredNeuroShardPlanner final : public Planner {
     CostCorrection correction;
     double log_error = kPriorLogError;  // the corrected model's RMS log error on the measured sets
     int used = 0;
+    int rival_sets = 0;  // of `used`, measured for the rivals' bounds
     int rounds = 0;
   };
 
@@ -310,6 +315,7 @@ class MeasuredNeuroShardPlanner final : public Planner {
     summary.candidates = static_cast<int>(state.candidates.size());
     summary.chosen = by_prediction;
     summary.chosen_from = best.source;
+    summary.rival_sets_measured = state.rival_sets;
     summary.compute_scale = state.correction.scale;
     summary.corrected_tables = static_cast<int>(std::count_if(state.correction.table_scale.begin(),
                                                               state.correction.table_scale.end(),

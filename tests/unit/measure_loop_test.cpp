@@ -220,6 +220,7 @@ TEST(MeasureLoop, HandsOverARivalsPlanThatMeasuresFaster) {
   Plan without = make_measured_neuroshard_planner(model, NeuroShardConfig{}, loop, machine)->plan(tables, cluster);
   ASSERT_TRUE(without.measure_loop.has_value());
   EXPECT_EQ(without.measure_loop->chosen_from, "neuroshard");
+  EXPECT_EQ(without.measure_loop->rival_sets_measured, 0);
 
   sets_measured = 0;
   Plan with = make_measured_neuroshard_planner(model, NeuroShardConfig{}, loop, machine,
@@ -228,12 +229,17 @@ TEST(MeasureLoop, HandsOverARivalsPlanThatMeasuresFaster) {
   EXPECT_LE(sets_measured, loop.budget);
   ASSERT_TRUE(with.measure_loop.has_value());
   EXPECT_EQ(with.measure_loop->chosen_from, "round_robin");
+  EXPECT_GT(with.measure_loop->rival_sets_measured, 0);
+  EXPECT_LE(with.measure_loop->rival_sets_measured, with.measure_loop->sets_measured);
   EXPECT_TRUE(with.measure_loop->verified);
   EXPECT_EQ(with.algorithm, "neuroshard_measured");
   EXPECT_EQ(plan_layout_key(with), plan_layout_key(rival_plan));
   auto check = validate_plan_json(nlohmann::json::parse(plan_to_string(with)), tables, "plan");
   EXPECT_TRUE(check.valid()) << check.problems.front();
   EXPECT_EQ(nlohmann::json::parse(plan_to_string(with))["measure_loop"]["chosen_from"], "round_robin");
+  EXPECT_EQ(nlohmann::json::parse(plan_to_string(with))["measure_loop"]["rival_sets_measured"],
+            with.measure_loop->rival_sets_measured);
+  EXPECT_NE(format_measure_loop(*with.measure_loop).find("the rivals' bounds took"), std::string::npos);
   EXPECT_NE(format_measure_loop(*with.measure_loop).find("chose round_robin's plan"), std::string::npos);
 }
 
