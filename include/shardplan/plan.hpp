@@ -71,13 +71,16 @@ struct MeasuredDevice {
   double measured_ms = 0.0;   // this machine's fastest step
 };
 
+// MeasureLoopSummary::chosen_from for the search's own plans (a rival's bear its planner's name).
+inline constexpr const char* kSearchPlanSource = "neuroshard";
+
 struct MeasureLoopSummary {
   int budget = 0;             // shard sets it could measure
   int sets_measured = 0;
   int rounds = 0;             // searches run
   int candidates = 0;         // distinct plans compared at the end
   int chosen = 0;             // the chosen plan's rank among them by uncorrected prediction (0: the model's pick)
-  std::string chosen_from = "neuroshard";  // the planner whose plan was chosen: the search or a rival
+  std::string chosen_from = kSearchPlanSource;  // the planner whose plan was chosen: the search or a rival
   int rival_sets_measured = 0;  // of sets_measured, those measured for the rivals' bounds
   double compute_scale = 1.0; // the fitted machine factor on every device's compute
   int corrected_tables = 0;   // tables measured slower than predicted, with a factor of their own

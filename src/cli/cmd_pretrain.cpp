@@ -17,7 +17,7 @@ void print_metrics(const nlohmann::json& meta) {
   print_metrics_line("compute", m["compute"]);
   if (m.contains("comm_source")) {
     const std::string source = m["comm_source"].get<std::string>();
-    if (source.rfind("no model", 0) == 0) {
+    if (meta.value("comm", nlohmann::json::object()).value("structure_only", false)) {
       fmt::print("communication: {}\n", source);
     } else {
       fmt::print("communication model carried over from {}:\n", source);

@@ -173,7 +173,7 @@ std::string format_measure_loop(const MeasureLoopSummary& loop) {
       "measured in the loop: {} of {} shard sets over {} searches; chose {} plan, the model ranked {} of {} "
       "candidates; the model's compute scaled x{:.3f}, {} tables measured slower than predicted\n",
       loop.sets_measured, loop.budget, loop.rounds,
-      loop.chosen_from == "neuroshard" ? std::string("the search's") : loop.chosen_from + "'s", loop.chosen + 1,
+      loop.chosen_from == kSearchPlanSource ? std::string("the search's") : loop.chosen_from + "'s", loop.chosen + 1,
       loop.candidates, loop.compute_scale, loop.corrected_tables);
   if (loop.rival_sets_measured > 0) {
     out += fmt::format("  the rivals' bounds took {} of the sets\n", loop.rival_sets_measured);

@@ -33,9 +33,6 @@ constexpr double kNearBoundShare = 0.05;
 constexpr double kPriorLogError = 0.075;
 constexpr double kMinLogError = 0.02;
 
-// The search's candidates are "neuroshard"; a rival's bear its planner's name.
-constexpr const char* kSearchSource = "neuroshard";
-
 struct Candidate {
   Plan plan;
   std::string source;               // the planner that made it
@@ -69,7 +66,7 @@ class MeasuredNeuroShardPlanner final : public Planner {
     while (true) {
       ++state.rounds;
       add_candidates(neuroshard_candidate_plans(tables, cluster, model, search_, loop_.candidates), tables, state,
-                     kSearchSource);
+                     kSearchPlanSource);
       estimate_all(*model, state);
       if (state.used >= search_budget) break;
       std::vector<std::string> picks = bounding_sets(state, std::min(per_round, search_budget - state.used), /*best_only=*/false);
@@ -121,7 +118,7 @@ class MeasuredNeuroShardPlanner final : public Planner {
       Plan& plan = plans[i];
       std::string signature = plan_layout_key(plan);
       auto [at, added] = state.signatures.emplace(std::move(signature), state.candidates.size());
-      if (i == 0 && source == kSearchSource) state.search_pick = at->second;
+      if (i == 0 && source == kSearchPlanSource) state.search_pick = at->second;
       if (!added) continue;
       Candidate c;
       c.source = source;
@@ -155,7 +152,7 @@ class MeasuredNeuroShardPlanner final : public Planner {
   static std::vector<std::string> rival_bounds(const State& state) {
     std::vector<std::vector<std::string>> per_rival;
     for (const Candidate& c : state.candidates) {
-      if (c.source != kSearchSource) per_rival.push_back(unmeasured_bounds(c, state));
+      if (c.source != kSearchPlanSource) per_rival.push_back(unmeasured_bounds(c, state));
     }
     return round_robin(per_rival, std::numeric_limits<std::size_t>::max());
   }

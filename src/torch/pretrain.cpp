@@ -370,6 +370,11 @@ CommPart comm_from_model(const std::string& dir) {
   return part;
 }
 
+// The profile a structure-only comm section plans on (plan_comm_on_profile wrote its fabric).
+std::string profile_name(const nlohmann::json& comm_section) {
+  return comm_section["fabric"].value("name", std::string("unnamed"));
+}
+
 // The global batch cost data was collected with (every source must agree: the structure's bytes depend on
 // it, and a compute sample's time is for that batch).
 int64_t collection_batch_size(const nlohmann::json& data_meta) {
@@ -625,7 +630,7 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
   if (!comm_data && !config.hardware.empty()) {
     plan_comm_on_profile(comm.meta_section, comm.hardware, load_hardware_profile(config.hardware),
                          collection_batch_size(compute_data.meta), config.comm_from);
-    comm.data = {{"from_model", config.comm_from}, {"samples", 0}, {"structure", "profile " + comm.hardware["profile"].get<std::string>()}};
+    comm.data = {{"from_model", config.comm_from}, {"samples", 0}, {"structure", "profile " + profile_name(comm.meta_section)}};
     comm.test_metrics = nullptr;  // the net's metrics describe hardware the model no longer predicts for
     comm.holdout_metrics = nullptr;
   } else if (!comm_data) {
@@ -680,7 +685,7 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
     meta["metrics"]["comm_source"] =
         comm.meta_section.value("structure_only", false)
             ? fmt::format("no model: the hierarchical estimate on profile {}'s links, not measured",
-                          comm.meta_section["fabric"].value("name", std::string("unnamed")))
+                          profile_name(comm.meta_section))
             : fmt::format("{} (its own test metrics)", config.comm_from);
   }
   meta["training"]["seconds"] = std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
