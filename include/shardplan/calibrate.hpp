@@ -2,7 +2,9 @@
 // `shard-plan calibrate`: adapts a pre-trained cost model to this machine in minutes. It measures a few
 // hundred plan-like shard sets here (calibration_sampler.hpp), fine-tunes the base model's compute part on
 // most of them, and reports the error before and after on the rest. The communication part is kept from
-// the base model (a single device cannot time all-to-alls), and the new model's meta says so.
+// the base model (a single device cannot time all-to-alls), and the new model's meta says so; with
+// comm_ranks, the all-to-alls of plan-like layouts are also timed on that many ranks of this host and
+// the comm part gets a correction fitted to them (comm_calibration.hpp).
 #include <nlohmann/json.hpp>
 #include <cstdint>
 #include <functional>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "shardplan/costs/calibration_sampler.hpp"
+#include "shardplan/costs/comm_calibration.hpp"
 #include "shardplan/costs/compute_benchmark.hpp"
 #include "shardplan/table.hpp"
 
@@ -31,6 +34,9 @@ struct CalibrateConfig {
   // A hardware profile (name or file): the all-to-all becomes its links' structure alone, at bench's batch
   // (a GPU's calibration from the CPU-measured bundled model). Empty: the base's comm part is kept.
   std::string hardware;
+  // Ranks of this host to time all-to-alls on (0: none, the base's comm is kept) and the plans to time.
+  int comm_ranks = 0;
+  int64_t comm_plans = 40;
   // Fine-tuning: Adam on the MSE of log latency, from the base weights, early stopping on a validation part.
   int epochs = 300;
   int patience = 30;
@@ -53,7 +59,8 @@ struct CalibrateOutcome {
 };
 
 // Throws InputError for bad settings, an unreadable base model, or too few samples to fine-tune.
+// `comm_timer` times the all-to-alls when config.comm_ranks is set (the CLI spawns the ranks); it is required then.
 CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const CalibrateConfig& config,
-                                      const ShardSetTimer& timer = {});
+                                      const ShardSetTimer& timer = {}, const CommPlanTimer& comm_timer = {});
 
 }  // namespace shardplan

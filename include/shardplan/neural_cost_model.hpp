@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "shardplan/allreduce_fit.hpp"
+#include "shardplan/comm_correction.hpp"
 #include "shardplan/rowwise_fit.hpp"
 #include "shardplan/comm_structure.hpp"
 #include "shardplan/cost_model.hpp"
@@ -102,6 +103,9 @@ struct CommModelSpec {
   // hierarchical: `net` was trained on other hardware than `fabric` describes (a GPU's compute-only
   // model keeps a CPU-measured comm net), so the all-to-all is the structure's estimate on `fabric` alone.
   bool structure_only = false;
+  // This host's timings of the all-to-all (calibrate --comm-ranks), applied to the net's prediction unless
+  // the model plans for other links (structure_only, or a profile other than `fabric`).
+  CommCorrection correction;
 };
 
 // Whether an Mlp is non-decreasing in input `input`: that input's first-layer weights are non-negative,
@@ -144,6 +148,8 @@ class NeuralCostModel final : public CostModel {
   bool comm_structure_only() const { return structure_only_; }
 
  private:
+  void predict_comm_scale_free(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
+                               std::vector<double>& fw_ms, std::vector<double>& bw_ms) const;
   void predict_comm_hierarchical(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
                                  std::vector<double>& fw_ms, std::vector<double>& bw_ms) const;
 

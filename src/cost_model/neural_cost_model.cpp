@@ -362,8 +362,15 @@ void NeuralCostModel::predict_comm(const std::vector<int64_t>& dim_sums, const s
                                    std::vector<double>& fw_ms, std::vector<double>& bw_ms) const {
   if (structure_only_ || comm_.form == CommForm::kHierarchical) {
     predict_comm_hierarchical(dim_sums, compute_ms, fw_ms, bw_ms);
-    return;
+  } else {
+    predict_comm_scale_free(dim_sums, compute_ms, fw_ms, bw_ms);
   }
+  // A correction describes the host it was timed on: not other links the model is asked to plan for.
+  if (!structure_only_) apply_comm_correction(comm_.correction, compute_ms, fw_ms, bw_ms);
+}
+
+void NeuralCostModel::predict_comm_scale_free(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
+                                              std::vector<double>& fw_ms, std::vector<double>& bw_ms) const {
   const std::size_t n = dim_sums.size();
   fw_ms.assign(n, 0.0);
   bw_ms.assign(n, 0.0);

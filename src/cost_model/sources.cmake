@@ -9,6 +9,7 @@ set(SHARDPLAN_COST_MODEL_CORE_SOURCES
   ${PROJECT_SOURCE_DIR}/src/cost_model/model_location.cpp
   ${PROJECT_SOURCE_DIR}/src/cost_model/model_hardware.cpp
   ${PROJECT_SOURCE_DIR}/src/cost_model/cost_correction.cpp
+  ${PROJECT_SOURCE_DIR}/src/cost_model/comm_correction.cpp
   ${PROJECT_SOURCE_DIR}/src/cost_model/comm_structure.cpp
   ${PROJECT_SOURCE_DIR}/src/cost_model/fabric_fit.cpp
   ${PROJECT_SOURCE_DIR}/src/cost_model/allreduce_fit.cpp

@@ -45,6 +45,8 @@ constexpr int64_t kMinHeldOutSamples = 3;
 // Measuring stops early enough to leave this share of --minutes (at least kMinTuneSeconds) to fine-tune.
 constexpr double kTuneShare = 0.15;
 constexpr double kMinTuneSeconds = 10.0;
+// The timed all-to-alls, beside the compute sets in the calibration directory.
+constexpr const char* kCommCalibrationFile = "comm-plans.json";
 
 double elapsed_seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
@@ -71,6 +73,20 @@ void check_config(const CalibrateConfig& c) {
   }
   if (c.sampling.max_tables < 1 || c.sampling.max_tables > 1000) {
     throw InputError(fmt::format("--max-tables: must be in [1, 1000], got {}", c.sampling.max_tables));
+  }
+  if (c.comm_ranks != 0) {
+    if (c.comm_ranks < 2 || c.comm_ranks > 64) throw InputError(fmt::format("--comm-ranks: must be 0 or in [2, 64], got {}", c.comm_ranks));
+    if (c.comm_plans < 4 || c.comm_plans > 100000) {
+      throw InputError(fmt::format("--comm-plans: must be in [4, 100000], got {}", c.comm_plans));
+    }
+    if (!c.hardware.empty()) {
+      throw InputError("--comm-ranks times this host's all-to-all, --hardware plans it on another's links: pass one of them");
+    }
+    if (c.bench.device != "cpu") {
+      throw InputError(fmt::format("--comm-ranks: times Gloo ranks on this host's CPU, not the all-to-all of --device {}; "
+                                   "time GPUs' collectives with collect-costs comm",
+                                   c.bench.device));
+    }
   }
   if (c.epochs < 1 || c.patience < 1 || !(c.learning_rate > 0) || c.batch_size < 1 || c.threads < 1) {
     throw InputError("--epochs, --patience, --lr, --train-batch-size and --train-threads must be positive");
@@ -139,7 +155,7 @@ void shift_log_latency(ComputeNet& net, double offset) {
 }  // namespace
 
 CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const CalibrateConfig& config,
-                                      const ShardSetTimer& timer_or_default) {
+                                      const ShardSetTimer& timer_or_default, const CommPlanTimer& comm_timer) {
   check_config(config);
   const auto started = std::chrono::steady_clock::now();
   ModelFiles base = load_model_files(config.base_dir);
@@ -158,6 +174,37 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   prepare_memory_for_timing();  // before the metadata records the policy
   const fs::path data_dir = fs::path(config.out_dir) / kCalibrationDataDir;
   CalibrateOutcome outcome;
+  // The all-to-alls first: a few dozen plans in one spawn of the ranks, then the compute sets fill the time.
+  std::optional<CommCalibrationData> comm_data;
+  CommCalibrationConfig comm_config;
+  if (config.comm_ranks > 0) {
+    if (!comm_timer) throw std::logic_error("calibrate_cost_model: comm_ranks needs a comm timer");
+    if (base.comm_spec.structure_only) {
+      throw InputError(fmt::format("--comm-ranks: the all-to-all of {} is a hardware profile's structure, not a "
+                                   "timed net to correct; start from a model whose comm data was timed (--base)",
+                                   config.base_dir));
+    }
+    comm_config.world_size = config.comm_ranks;
+    comm_config.batch_size = base.comm_spec.form == CommForm::kHierarchical ? base.comm_spec.fabric.batch_size
+                                                                           : config.bench.batch_size;
+    comm_config.plans = config.comm_plans;
+    comm_config.holdout_fraction = config.holdout_fraction;
+    comm_config.sampling = config.sampling;
+    fs::create_directories(data_dir);
+    comm_config.data_path = (data_dir / kCommCalibrationFile).string();
+    comm_config.settings = {{"sampler", "comm-calibration/1: plans of drawn tasks, each planner in turn"},
+                            {"pool", config.pool_path},
+                            {"base_model", base_identity},
+                            {"seed", config.sampling.seed},
+                            {"memory_cap_bytes", config.sampling.memory_cap_bytes},
+                            {"world_size", comm_config.world_size},
+                            {"batch_size", comm_config.batch_size}};
+    comm_data = time_calibration_plans(pool, comm_config, base_model, comm_timer);
+    if (comm_data->interrupted) {
+      outcome.interrupted = true;
+      return outcome;
+    }
+  }
   {
     CostDataWriter writer(data_dir.string(), collection_meta(config, base_identity));
     outcome.samples = writer.existing_samples();
@@ -243,7 +290,22 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
                  config.base_dir, before["mape_percent"].get<double>(), after["mape_percent"].get<double>());
   }
 
-  // 3. The new model directory: the base's meta with this machine's compute, the base's comm kept.
+  // 3. The all-to-all's correction, on the base's comm net as it was trained.
+  std::optional<CommCalibrationFit> comm_fit;
+  if (comm_data) {
+    CommModelSpec raw_spec = base.comm_spec;
+    raw_spec.correction = CommCorrection{};
+    const NeuralCostModel raw("calibrating", base.compute_spec, raw_spec);
+    comm_fit = fit_comm_calibration(raw, base.comm_spec.correction, *comm_data);
+    if (comm_fit->kept_base) {
+      spdlog::warn("calibrate: the all-to-all correction fitted here does not beat the base model on the held-out "
+                   "plans ({:.1f}% against {:.1f}% per device); the base's comm is kept",
+                   comm_fit->after.total_mape_percent, comm_fit->before.total_mape_percent);
+    }
+  }
+
+  // 4. The new model directory: the base's meta with this machine's compute, the base's comm kept (and
+  // corrected by this host's timings with comm_ranks).
   const nlohmann::json& source_meta = data.meta;
   nlohmann::json meta = base.meta;
   meta["name"] = fs::path(config.out_dir).filename().string();
@@ -254,6 +316,25 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
     plan_comm_on_profile(meta["comm"], comm_hardware, *links, config.bench.batch_size, config.base_dir);
   } else {
     match_comm_batch(meta["comm"], config.bench.batch_size, config.base_dir);
+  }
+  std::string comm_text =
+      links ? fmt::format("the hierarchical estimate on profile {}'s links at batch {}, not measured: "
+                          "compute-only calibration cannot time all-to-alls",
+                          links->name, config.bench.batch_size)
+            : fmt::format("kept from the base model {}: compute-only calibration cannot time all-to-alls", config.base_dir);
+  if (comm_fit) {
+    if (!comm_fit->kept_base) {
+      meta["comm"]["correction"] = comm_correction_to_json(comm_fit->correction);
+      comm_hardware["corrected_on"] = fmt::format("{} ranks of {} ({})", config.comm_ranks,
+                                                  source_meta.value("host", ""), source_meta.value("device_model", ""));
+    }
+    const std::size_t plans = comm_data->tuning.size() + comm_data->held_out.size();
+    comm_text = comm_fit->kept_base
+                    ? fmt::format("the base model {}'s net, kept: a correction fitted to {} plans timed on {} ranks "
+                                  "here did no better on the held-out ones",
+                                  config.base_dir, plans, config.comm_ranks)
+                    : fmt::format("the base model {}'s net, corrected by {} plans timed on {} ranks here", config.base_dir,
+                                  plans, config.comm_ranks);
   }
   meta["hardware"] = {{"compute", {{"device", source_meta.value("device", "")},
                                    {"device_model", source_meta.value("device_model", "")},
@@ -280,15 +361,20 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
       {"best_epoch", tuned.best_epoch},
       {"stopped_by_time", tuned.stopped_by_time},
       {"learning_rate", config.learning_rate},
-      {"comm", links ? fmt::format("the hierarchical estimate on profile {}'s links at batch {}, not measured: "
-                                   "compute-only calibration cannot time all-to-alls",
-                                   links->name, config.bench.batch_size)
-                     : fmt::format("kept from the base model {}: compute-only calibration cannot time all-to-alls",
-                                   config.base_dir)},
+      {"comm", comm_text},
       {"seconds", std::round(seconds)},
       {"command", config.command_line}};
   meta["metrics"]["compute"] = after;
   meta["metrics"]["compute_note"] = "on the calibration's held-out sets";
+  if (comm_fit) {
+    nlohmann::json fit = comm_fit->to_json();
+    fit["world_size"] = config.comm_ranks;
+    fit["batch_size"] = comm_config.batch_size;
+    fit["tuning_plans"] = comm_data->tuning.size();
+    fit["held_out_plans"] = comm_data->held_out.size();
+    fit["data"] = comm_config.data_path;
+    meta["calibration"]["comm_fit"] = fit;
+  }
   save_model_directory(config.out_dir, meta, net, base.comm);
   outcome.meta = meta;
   spdlog::info("calibrated {} on {} sets in {:.0f} s: held-out MAPE {:.1f}% -> {:.1f}% (scale alone {:.1f}%), Spearman "
@@ -296,6 +382,11 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
                config.out_dir, data.compute.size(), seconds, before["mape_percent"].get<double>(),
                after["mape_percent"].get<double>(), after_offset["mape_percent"].get<double>(),
                before["spearman"].get<double>(), after["spearman"].get<double>());
+  if (comm_fit) {
+    spdlog::info("all-to-all on {} held-out plans: per-device MAPE of forward plus backward {:.1f}% -> {:.1f}%{}",
+                 comm_data->held_out.size(), comm_fit->before.total_mape_percent, comm_fit->after.total_mape_percent,
+                 comm_fit->kept_base ? " (not kept)" : "");
+  }
   return outcome;
 }
 

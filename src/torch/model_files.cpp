@@ -194,6 +194,9 @@ ModelFiles load_model_files(const std::string& dir_or_name) {
       }
     }
   }
+  if (const auto* correction = find_member(meta["comm"], "correction")) {
+    comm.correction = comm_correction_from_json(*correction, source, "comm.correction");
+  }
   comm.features = read_normaliser(meta["comm"], "comm", comm_inputs, source);
   for (int k = 0; k < 2; ++k) {
     for (const char* key : {"target_mean", "target_std"}) {

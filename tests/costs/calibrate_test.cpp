@@ -49,6 +49,16 @@ struct SyntheticMachine {
   }
 };
 
+// A machine exactly as `base` predicts it.
+ShardSetTimer timed_as_predicted(std::shared_ptr<const CostModel> base) {
+  return [base](const std::vector<Table>& shards, uint64_t /*seed*/) {
+    std::vector<ShardFeatures> set;
+    for (const auto& s : shards) set.push_back(shard_features(s, s.dim));
+    const double ms = base->predict_compute({set}).front();
+    return ComputeTiming{ms, {ms, ms}};
+  };
+}
+
 CalibrateConfig quick_config(const std::string& out, int64_t samples) {
   CalibrateConfig c;
   c.out_dir = out;
@@ -89,12 +99,7 @@ TEST(Calibrate, DisturbedSetsDoNotPullTheScale) {
 TEST(Calibrate, AProfilePlansTheAllToAllOnItsLinksAtTheCalibrationsBatch) {
   TempDir dir;
   std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
-  ShardSetTimer timer = [&](const std::vector<Table>& shards, uint64_t /*seed*/) {
-    std::vector<ShardFeatures> set;
-    for (const auto& s : shards) set.push_back(shard_features(s, s.dim));
-    const double ms = base->predict_compute({set}).front();
-    return ComputeTiming{ms, {ms, ms}};
-  };
+  ShardSetTimer timer = timed_as_predicted(base);
   CalibrateConfig config = quick_config(dir.path("gpu"), 40);
   config.epochs = 2;
   config.bench.batch_size = 65536;
@@ -169,6 +174,90 @@ TEST(Calibrate, FineTuningCutsTheHeldOutErrorOnASyntheticMachine) {
   CalibrateOutcome more = calibrate_cost_model(tables, config, timer);
   EXPECT_EQ(more.measured_now, 10);
   EXPECT_EQ(more.samples, 160);
+}
+
+// A host whose all-to-all transfers take 0.3 ms + 0.6 x what the bundled model says forward, and
+// 0.2 ms + 0.7 x backward: --comm-ranks recovers that, the model directory carries it, and a resumed
+// calibration times no plan twice.
+TEST(Calibrate, AllToAllsTimedHereCorrectTheCommModelAndResume) {
+  TempDir dir;
+  std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
+  ShardSetTimer compute_timer = timed_as_predicted(base);
+  int comm_calls = 0;
+  std::size_t plans_timed = 0;
+  CommPlanTimer comm_timer = [&](const std::vector<CommToMeasure>& plans, int64_t batch_size) {
+    ++comm_calls;
+    plans_timed += plans.size();
+    EXPECT_EQ(batch_size, 2048);  // the bundled comm data's batch
+    std::vector<std::optional<MeasuredComm>> out;
+    for (const CommToMeasure& p : plans) {
+      EXPECT_EQ(p.dim_sums.size(), 4u);
+      std::vector<double> fw, bw;
+      base->predict_comm(p.dim_sums, p.compute_ms, fw, bw);
+      const double latest = *std::max_element(p.compute_ms.begin(), p.compute_ms.end());
+      MeasuredComm m;
+      for (std::size_t r = 0; r < fw.size(); ++r) {
+        const double wait = latest - p.compute_ms[r];
+        m.fw_ms.push_back(wait + 0.3 + 0.6 * (fw[r] - wait));
+        m.bw_ms.push_back(0.2 + 0.7 * bw[r]);
+      }
+      out.push_back(std::move(m));
+    }
+    return out;
+  };
+  CalibrateConfig config = quick_config(dir.path("host"), 30);
+  config.epochs = 2;
+  config.comm_ranks = 4;
+  config.comm_plans = 16;
+  CalibrateOutcome outcome = calibrate_cost_model(pool(), config, compute_timer, comm_timer);
+  EXPECT_EQ(comm_calls, 1);
+  EXPECT_EQ(plans_timed, 16u);
+  const auto& meta = outcome.meta;
+  const auto& correction = meta["comm"]["correction"];
+  EXPECT_NEAR(correction["fw_offset_ms"].get<double>(), 0.3, 1e-6);
+  EXPECT_NEAR(correction["fw_scale"].get<double>(), 0.6, 1e-6);
+  EXPECT_NEAR(correction["bw_offset_ms"].get<double>(), 0.2, 1e-6);
+  EXPECT_NEAR(correction["bw_scale"].get<double>(), 0.7, 1e-6);
+  const auto& fit = meta["calibration"]["comm_fit"];
+  EXPECT_FALSE(fit["kept_base"].get<bool>());
+  EXPECT_GT(fit["before"]["total_mape_percent"].get<double>(), 10.0);
+  EXPECT_LT(fit["after"]["total_mape_percent"].get<double>(), 1e-3);
+  EXPECT_EQ(fit["tuning_plans"].get<int>() + fit["held_out_plans"].get<int>(), 16);
+  EXPECT_NE(meta["calibration"]["comm"].get<std::string>().find("corrected by 16 plans timed on 4 ranks here"),
+            std::string::npos)
+      << meta["calibration"]["comm"];
+  EXPECT_FALSE(meta["hardware"]["comm"]["corrected_on"].get<std::string>().empty());
+
+  // The planner's model predicts the host's all-to-all.
+  auto calibrated = load_cost_model(config.out_dir);
+  const std::vector<int64_t> widths = {64, 128, 32, 200};
+  const std::vector<double> compute = {1.0, 2.0, 0.5, 1.5};
+  std::vector<double> fw, bw, cfw, cbw;
+  base->predict_comm(widths, compute, fw, bw);
+  calibrated->predict_comm(widths, compute, cfw, cbw);
+  for (std::size_t r = 0; r < widths.size(); ++r) {
+    const double wait = 2.0 - compute[r];
+    EXPECT_NEAR(cfw[r], wait + 0.3 + 0.6 * (fw[r] - wait), 1e-6);
+    EXPECT_NEAR(cbw[r], 0.2 + 0.7 * bw[r], 1e-6);
+  }
+
+  // Resuming with more compute sets times no all-to-all again; other ranks are another collection.
+  config.samples = 34;
+  calibrate_cost_model(pool(), config, compute_timer, comm_timer);
+  EXPECT_EQ(comm_calls, 1);
+  CalibrateConfig other = config;
+  other.comm_ranks = 2;
+  EXPECT_THROW(calibrate_cost_model(pool(), other, compute_timer, comm_timer), InputError);
+
+  // Refused before anything is measured: with --hardware, and without a timer.
+  CalibrateConfig both = config;
+  both.out_dir = dir.path("both");
+  both.hardware = "h100-sxm-ib400";
+  EXPECT_THROW(calibrate_cost_model(pool(), both, compute_timer, comm_timer), InputError);
+  EXPECT_FALSE(fs::exists(dir.path("both")));
+  CalibrateConfig untimed = config;
+  untimed.out_dir = dir.path("untimed");
+  EXPECT_THROW(calibrate_cost_model(pool(), untimed, compute_timer), std::logic_error);
 }
 
 TEST(Calibrate, SetsLookLikePlansAndCoverRandomDraws) {
@@ -254,11 +343,38 @@ TEST(CalibrateCli, InterruptKeepsTheSetsAndARerunResumesThenWritesTheModel) {
   EXPECT_NE(mixed.err().find("different collection"), std::string::npos) << mixed.err();
 }
 
+// --comm-ranks on real Gloo ranks of this host: the timed plans are kept, the fit is reported and written.
+TEST(CalibrateCli, CommRanksTimesRealAllToAllsAndReportsTheFit) {
+  TempDir dir;
+  const std::string out = dir.path("host");
+  std::vector<std::string> args = cli_args(out, 24);
+  args.insert(args.end(), {"--comm-ranks", "2", "--comm-plans", "8"});
+  Process process(args);
+  auto code = process.wait_for(300s);
+  ASSERT_TRUE(code.has_value());
+  ASSERT_EQ(*code, 0) << process.err();
+  EXPECT_NE(process.out().find("all-to-all error per device on"), std::string::npos) << process.out();
+  nlohmann::json meta = read_json_file(out + "/meta.json");
+  const auto& fit = meta["calibration"]["comm_fit"];
+  EXPECT_EQ(fit["world_size"], 2);
+  EXPECT_EQ(fit["tuning_plans"].get<int>() + fit["held_out_plans"].get<int>(), 8);
+  // Eight noisy plans may fit no better than the base on the held-out ones: then the base's comm stays.
+  EXPECT_EQ(meta["comm"].contains("correction"), !fit["kept_base"].get<bool>()) << fit.dump();
+  nlohmann::json timed = read_json_file(out + "/calibration/comm-plans.json");
+  ASSERT_EQ(timed["plans"].size(), 8u);
+  for (const auto& plan : timed["plans"]) {
+    ASSERT_EQ(plan["fw_ms"].size(), 2u);
+    for (double ms : plan["bw_ms"]) EXPECT_GT(ms, 0.0);
+  }
+}
+
 TEST(CalibrateCli, BadFlagsNameTheFlag) {
   TempDir dir;
   for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
-           {"--samples", "2"}, {"--minutes", "0"}, {"--holdout-fraction", "0.9"}, {"--device", "tpu"}}) {
+           {"--samples", "2"}, {"--minutes", "0"}, {"--holdout-fraction", "0.9"}, {"--device", "tpu"},
+           {"--comm-ranks", "1"}, {"--comm-plans", "2"}}) {
     std::vector<std::string> args = {"calibrate", "--out", dir.path("m"), flag, value};
+    if (flag == "--comm-plans") args.insert(args.end(), {"--comm-ranks", "2"});
     Process process(args);
     auto code = process.wait_for(60s);
     ASSERT_TRUE(code.has_value());

@@ -182,6 +182,42 @@ NeuralCostModel hierarchical_model(bool backward_without_delays) {
   return NeuralCostModel("hierarchical", fixed_compute(), comm);
 }
 
+// A comm correction (calibrate --comm-ranks) moves each direction's transfer and keeps the forward's wait,
+// on both comm forms; a model asked to plan for other links (structure only) does not carry it there.
+TEST(NeuralCostModel, CommCorrectionAppliesToTheTransferOfTheHostItWasTimedOn) {
+  CommCorrection correction;
+  correction.fw_offset_ms = 0.4;
+  correction.fw_scale = 0.5;
+  correction.bw_offset_ms = -0.1;
+  correction.bw_scale = 2.0;
+  const std::vector<int64_t> widths = {64, 128, 32, 256};
+  const std::vector<double> compute = {1.0, 4.0, 2.5, 7.0};
+  for (bool hierarchical : {false, true}) {
+    NeuralCostModel plain = hierarchical ? hierarchical_model(true) : fixed_model();
+    CommModelSpec spec = plain.comm_spec();
+    spec.correction = correction;
+    NeuralCostModel corrected("corrected", fixed_compute(), spec);
+    std::vector<double> fw, bw, cfw, cbw;
+    plain.predict_comm(widths, compute, fw, bw);
+    corrected.predict_comm(widths, compute, cfw, cbw);
+    for (std::size_t r = 0; r < widths.size(); ++r) {
+      const double wait = 7.0 - compute[r];
+      EXPECT_NEAR(cfw[r], wait + corrected_transfer_ms(fw[r] - wait, 0.4, 0.5), 1e-9) << hierarchical << " rank " << r;
+      EXPECT_NEAR(cbw[r], corrected_transfer_ms(bw[r], -0.1, 2.0), 1e-9) << hierarchical << " rank " << r;
+      EXPECT_GE(cfw[r], wait);
+    }
+    if (!hierarchical) continue;
+    CommFabric elsewhere = spec.fabric;
+    elsewhere.name = "other-links";
+    plain.plan_for_hardware(elsewhere);
+    corrected.plan_for_hardware(elsewhere);
+    plain.predict_comm(widths, compute, fw, bw);
+    corrected.predict_comm(widths, compute, cfw, cbw);
+    EXPECT_EQ(cfw, fw);
+    EXPECT_EQ(cbw, bw);
+  }
+}
+
 TEST(NeuralCostModel, HierarchicalCommEqualsItsNetOnEachPassBitForBit) {
   // The backward's rows share the forward's first inputs, so the prediction computes their part once;
   // here each pass goes through the whole net, as the model is defined.

@@ -6,6 +6,7 @@
 // that plans, so an interrupted calibration resumes to the same sets.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,19 @@ struct CalibrationSet {
 // draw of 1 to max_tables pool tables within the cap. Throws InputError when the cap holds no pool table.
 CalibrationSet draw_calibration_set(const std::vector<Table>& pool, const CalibrationSampling& sampling,
                                     const std::shared_ptr<const CostModel>& model, int64_t index);
+
+// A whole plan, for timing its all-to-all (calibrate --comm-ranks): each device's shards.
+struct CalibrationPlan {
+  std::vector<std::vector<Table>> devices;
+  std::string origin;
+};
+
+// Plan i of `devices` devices: a task drawn as for the even sets (from a stream of its own), planned by
+// each planner in turn. Nullopt when the drawn task cannot be planned; plan i depends only on (seed, i),
+// the device count and the model.
+std::optional<CalibrationPlan> draw_calibration_plan(const std::vector<Table>& pool, const CalibrationSampling& sampling,
+                                                    const std::shared_ptr<const CostModel>& model, int devices,
+                                                    int64_t index);
 
 // Whether sample i is held out of the fine-tuning to measure the calibrated model's error: a fixed
 // share of indices, the same on every resume.
