@@ -176,6 +176,7 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   CalibrateOutcome outcome;
   // The all-to-alls first: a few dozen plans in one spawn of the ranks, then the compute sets fill the time.
   std::optional<CommCalibrationData> comm_data;
+  std::optional<CommCalibrationFit> comm_fit;
   CommCalibrationConfig comm_config;
   if (config.comm_ranks > 0) {
     if (!comm_timer) throw std::logic_error("calibrate_cost_model: comm_ranks needs a comm timer");
@@ -203,6 +204,17 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
     if (comm_data->interrupted) {
       outcome.interrupted = true;
       return outcome;
+    }
+    // Fitted now, on the base's comm net as it was trained (it does not depend on the compute part): too
+    // few plans are refused before minutes of compute sets.
+    CommModelSpec raw_spec = base.comm_spec;
+    raw_spec.correction = CommCorrection{};
+    const NeuralCostModel raw("calibrating", base.compute_spec, raw_spec);
+    comm_fit = fit_comm_calibration(raw, base.comm_spec.correction, *comm_data);
+    if (comm_fit->kept_base) {
+      spdlog::warn("calibrate: the all-to-all correction fitted here does not beat the base model on the held-out "
+                   "plans ({:.1f}% against {:.1f}% per device); the base's comm is kept",
+                   comm_fit->after.total_mape_percent, comm_fit->before.total_mape_percent);
     }
   }
   {
@@ -290,21 +302,7 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
                  config.base_dir, before["mape_percent"].get<double>(), after["mape_percent"].get<double>());
   }
 
-  // 3. The all-to-all's correction, on the base's comm net as it was trained.
-  std::optional<CommCalibrationFit> comm_fit;
-  if (comm_data) {
-    CommModelSpec raw_spec = base.comm_spec;
-    raw_spec.correction = CommCorrection{};
-    const NeuralCostModel raw("calibrating", base.compute_spec, raw_spec);
-    comm_fit = fit_comm_calibration(raw, base.comm_spec.correction, *comm_data);
-    if (comm_fit->kept_base) {
-      spdlog::warn("calibrate: the all-to-all correction fitted here does not beat the base model on the held-out "
-                   "plans ({:.1f}% against {:.1f}% per device); the base's comm is kept",
-                   comm_fit->after.total_mape_percent, comm_fit->before.total_mape_percent);
-    }
-  }
-
-  // 4. The new model directory: the base's meta with this machine's compute, the base's comm kept (and
+  // 3. The new model directory: the base's meta with this machine's compute, the base's comm kept (and
   // corrected by this host's timings with comm_ranks).
   const nlohmann::json& source_meta = data.meta;
   nlohmann::json meta = base.meta;

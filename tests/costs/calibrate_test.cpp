@@ -255,6 +255,11 @@ TEST(Calibrate, AllToAllsTimedHereCorrectTheCommModelAndResume) {
   both.hardware = "h100-sxm-ib400";
   EXPECT_THROW(calibrate_cost_model(pool(), both, compute_timer, comm_timer), InputError);
   EXPECT_FALSE(fs::exists(dir.path("both")));
+  // Too few plans to fit (calibrate fits before it measures the compute sets, so this costs seconds).
+  CommCalibrationData few;
+  few.tuning.resize(2);
+  few.held_out.resize(1);
+  EXPECT_THROW(fit_comm_calibration(*base, CommCorrection{}, few), InputError);
   CalibrateConfig untimed = config;
   untimed.out_dir = dir.path("untimed");
   EXPECT_THROW(calibrate_cost_model(pool(), untimed, compute_timer), std::logic_error);
