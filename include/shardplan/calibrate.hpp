@@ -54,6 +54,7 @@ struct CalibrateOutcome {
   int64_t samples = 0;           // measured samples in the directory
   int64_t measured_now = 0;      // of which this run measured
   bool interrupted = false;      // Ctrl-C: samples kept, no model written; re-run to resume
+  bool comm_untimed = false;     // with interrupted: it stopped while timing the all-to-alls, before any compute set
   bool out_of_time = false;      // measuring stopped for --minutes before --samples
   nlohmann::json meta;           // the written model's meta.json (null when none was written)
 };

@@ -26,7 +26,8 @@ inline constexpr double kCommCorrectionFloor = 0.25;
 double corrected_transfer_ms(double ms, double offset_ms, double scale);
 
 // Applies the correction to a model's per-device prediction in place: the forward's wait for the latest
-// device (the largest of compute_ms minus the device's own) is kept, its transfer corrected.
+// device (the largest of compute_ms minus the device's own) is kept, its transfer corrected. A single
+// device is left as it is (no all-to-all).
 void apply_comm_correction(const CommCorrection& correction, const std::vector<double>& compute_ms,
                            std::vector<double>& fw_ms, std::vector<double>& bw_ms);
 
@@ -40,8 +41,13 @@ struct CommObservation {
 
 // Least squares of the timed transfer on the model's, per direction, over every device of every
 // observation; a fit with a scale below 0.05 (the model's transfer tells nothing) falls back to a scale
-// through the origin. `model` predicts uncorrected: a NeuralCostModel without a correction.
+// through the origin, itself held at 0.05. `model` predicts uncorrected: a NeuralCostModel without a
+// correction.
 CommCorrection fit_comm_correction(const CostModel& model, const std::vector<CommObservation>& observations);
+
+// Finite numbers and scales of at least 0.05: what a model file accepts. Timings with a NaN or an
+// infinity fit an unusable correction, which calibrate must not keep.
+bool is_usable(const CommCorrection& correction);
 
 // Per-device error of the model's all-to-all (with `correction` applied) on timed plans: MAPE of the
 // forward and of the backward, and of each device's forward plus backward.

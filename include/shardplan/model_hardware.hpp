@@ -19,7 +19,7 @@ struct ModelHardware {
   std::string comm_fabric;           // the hardware profile the comm data's structure describes (hierarchical models)
   std::string planning_hardware;     // the --hardware profile planned for; empty: the measured hardware
   bool comm_structure_only = false;  // planning_hardware was not measured: the all-to-all is the structure's estimate
-  std::string comm_corrected_on;     // where calibrate --comm-ranks timed the correction ("4 ranks of HOST (CPU)")
+  std::string comm_corrected_on;     // where calibrate --comm-ranks timed the correction ("4 ranks of HOST (AMD EPYC)": host, CPU name)
 
   bool known() const { return !compute_device_model.empty() || !note.empty(); }
   int max_comm_world_size() const { return comm_world_sizes.empty() ? 0 : comm_world_sizes.back(); }

@@ -102,9 +102,14 @@ MODEL_DIR/calibration/comm-plans.json.)");
   };
   CalibrateOutcome outcome = calibrate_cost_model(pool, config, {}, comm_timer);
   if (outcome.interrupted) {
-    spdlog::warn("{}: stopped after {} measured sets (interrupted, or all-to-alls left untimed); re-run the same "
-                 "command to resume",
-                 config.out_dir, outcome.samples);
+    if (outcome.comm_untimed) {
+      spdlog::warn("{}: stopped while timing the all-to-alls (interrupted, or some plans left untimed); the timed "
+                   "plans are kept: re-run the same command to resume",
+                   config.out_dir);
+    } else {
+      spdlog::warn("{}: stopped after {} measured sets (interrupted); re-run the same command to resume", config.out_dir,
+                   outcome.samples);
+    }
     return static_cast<int>(ExitCode::kRuntimeFailure);
   }
   if (log_options.quiet) return 0;

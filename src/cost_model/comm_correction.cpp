@@ -41,7 +41,8 @@ void fit_affine(const std::vector<double>& x, const std::vector<double>& y, doub
       return;
     }
   }
-  if (sxx > 0.0 && sxy > 0.0) scale = sxy / sxx;
+  // Held at the floor the model files accept: a model written must load again.
+  if (sxx > 0.0 && sxy > 0.0) scale = std::max(kMinFittedScale, sxy / sxx);
 }
 
 double mape_of(const std::vector<double>& predicted, const std::vector<double>& measured) {
@@ -56,7 +57,8 @@ double corrected_transfer_ms(double ms, double offset_ms, double scale) {
 
 void apply_comm_correction(const CommCorrection& c, const std::vector<double>& compute_ms, std::vector<double>& fw_ms,
                            std::vector<double>& bw_ms) {
-  if (c.is_identity()) return;
+  // One device exchanges nothing: the nets say 0, and an offset must not make it pay.
+  if (c.is_identity() || fw_ms.size() < 2) return;
   const double latest = latest_of(compute_ms);
   for (std::size_t r = 0; r < fw_ms.size(); ++r) {
     const double wait = r < compute_ms.size() ? latest - compute_ms[r] : 0.0;
@@ -69,6 +71,7 @@ CommCorrection fit_comm_correction(const CostModel& model, const std::vector<Com
   std::vector<double> fw_predicted, fw_measured, bw_predicted, bw_measured;
   std::vector<double> fw, bw;
   for (const CommObservation& o : observations) {
+    if (o.dim_sums.size() < 2) continue;  // no all-to-all to learn from
     model.predict_comm(o.dim_sums, o.compute_ms, fw, bw);
     const double latest = latest_of(o.compute_ms);
     for (std::size_t r = 0; r < fw.size() && r < o.fw_ms.size(); ++r) {
@@ -84,6 +87,11 @@ CommCorrection fit_comm_correction(const CostModel& model, const std::vector<Com
   fit_affine(fw_predicted, fw_measured, c.fw_offset_ms, c.fw_scale);
   fit_affine(bw_predicted, bw_measured, c.bw_offset_ms, c.bw_scale);
   return c;
+}
+
+bool is_usable(const CommCorrection& c) {
+  return std::isfinite(c.fw_offset_ms) && std::isfinite(c.bw_offset_ms) && std::isfinite(c.fw_scale) &&
+         std::isfinite(c.bw_scale) && c.fw_scale >= kMinFittedScale && c.bw_scale >= kMinFittedScale;
 }
 
 nlohmann::json CommErrors::to_json() const {

@@ -13,11 +13,16 @@ namespace {
 std::vector<double> average_ranks(const std::vector<double>& values) {
   std::vector<std::size_t> order(values.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+  // NaN ranks last and ties with NaN: `<` alone is no ordering with NaN, and a tie test by `==` never
+  // ended on one (a timing that is not a number hung the comm calibration's error).
+  auto less = [&](std::size_t a, std::size_t b) {
+    return std::isnan(values[b]) ? !std::isnan(values[a]) : values[a] < values[b];
+  };
+  std::stable_sort(order.begin(), order.end(), less);
   std::vector<double> ranks(values.size());
   for (std::size_t i = 0; i < order.size();) {
-    std::size_t j = i;
-    while (j < order.size() && values[order[j]] == values[order[i]]) ++j;
+    std::size_t j = i + 1;
+    while (j < order.size() && !less(order[i], order[j])) ++j;
     double rank = 0.5 * static_cast<double>(i + j - 1) + 1.0;
     for (std::size_t k = i; k < j; ++k) ranks[order[k]] = rank;
     i = j;

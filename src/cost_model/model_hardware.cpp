@@ -68,7 +68,8 @@ nlohmann::ordered_json hardware_to_json(const ModelHardware& h) {
   if (!h.comm_world_sizes.empty() || !h.comm_device_model.empty()) {
     doc["comm"] = {{"device_model", h.comm_device_model}, {"backend", h.comm_backend}, {"world_sizes", h.comm_world_sizes}};
     if (!h.comm_fabric.empty()) doc["comm"]["profile"] = h.comm_fabric;
-    if (!h.comm_corrected_on.empty()) doc["comm"]["corrected_on"] = h.comm_corrected_on;
+    // A correction describes its host's links: planned on a profile's structure, it is not applied.
+    if (!h.comm_corrected_on.empty() && !h.comm_structure_only) doc["comm"]["corrected_on"] = h.comm_corrected_on;
   }
   if (!h.planning_hardware.empty()) {
     doc["planned_for"] = {{"profile", h.planning_hardware},
@@ -92,7 +93,8 @@ ModelHardware hardware_from_model_meta(const nlohmann::json& meta) {
     h.comm_backend = string_at(comm, "backend");
     if (comm.contains("world_sizes")) h.comm_world_sizes = world_sizes_at(comm["world_sizes"]);
     h.comm_fabric = string_at(object_at(object_at(meta, "comm"), "fabric"), "name");
-    h.comm_corrected_on = string_at(comm, "corrected_on");
+    // Only while the model still carries the correction it names.
+    if (object_at(meta, "comm").contains("correction")) h.comm_corrected_on = string_at(comm, "corrected_on");
     h.calibrated_on = string_at(section, "calibrated_on");
     h.note = string_at(section, "note");
     return h;

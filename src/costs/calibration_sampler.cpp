@@ -117,7 +117,7 @@ std::optional<CalibrationPlan> draw_calibration_plan(const std::vector<Table>& p
   std::optional<std::vector<DeviceShards>> shards = plan_task(tables, devices, sampling, model, planner_index);
   if (!shards) return std::nullopt;
   CalibrationPlan plan;
-  for (DeviceShards& device : *shards) plan.devices.push_back(std::move(device.pieces));
+  plan.devices = std::move(*shards);
   plan.origin = fmt::format("plan:{} of {} tables on {} devices", kPlanners[planner_index], tables.size(), devices);
   return plan;
 }

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -81,6 +82,13 @@ void write_timed(const CommCalibrationConfig& config, const std::map<int64_t, Ti
   write_file_atomically(config.data_path, doc.dump(1) + "\n");
 }
 
+// A timing that is not a finite, non-negative number of ms is no timing.
+bool all_timings_usable(const MeasuredComm& m) {
+  auto usable = [](double ms) { return std::isfinite(ms) && ms >= 0.0; };
+  return m.fw_ms.size() == m.bw_ms.size() && std::all_of(m.fw_ms.begin(), m.fw_ms.end(), usable) &&
+         std::all_of(m.bw_ms.begin(), m.bw_ms.end(), usable);
+}
+
 }  // namespace
 
 CommCalibrationData time_calibration_plans(const std::vector<Table>& pool, const CommCalibrationConfig& config,
@@ -102,18 +110,9 @@ CommCalibrationData time_calibration_plans(const std::vector<Table>& pool, const
     TimedPlan p;
     p.index = index;
     p.origin = plan->origin;
-    std::vector<std::vector<ShardFeatures>> sets;
-    for (const auto& device : plan->devices) {
-      int64_t width = 0;
-      std::vector<ShardFeatures> set;
-      for (const Table& shard : device) {
-        width += shard.dim;
-        set.push_back(shard_features(shard, shard.dim));
-      }
-      p.observation.dim_sums.push_back(width);
-      sets.push_back(std::move(set));
-    }
-    p.observation.compute_ms = model->predict_compute(sets);
+    // The widths the planner's own score sends (data-parallel replicas send none), and its compute.
+    for (const DeviceShards& device : plan->devices) p.observation.dim_sums.push_back(device.dim_sum);
+    p.observation.compute_ms = model->predict_compute(compute_sets(plan->devices));
     to_time.push_back(std::move(p));
   }
 
@@ -129,12 +128,16 @@ CommCalibrationData time_calibration_plans(const std::vector<Table>& pool, const
     spdlog::info("timing the all-to-alls of {} plans on {} ranks of this host", workloads.size(), config.world_size);
     std::vector<std::optional<MeasuredComm>> results = timer(workloads, config.batch_size);
     for (std::size_t k = 0; k < to_time.size() && k < results.size(); ++k) {
-      if (!results[k] || results[k]->fw_ms.size() != to_time[k].observation.dim_sums.size()) continue;
+      if (!results[k] || results[k]->fw_ms.size() != to_time[k].observation.dim_sums.size() ||
+          !all_timings_usable(*results[k])) {
+        continue;  // left untimed: a re-run times it again
+      }
       to_time[k].observation.fw_ms = results[k]->fw_ms;
       to_time[k].observation.bw_ms = results[k]->bw_ms;
       timed[to_time[k].index] = std::move(to_time[k]);
       ++data.timed_now;
     }
+    std::filesystem::create_directories(std::filesystem::path(config.data_path).parent_path());
     write_timed(config, timed);
   }
   data.interrupted = interrupt_requested() || data.timed_now < static_cast<int64_t>(to_time.size());
@@ -142,9 +145,17 @@ CommCalibrationData time_calibration_plans(const std::vector<Table>& pool, const
     spdlog::warn("--comm-plans {}: only {} of the drawn tasks could be planned on {} devices", config.plans,
                  timed.size(), config.world_size);
   }
+  // The first --comm-plans plans by index: a re-run asking for fewer fits on fewer.
   const uint64_t holdout_seed = derive_seed(config.sampling.seed, kCommHoldoutStream);
+  int64_t used = 0;
   for (auto& [index, p] : timed) {
+    if (used++ == config.plans) break;
     (is_held_out(holdout_seed, index, config.holdout_fraction) ? data.held_out : data.tuning).push_back(p.observation);
+  }
+  // A few plans may draw no held-out index: the last tuning plan is held out then, so a fit is always judged.
+  if (data.held_out.empty() && data.tuning.size() > kMinTuningPlans) {
+    data.held_out.push_back(std::move(data.tuning.back()));
+    data.tuning.pop_back();
   }
   return data;
 }
@@ -166,7 +177,8 @@ CommCalibrationFit fit_comm_calibration(const CostModel& raw, const CommCorrecti
   fit.before = comm_errors(raw, base, data.held_out);
   const CommCorrection fitted = fit_comm_correction(raw, data.tuning);
   const CommErrors after = comm_errors(raw, fitted, data.held_out);
-  fit.kept_base = after.total_mape_percent > fit.before.total_mape_percent;
+  // Kept only where it is usable and strictly better held out (a NaN error is neither).
+  fit.kept_base = !is_usable(fitted) || !(after.total_mape_percent < fit.before.total_mape_percent);
   fit.correction = fit.kept_base ? base : fitted;
   fit.after = after;
   return fit;

@@ -76,8 +76,9 @@ void check_config(const CalibrateConfig& c) {
   }
   if (c.comm_ranks != 0) {
     if (c.comm_ranks < 2 || c.comm_ranks > 64) throw InputError(fmt::format("--comm-ranks: must be 0 or in [2, 64], got {}", c.comm_ranks));
-    if (c.comm_plans < 4 || c.comm_plans > 100000) {
-      throw InputError(fmt::format("--comm-plans: must be in [4, 100000], got {}", c.comm_plans));
+    // Fewer plans could leave too few to fit after the hold-out, found only after timing them.
+    if (c.comm_plans < 8 || c.comm_plans > 100000) {
+      throw InputError(fmt::format("--comm-plans: must be in [8, 100000], got {}", c.comm_plans));
     }
     if (!c.hardware.empty()) {
       throw InputError("--comm-ranks times this host's all-to-all, --hardware plans it on another's links: pass one of them");
@@ -186,12 +187,13 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
                                    config.base_dir));
     }
     comm_config.world_size = config.comm_ranks;
+    // The batch the base's comm net predicts at (a scale-free net's is fixed), not the compute sets' batch:
+    // a batch ratio must not pass for a correction.
     comm_config.batch_size = base.comm_spec.form == CommForm::kHierarchical ? base.comm_spec.fabric.batch_size
-                                                                           : config.bench.batch_size;
+                                                                           : kScaleFreeCommBatch;
     comm_config.plans = config.comm_plans;
     comm_config.holdout_fraction = config.holdout_fraction;
     comm_config.sampling = config.sampling;
-    fs::create_directories(data_dir);
     comm_config.data_path = (data_dir / kCommCalibrationFile).string();
     comm_config.settings = {{"sampler", "comm-calibration/1: plans of drawn tasks, each planner in turn"},
                             {"pool", config.pool_path},
@@ -203,6 +205,7 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
     comm_data = time_calibration_plans(pool, comm_config, base_model, comm_timer);
     if (comm_data->interrupted) {
       outcome.interrupted = true;
+      outcome.comm_untimed = true;
       return outcome;
     }
     // Fitted now, on the base's comm net as it was trained (it does not depend on the compute part): too

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "shardplan/cost_model_io.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/json_file.hpp"
+#include "shardplan/model_hardware.hpp"
 #include "shardplan/tables_io.hpp"
 
 namespace shardplan {
@@ -56,6 +58,31 @@ ShardSetTimer timed_as_predicted(std::shared_ptr<const CostModel> base) {
     for (const auto& s : shards) set.push_back(shard_features(s, s.dim));
     const double ms = base->predict_compute({set}).front();
     return ComputeTiming{ms, {ms, ms}};
+  };
+}
+
+// A host whose all-to-all transfers take 0.3 ms + 0.6 x what `base` says forward and 0.2 ms + 0.7 x
+// backward, the forward waiting as the model's does; counts its calls and the plans it timed.
+CommPlanTimer host_comm_timer(std::shared_ptr<const CostModel> base, int& calls, std::size_t& plans_timed) {
+  return [base, &calls, &plans_timed](const std::vector<CommToMeasure>& plans, int64_t batch_size) {
+    ++calls;
+    plans_timed += plans.size();
+    EXPECT_EQ(batch_size, 2048);  // the bundled comm data's batch
+    std::vector<std::optional<MeasuredComm>> out;
+    for (const CommToMeasure& p : plans) {
+      EXPECT_EQ(p.dim_sums.size(), 4u);
+      std::vector<double> fw, bw;
+      base->predict_comm(p.dim_sums, p.compute_ms, fw, bw);
+      const double latest = *std::max_element(p.compute_ms.begin(), p.compute_ms.end());
+      MeasuredComm m;
+      for (std::size_t r = 0; r < fw.size(); ++r) {
+        const double wait = latest - p.compute_ms[r];
+        m.fw_ms.push_back(wait + 0.3 + 0.6 * (fw[r] - wait));
+        m.bw_ms.push_back(0.2 + 0.7 * bw[r]);
+      }
+      out.push_back(std::move(m));
+    }
+    return out;
   };
 }
 
@@ -185,26 +212,7 @@ TEST(Calibrate, AllToAllsTimedHereCorrectTheCommModelAndResume) {
   ShardSetTimer compute_timer = timed_as_predicted(base);
   int comm_calls = 0;
   std::size_t plans_timed = 0;
-  CommPlanTimer comm_timer = [&](const std::vector<CommToMeasure>& plans, int64_t batch_size) {
-    ++comm_calls;
-    plans_timed += plans.size();
-    EXPECT_EQ(batch_size, 2048);  // the bundled comm data's batch
-    std::vector<std::optional<MeasuredComm>> out;
-    for (const CommToMeasure& p : plans) {
-      EXPECT_EQ(p.dim_sums.size(), 4u);
-      std::vector<double> fw, bw;
-      base->predict_comm(p.dim_sums, p.compute_ms, fw, bw);
-      const double latest = *std::max_element(p.compute_ms.begin(), p.compute_ms.end());
-      MeasuredComm m;
-      for (std::size_t r = 0; r < fw.size(); ++r) {
-        const double wait = latest - p.compute_ms[r];
-        m.fw_ms.push_back(wait + 0.3 + 0.6 * (fw[r] - wait));
-        m.bw_ms.push_back(0.2 + 0.7 * bw[r]);
-      }
-      out.push_back(std::move(m));
-    }
-    return out;
-  };
+  CommPlanTimer comm_timer = host_comm_timer(base, comm_calls, plans_timed);
   CalibrateConfig config = quick_config(dir.path("host"), 30);
   config.epochs = 2;
   config.comm_ranks = 4;
@@ -230,6 +238,12 @@ TEST(Calibrate, AllToAllsTimedHereCorrectTheCommModelAndResume) {
 
   // The planner's model predicts the host's all-to-all.
   auto calibrated = load_cost_model(config.out_dir);
+  EXPECT_NE(describe_hardware(calibrated->hardware()).find(", corrected on 4 ranks of "), std::string::npos)
+      << describe_hardware(calibrated->hardware());
+  // A copy without its correction no longer claims one.
+  nlohmann::json uncorrected = meta;
+  uncorrected["comm"].erase("correction");
+  EXPECT_TRUE(hardware_from_model_meta(uncorrected).comm_corrected_on.empty());
   const std::vector<int64_t> widths = {64, 128, 32, 200};
   const std::vector<double> compute = {1.0, 2.0, 0.5, 1.5};
   std::vector<double> fw, bw, cfw, cbw;
@@ -255,7 +269,7 @@ TEST(Calibrate, AllToAllsTimedHereCorrectTheCommModelAndResume) {
   both.hardware = "h100-sxm-ib400";
   EXPECT_THROW(calibrate_cost_model(pool(), both, compute_timer, comm_timer), InputError);
   EXPECT_FALSE(fs::exists(dir.path("both")));
-  // Too few plans to fit (calibrate fits before it measures the compute sets, so this costs seconds).
+  // Too few plans to fit.
   CommCalibrationData few;
   few.tuning.resize(2);
   few.held_out.resize(1);
@@ -263,6 +277,108 @@ TEST(Calibrate, AllToAllsTimedHereCorrectTheCommModelAndResume) {
   CalibrateConfig untimed = config;
   untimed.out_dir = dir.path("untimed");
   EXPECT_THROW(calibrate_cost_model(pool(), untimed, compute_timer), std::logic_error);
+}
+
+// Too few plans left to fit after the hold-out is found right after timing them: calibrate refuses
+// before it measures a single compute set (which would take minutes on real kernels).
+TEST(Calibrate, TooFewCommPlansToFitAreRefusedBeforeAnyComputeSet) {
+  TempDir dir;
+  std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
+  int comm_calls = 0;
+  std::size_t plans_timed = 0;
+  CommPlanTimer comm_timer = host_comm_timer(base, comm_calls, plans_timed);
+  int compute_sets = 0;
+  ShardSetTimer compute_timer = [&](const std::vector<Table>& shards, uint64_t seed) {
+    ++compute_sets;
+    return timed_as_predicted(base)(shards, seed);
+  };
+  // Half held out, 8 plans: some seed leaves fewer than 3 to fit on.
+  int refused = 0;
+  for (uint64_t seed = 0; seed < 40 && refused == 0; ++seed) {
+    CalibrateConfig config = quick_config(dir.path(fmt::format("s{}", seed)), 30);
+    config.sampling.seed = seed;
+    config.holdout_fraction = 0.5;
+    config.comm_ranks = 4;
+    config.comm_plans = 8;
+    config.epochs = 1;
+    try {
+      calibrate_cost_model(pool(), config, compute_timer, comm_timer);
+    } catch (const InputError& e) {
+      ++refused;
+      EXPECT_NE(std::string(e.what()).find("too few"), std::string::npos) << e.what();
+      EXPECT_EQ(compute_sets, 0) << "seed " << seed;
+      EXPECT_TRUE(fs::exists(fs::path(config.out_dir) / "calibration" / "comm-plans.json"));
+      EXPECT_FALSE(fs::exists(fs::path(config.out_dir) / "meta.json"));
+    }
+    compute_sets = 0;
+  }
+  EXPECT_EQ(refused, 1);
+}
+
+// A fake host timed once: how the plans split into tuning and held-out parts.
+CommCalibrationData timed_plans(const std::string& path, int64_t plans, uint64_t seed, double holdout_fraction,
+                                const CommPlanTimer& timer, std::shared_ptr<const CostModel> base) {
+  CommCalibrationConfig config;
+  config.world_size = 4;
+  config.plans = plans;
+  config.holdout_fraction = holdout_fraction;
+  config.sampling.seed = seed;
+  config.sampling.memory_cap_bytes = 256ll << 20;
+  config.data_path = path;
+  config.settings = {{"seed", seed}};
+  return time_calibration_plans(pool(), config, base, timer);
+}
+
+TEST(Calibrate, EveryCommFitIsJudgedAndAReRunWithFewerPlansFitsOnTheFirst) {
+  TempDir dir;
+  std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
+  int comm_calls = 0;
+  std::size_t plans_timed = 0;
+  CommPlanTimer timer = host_comm_timer(base, comm_calls, plans_timed);
+  // At a 5% hold-out, 8 plans draw no held-out index for most seeds: the last plan is held out then.
+  int none_drawn = 0;
+  for (uint64_t seed = 0; seed < 6; ++seed) {
+    CommCalibrationData data = timed_plans(dir.path(fmt::format("p{}.json", seed)), 8, seed, 0.05, timer, base);
+    ASSERT_EQ(data.tuning.size() + data.held_out.size(), 8u);
+    EXPECT_GE(data.held_out.size(), 1u) << "seed " << seed;
+    if (data.held_out.size() == 1) ++none_drawn;
+  }
+  EXPECT_GT(none_drawn, 0);
+  // 16 timed, then 10 asked for: the fit uses the first 10 and times nothing again.
+  const std::string path = dir.path("resume.json");
+  timed_plans(path, 16, 3, 0.2, timer, base);
+  const int calls = comm_calls;
+  CommCalibrationData fewer = timed_plans(path, 10, 3, 0.2, timer, base);
+  EXPECT_EQ(comm_calls, calls);
+  EXPECT_EQ(fewer.tuning.size() + fewer.held_out.size(), 10u);
+  EXPECT_EQ(fewer.timed_now, 0);
+}
+
+TEST(Calibrate, ACommFitOnTimingsThatAreNotNumbersKeepsTheBase) {
+  TempDir dir;
+  std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
+  int comm_calls = 0;
+  std::size_t plans_timed = 0;
+  CommCalibrationData data = timed_plans(dir.path("p.json"), 16, 0, 0.2,
+                                         host_comm_timer(base, comm_calls, plans_timed), base);
+  EXPECT_FALSE(fit_comm_calibration(*base, CommCorrection{}, data).kept_base);
+  data.held_out.front().bw_ms.front() = std::nan("");
+  EXPECT_TRUE(fit_comm_calibration(*base, CommCorrection{}, data).kept_base);
+  // A timer that reports no number leaves its plans untimed, for a re-run to time again.
+  CommPlanTimer broken = [](const std::vector<CommToMeasure>& plans, int64_t /*batch_size*/) {
+    std::vector<std::optional<MeasuredComm>> out;
+    for (const CommToMeasure& p : plans) {
+      MeasuredComm m;
+      m.fw_ms.assign(p.dim_sums.size(), std::nan(""));
+      m.bw_ms.assign(p.dim_sums.size(), 1.0);
+      out.push_back(std::move(m));
+    }
+    return out;
+  };
+  CommCalibrationData untimed = timed_plans(dir.path("broken.json"), 8, 0, 0.2, broken, base);
+  EXPECT_TRUE(untimed.interrupted);
+  EXPECT_EQ(untimed.timed_now, 0);
+  EXPECT_TRUE(untimed.tuning.empty() && untimed.held_out.empty());
 }
 
 TEST(Calibrate, SetsLookLikePlansAndCoverRandomDraws) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "shardplan/comm_correction.hpp"
 #include "shardplan/errors.hpp"
@@ -78,6 +80,42 @@ TEST(CommCorrection, AWidthBlindHostFallsBackToAScaleThroughTheOrigin) {
   const CommCorrection c = fit_comm_correction(model, timed);
   EXPECT_EQ(c.bw_offset_ms, 0.0);
   EXPECT_GT(c.bw_scale, 0.05);
+}
+
+TEST(CommCorrection, AHostFarFasterThanTheModelStillGetsAModelFileCanLoad) {
+  // Every timed transfer a constant 0.001 ms: the slope through the origin falls below what meta.json
+  // accepts, so the fit holds it there and the written model loads again.
+  LinearCommModel model;
+  auto timed = timed_on_host(model, 0.0, 1.0, 0.0, 1.0);
+  for (auto& o : timed) std::fill(o.bw_ms.begin(), o.bw_ms.end(), 0.001);
+  const CommCorrection c = fit_comm_correction(model, timed);
+  EXPECT_DOUBLE_EQ(c.bw_scale, 0.05);
+  EXPECT_TRUE(is_usable(c));
+  EXPECT_NO_THROW(comm_correction_from_json(comm_correction_to_json(c), "meta.json", "comm.correction"));
+}
+
+TEST(CommCorrection, UnusableNumbersAreTold) {
+  CommCorrection c;
+  EXPECT_TRUE(is_usable(c));
+  c.fw_offset_ms = std::nan("");
+  EXPECT_FALSE(is_usable(c));
+  c.fw_offset_ms = 0.0;
+  c.bw_scale = 0.01;
+  EXPECT_FALSE(is_usable(c));
+  c.bw_scale = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(is_usable(c));
+}
+
+TEST(CommCorrection, OneDeviceIsLeftAlone) {
+  CommCorrection c;
+  c.fw_offset_ms = 0.3;
+  c.bw_offset_ms = 0.2;
+  std::vector<double> compute = {1.0};
+  std::vector<double> fw = {0.0};
+  std::vector<double> bw = {0.0};
+  apply_comm_correction(c, compute, fw, bw);
+  EXPECT_EQ(fw[0], 0.0);
+  EXPECT_EQ(bw[0], 0.0);
 }
 
 TEST(CommCorrection, KeepsTheWaitAndNeverMakesATransferFree) {

@@ -65,6 +65,9 @@ TEST(Metrics, MapeMseAndSpearman) {
   EXPECT_DOUBLE_EQ(m.spearman, 1.0);
   EXPECT_DOUBLE_EQ(spearman_correlation({1, 2, 3, 4}, {40, 30, 20, 10}), -1.0);
   EXPECT_NEAR(spearman_correlation({1, 2, 2, 3}, {1, 2, 3, 4}), 0.9487, 1e-3);  // ties get average ranks
+  // A value that is not a number ranks last (it once looped forever), tied with any other NaN.
+  EXPECT_DOUBLE_EQ(spearman_correlation({1, 2, std::nan(""), 3}, {1, 2, 4, 3}), 1.0);
+  EXPECT_DOUBLE_EQ(spearman_correlation({std::nan(""), 2, std::nan(""), 3}, {3.5, 1, 3.5, 2}), 1.0);
 }
 
 TEST(Metrics, ImbalanceResponseRecoversAPowerLaw) {
@@ -207,6 +210,15 @@ TEST(NeuralCostModel, CommCorrectionAppliesToTheTransferOfTheHostItWasTimedOn) {
       EXPECT_GE(cfw[r], wait);
     }
     if (!hierarchical) continue;
+    // Planned for the links it was timed on, it keeps the correction; one device exchanges nothing.
+    corrected.plan_for_hardware(spec.fabric);
+    std::vector<double> same_fw, same_bw;
+    corrected.predict_comm(widths, compute, same_fw, same_bw);
+    EXPECT_EQ(same_fw, cfw);
+    EXPECT_EQ(same_bw, cbw);
+    corrected.predict_comm({64}, {1.0}, same_fw, same_bw);
+    EXPECT_EQ(same_fw, std::vector<double>{0.0});
+    EXPECT_EQ(same_bw, std::vector<double>{0.0});
     CommFabric elsewhere = spec.fabric;
     elsewhere.name = "other-links";
     plain.plan_for_hardware(elsewhere);

@@ -37,7 +37,7 @@ CalibrationSet draw_calibration_set(const std::vector<Table>& pool, const Calibr
 
 // A whole plan, for timing its all-to-all (calibrate --comm-ranks): each device's shards.
 struct CalibrationPlan {
-  std::vector<std::vector<Table>> devices;
+  std::vector<DeviceShards> devices;  // per rank, as the planner's score sees them (widths, pieces)
   std::string origin;
 };
 
