@@ -12,6 +12,14 @@ measured ratio far from it, with a low correlation, says the model's promise did
 
   shard-plan bench --tasks T --algos a,b --measure 20 --json --per-task > bench.json
   tools/paired_compare.py bench.json a b
+
+Pooled over several task sets, each with its own labels (a planner's label may differ from set to set):
+
+  tools/paired_compare.py --pool s2042/measured.json:calloop:torchrec --pool s2043/measured.json:commloop:torchrec
+
+prints each set's statistics under "sets" and, under "pooled", the same statistics over all their tasks
+together: one set of 20 tasks rarely reaches |t| >= 2 on a noisy host, and picking the set that did would
+be fishing.
 """
 import json
 import math
@@ -67,27 +75,93 @@ def correlation(xs, ys):
     return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else float("nan")
 
 
-def main(argv):
-    if len(argv) != 4:
-        print(__doc__, file=sys.stderr)
-        return 2
-    with open(argv[1]) as f:
+# Measured per task, and the model's figure for it: the predicted step is the plan cost.
+QUANTITIES = (("task_max_compute_ms", "max_compute", lambda algo: algo["measured"].get("task_predicted_max_compute_ms")),
+              ("task_max_step_ms", "max_step", lambda algo: algo.get("task_costs_ms")))
+
+
+class BadInput(Exception):
+    pass
+
+
+def load_pair(path, a, b):
+    """The two algorithms' entries of one result file; BadInput when either has no measurement."""
+    with open(path) as f:
         doc = json.load(f)
-    a, b = argv[2], argv[3]
-    algos = doc["algorithms"]
+    algos = doc.get("algorithms", {})
     for name in (a, b):
         if name not in algos or "measured" not in algos[name]:
-            print(f"{argv[1]}: no measured per-task results for {name} (run bench with --measure N --json --per-task)",
-                  file=sys.stderr)
-            return 2
+            raise BadInput(f"{path}: no measured per-task results for {name} (run bench with --measure N --json --per-task)")
+    return doc, algos[a], algos[b]
+
+
+def series(algo_a, algo_b, key, predicted):
+    """Per task: measured a and b, predicted a and b (None lists where the file has no predictions)."""
+    if key not in algo_a["measured"] or key not in algo_b["measured"]:
+        return None
+    return algo_a["measured"][key], algo_b["measured"][key], predicted(algo_a), predicted(algo_b)
+
+
+def pad(values, n):
+    """`values` as a list of n, None where it is missing or short."""
+    values = values or []
+    return [values[i] if i < len(values) else None for i in range(n)]
+
+
+def compare_one(path, a, b):
+    doc, algo_a, algo_b = load_pair(path, a, b)
     out = {"task_set": doc.get("task_set"), "cost_model": doc.get("cost_model"), "a": a, "b": b}
-    # measured per task, and the model's figure for it: the predicted step is the plan cost
-    quantities = (("task_max_compute_ms", "max_compute", lambda algo: algo["measured"].get("task_predicted_max_compute_ms")),
-                  ("task_max_step_ms", "max_step", lambda algo: algo.get("task_costs_ms")))
-    for key, label, predicted in quantities:
-        if key in algos[a]["measured"] and key in algos[b]["measured"]:
-            out[label] = paired(algos[a]["measured"][key], algos[b]["measured"][key],
-                                predicted(algos[a]), predicted(algos[b]))
+    for key, label, predicted in QUANTITIES:
+        s = series(algo_a, algo_b, key, predicted)
+        if s is not None:
+            out[label] = paired(*s)
+    return out
+
+
+def compare_pooled(triples):
+    out = {"sets": [], "pooled": {}}
+    pooled = {label: ([], [], [], []) for _, label, _ in QUANTITIES}
+    present = {label: 0 for _, label, _ in QUANTITIES}
+    for path, a, b in triples:
+        out["sets"].append(compare_one(path, a, b) | {"file": path})
+        _, algo_a, algo_b = load_pair(path, a, b)
+        for key, label, predicted in QUANTITIES:
+            s = series(algo_a, algo_b, key, predicted)
+            if s is None:
+                continue
+            present[label] += 1
+            n = min(len(s[0]), len(s[1]))
+            for column, values in zip(pooled[label], s):
+                column.extend(pad(values, n))
+    for _, label, _ in QUANTITIES:
+        if present[label] == len(triples):  # only a quantity every set measured
+            out["pooled"][label] = paired(*pooled[label])
+    return out
+
+
+def parse_triple(value):
+    path, sep, labels = value.rpartition(":")
+    first, sep2, _ = path.rpartition(":")
+    if not sep or not sep2 or not first or not labels:
+        raise BadInput(f"--pool: expected FILE:A:B, got {value!r}")
+    return first, path[len(first) + 1:], labels
+
+
+def main(argv):
+    args = argv[1:]
+    try:
+        if args and args[0] == "--pool":
+            if len(args) % 2 != 0 or any(flag != "--pool" for flag in args[0::2]):
+                raise BadInput("usage: paired_compare.py --pool FILE:A:B [--pool FILE:A:B ...]")
+            out = compare_pooled([parse_triple(v) for v in args[1::2]])
+        elif len(args) == 3:
+            out = compare_one(*args)
+        else:
+            print(__doc__, file=sys.stderr)
+            return 2
+    except (BadInput, OSError, json.JSONDecodeError) as e:
+        print(f"paired_compare: {e}", file=sys.stderr)
+        return 2
     print(json.dumps(out, indent=2))
     return 0
 

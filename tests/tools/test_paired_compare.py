@@ -58,6 +58,32 @@ class PairedCompareTest(unittest.TestCase):
         self.assertNotIn("predicted", compute)
         self.assertNotIn("max_step", json.loads(r.stdout))
 
+    def test_sets_pool_into_one_comparison_whatever_their_labels(self):
+        first = {"algorithms": {"x": algorithm([9.0, 8.0], [4.0, 2.0], [4.0, 3.0], [8.0, 9.0]),
+                                "y": algorithm([10.0, 10.0], [4.0, 4.0], [5.0, 3.0], [10.0, 9.0])}}
+        # The second set calls the same planners p and q, and q found no plan for its second task.
+        second = {"algorithms": {"p": algorithm([6.0, 5.0], [2.0, 2.0], [2.0, 2.0], [6.0, 5.0]),
+                                 "q": algorithm([5.0, None], [3.0, None], [4.0, None], [5.0, None])}}
+        with tempfile.TemporaryDirectory() as tmp:
+            a, b = Path(tmp) / "a.json", Path(tmp) / "b.json"
+            a.write_text(json.dumps(first))
+            b.write_text(json.dumps(second))
+            r = subprocess.run([sys.executable, str(SCRIPT), "--pool", f"{a}:x:y", "--pool", f"{b}:p:q"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            out = json.loads(r.stdout)
+            self.assertEqual([s["a"] for s in out["sets"]], ["x", "p"])
+            self.assertEqual(out["sets"][1]["max_compute"]["tasks"], 1)
+            compute = out["pooled"]["max_compute"]
+            self.assertEqual((compute["tasks"], compute["a_faster"]), (3, 2))
+            self.assertAlmostEqual(compute["geomean_ratio"], (0.8 * 1.0 * 0.5) ** (1 / 3))
+            self.assertAlmostEqual(compute["predicted"]["geomean_ratio"], (1.0 * 0.5 * (2 / 3)) ** (1 / 3))
+            step = out["pooled"]["max_step"]
+            self.assertAlmostEqual(step["geomean_ratio"], (0.8 * 1.0 * 1.2) ** (1 / 3))
+            for bad in ([f"--pool", f"{a}:x"], ["--pool", f"{a}:x:z"], ["--pool", f"{a}:x:y", "extra"]):
+                r = subprocess.run([sys.executable, str(SCRIPT)] + bad, capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 2, bad)
+
     def test_an_unmeasured_algorithm_is_bad_input(self):
         r = run({"algorithms": {"x": {"measured": {"task_max_compute_ms": [1.0]}}, "y": {}}})
         self.assertEqual(r.returncode, 2)
