@@ -108,43 +108,37 @@ def pad(values, n):
     return [values[i] if i < len(values) else None for i in range(n)]
 
 
-def compare_one(path, a, b):
+def compare_one(path, a, b, pooled=None):
+    """One file's statistics; with `pooled` (label: four columns), its tasks are appended there too, and a
+    quantity this file lacks is dropped from it: the pool holds only what every set measured."""
     doc, algo_a, algo_b = load_pair(path, a, b)
     out = {"task_set": doc.get("task_set"), "cost_model": doc.get("cost_model"), "a": a, "b": b}
     for key, label, predicted in QUANTITIES:
         s = series(algo_a, algo_b, key, predicted)
         if s is not None:
             out[label] = paired(*s)
+        if pooled is None or label not in pooled:
+            continue
+        if s is None:
+            del pooled[label]
+            continue
+        n = min(len(s[0]), len(s[1]))
+        for column, values in zip(pooled[label], s):
+            column.extend(pad(values, n))
     return out
 
 
 def compare_pooled(triples):
-    out = {"sets": [], "pooled": {}}
     pooled = {label: ([], [], [], []) for _, label, _ in QUANTITIES}
-    present = {label: 0 for _, label, _ in QUANTITIES}
-    for path, a, b in triples:
-        out["sets"].append(compare_one(path, a, b) | {"file": path})
-        _, algo_a, algo_b = load_pair(path, a, b)
-        for key, label, predicted in QUANTITIES:
-            s = series(algo_a, algo_b, key, predicted)
-            if s is None:
-                continue
-            present[label] += 1
-            n = min(len(s[0]), len(s[1]))
-            for column, values in zip(pooled[label], s):
-                column.extend(pad(values, n))
-    for _, label, _ in QUANTITIES:
-        if present[label] == len(triples):  # only a quantity every set measured
-            out["pooled"][label] = paired(*pooled[label])
-    return out
+    sets = [compare_one(path, a, b, pooled) | {"file": path} for path, a, b in triples]
+    return {"sets": sets, "pooled": {label: paired(*columns) for label, columns in pooled.items()}}
 
 
 def parse_triple(value):
-    path, sep, labels = value.rpartition(":")
-    first, sep2, _ = path.rpartition(":")
-    if not sep or not sep2 or not first or not labels:
+    parts = value.rsplit(":", 2)
+    if len(parts) != 3 or not all(parts):
         raise BadInput(f"--pool: expected FILE:A:B, got {value!r}")
-    return first, path[len(first) + 1:], labels
+    return parts
 
 
 def main(argv):

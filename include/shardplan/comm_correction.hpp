@@ -45,10 +45,6 @@ struct CommObservation {
 // correction.
 CommCorrection fit_comm_correction(const CostModel& model, const std::vector<CommObservation>& observations);
 
-// Finite numbers and scales of at least 0.05: what a model file accepts. Timings with a NaN or an
-// infinity fit an unusable correction, which calibrate must not keep.
-bool is_usable(const CommCorrection& correction);
-
 // Per-device error of the model's all-to-all (with `correction` applied) on timed plans: MAPE of the
 // forward and of the backward, and of each device's forward plus backward.
 struct CommErrors {

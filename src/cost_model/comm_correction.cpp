@@ -71,7 +71,6 @@ CommCorrection fit_comm_correction(const CostModel& model, const std::vector<Com
   std::vector<double> fw_predicted, fw_measured, bw_predicted, bw_measured;
   std::vector<double> fw, bw;
   for (const CommObservation& o : observations) {
-    if (o.dim_sums.size() < 2) continue;  // no all-to-all to learn from
     model.predict_comm(o.dim_sums, o.compute_ms, fw, bw);
     const double latest = latest_of(o.compute_ms);
     for (std::size_t r = 0; r < fw.size() && r < o.fw_ms.size(); ++r) {
@@ -87,11 +86,6 @@ CommCorrection fit_comm_correction(const CostModel& model, const std::vector<Com
   fit_affine(fw_predicted, fw_measured, c.fw_offset_ms, c.fw_scale);
   fit_affine(bw_predicted, bw_measured, c.bw_offset_ms, c.bw_scale);
   return c;
-}
-
-bool is_usable(const CommCorrection& c) {
-  return std::isfinite(c.fw_offset_ms) && std::isfinite(c.bw_offset_ms) && std::isfinite(c.fw_scale) &&
-         std::isfinite(c.bw_scale) && c.fw_scale >= kMinFittedScale && c.bw_scale >= kMinFittedScale;
 }
 
 nlohmann::json CommErrors::to_json() const {

@@ -177,8 +177,8 @@ CommCalibrationFit fit_comm_calibration(const CostModel& raw, const CommCorrecti
   fit.before = comm_errors(raw, base, data.held_out);
   const CommCorrection fitted = fit_comm_correction(raw, data.tuning);
   const CommErrors after = comm_errors(raw, fitted, data.held_out);
-  // Kept only where it is usable and strictly better held out (a NaN error is neither).
-  fit.kept_base = !is_usable(fitted) || !(after.total_mape_percent < fit.before.total_mape_percent);
+  // Kept only where strictly better held out (a NaN error is not).
+  fit.kept_base = !(after.total_mape_percent < fit.before.total_mape_percent);
   fit.correction = fit.kept_base ? base : fitted;
   fit.after = after;
   return fit;

@@ -61,10 +61,22 @@ ShardSetTimer timed_as_predicted(std::shared_ptr<const CostModel> base) {
   };
 }
 
-// A host whose all-to-all transfers take 0.3 ms + 0.6 x what `base` says forward and 0.2 ms + 0.7 x
-// backward, the forward waiting as the model's does; counts its calls and the plans it timed.
-CommPlanTimer host_comm_timer(std::shared_ptr<const CostModel> base, int& calls, std::size_t& plans_timed) {
-  return [base, &calls, &plans_timed](const std::vector<CommToMeasure>& plans, int64_t batch_size) {
+// A host whose all-to-all transfers take 0.3 ms + 0.6 x what the bundled model (`base`) says forward
+// and 0.2 ms + 0.7 x backward, the forward waiting as the model's does; counts its calls and the plans
+// it timed. `timer` refers to the host: it stays where it was made.
+struct FakeCommHost {
+  std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
+  int calls = 0;
+  std::size_t plans_timed = 0;
+  CommPlanTimer timer = [this](const std::vector<CommToMeasure>& plans, int64_t batch_size) {
+    return time(plans, batch_size);
+  };
+
+  FakeCommHost() = default;
+  FakeCommHost(const FakeCommHost&) = delete;
+  FakeCommHost& operator=(const FakeCommHost&) = delete;
+
+  std::vector<std::optional<MeasuredComm>> time(const std::vector<CommToMeasure>& plans, int64_t batch_size) {
     ++calls;
     plans_timed += plans.size();
     EXPECT_EQ(batch_size, 2048);  // the bundled comm data's batch
@@ -83,8 +95,8 @@ CommPlanTimer host_comm_timer(std::shared_ptr<const CostModel> base, int& calls,
       out.push_back(std::move(m));
     }
     return out;
-  };
-}
+  }
+};
 
 CalibrateConfig quick_config(const std::string& out, int64_t samples) {
   CalibrateConfig c;
@@ -208,18 +220,17 @@ TEST(Calibrate, FineTuningCutsTheHeldOutErrorOnASyntheticMachine) {
 // calibration times no plan twice.
 TEST(Calibrate, AllToAllsTimedHereCorrectTheCommModelAndResume) {
   TempDir dir;
-  std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
+  FakeCommHost host;
+  std::shared_ptr<const CostModel> base = host.base;
   ShardSetTimer compute_timer = timed_as_predicted(base);
-  int comm_calls = 0;
-  std::size_t plans_timed = 0;
-  CommPlanTimer comm_timer = host_comm_timer(base, comm_calls, plans_timed);
+  CommPlanTimer comm_timer = host.timer;
   CalibrateConfig config = quick_config(dir.path("host"), 30);
   config.epochs = 2;
   config.comm_ranks = 4;
   config.comm_plans = 16;
   CalibrateOutcome outcome = calibrate_cost_model(pool(), config, compute_timer, comm_timer);
-  EXPECT_EQ(comm_calls, 1);
-  EXPECT_EQ(plans_timed, 16u);
+  EXPECT_EQ(host.calls, 1);
+  EXPECT_EQ(host.plans_timed, 16u);
   const auto& meta = outcome.meta;
   const auto& correction = meta["comm"]["correction"];
   EXPECT_NEAR(correction["fw_offset_ms"].get<double>(), 0.3, 1e-6);
@@ -258,7 +269,7 @@ TEST(Calibrate, AllToAllsTimedHereCorrectTheCommModelAndResume) {
   // Resuming with more compute sets times no all-to-all again; other ranks are another collection.
   config.samples = 34;
   calibrate_cost_model(pool(), config, compute_timer, comm_timer);
-  EXPECT_EQ(comm_calls, 1);
+  EXPECT_EQ(host.calls, 1);
   CalibrateConfig other = config;
   other.comm_ranks = 2;
   EXPECT_THROW(calibrate_cost_model(pool(), other, compute_timer, comm_timer), InputError);
@@ -283,14 +294,11 @@ TEST(Calibrate, AllToAllsTimedHereCorrectTheCommModelAndResume) {
 // before it measures a single compute set (which would take minutes on real kernels).
 TEST(Calibrate, TooFewCommPlansToFitAreRefusedBeforeAnyComputeSet) {
   TempDir dir;
-  std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
-  int comm_calls = 0;
-  std::size_t plans_timed = 0;
-  CommPlanTimer comm_timer = host_comm_timer(base, comm_calls, plans_timed);
+  FakeCommHost host;
   int compute_sets = 0;
   ShardSetTimer compute_timer = [&](const std::vector<Table>& shards, uint64_t seed) {
     ++compute_sets;
-    return timed_as_predicted(base)(shards, seed);
+    return timed_as_predicted(host.base)(shards, seed);
   };
   // Half held out, 8 plans: some seed leaves fewer than 3 to fit on.
   int refused = 0;
@@ -302,7 +310,7 @@ TEST(Calibrate, TooFewCommPlansToFitAreRefusedBeforeAnyComputeSet) {
     config.comm_plans = 8;
     config.epochs = 1;
     try {
-      calibrate_cost_model(pool(), config, compute_timer, comm_timer);
+      calibrate_cost_model(pool(), config, compute_timer, host.timer);
     } catch (const InputError& e) {
       ++refused;
       EXPECT_NE(std::string(e.what()).find("too few"), std::string::npos) << e.what();
@@ -331,14 +339,11 @@ CommCalibrationData timed_plans(const std::string& path, int64_t plans, uint64_t
 
 TEST(Calibrate, EveryCommFitIsJudgedAndAReRunWithFewerPlansFitsOnTheFirst) {
   TempDir dir;
-  std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
-  int comm_calls = 0;
-  std::size_t plans_timed = 0;
-  CommPlanTimer timer = host_comm_timer(base, comm_calls, plans_timed);
+  FakeCommHost host;
   // At a 5% hold-out, 8 plans draw no held-out index for most seeds: the last plan is held out then.
   int none_drawn = 0;
   for (uint64_t seed = 0; seed < 6; ++seed) {
-    CommCalibrationData data = timed_plans(dir.path(fmt::format("p{}.json", seed)), 8, seed, 0.05, timer, base);
+    CommCalibrationData data = timed_plans(dir.path(fmt::format("p{}.json", seed)), 8, seed, 0.05, host.timer, host.base);
     ASSERT_EQ(data.tuning.size() + data.held_out.size(), 8u);
     EXPECT_GE(data.held_out.size(), 1u) << "seed " << seed;
     if (data.held_out.size() == 1) ++none_drawn;
@@ -346,21 +351,19 @@ TEST(Calibrate, EveryCommFitIsJudgedAndAReRunWithFewerPlansFitsOnTheFirst) {
   EXPECT_GT(none_drawn, 0);
   // 16 timed, then 10 asked for: the fit uses the first 10 and times nothing again.
   const std::string path = dir.path("resume.json");
-  timed_plans(path, 16, 3, 0.2, timer, base);
-  const int calls = comm_calls;
-  CommCalibrationData fewer = timed_plans(path, 10, 3, 0.2, timer, base);
-  EXPECT_EQ(comm_calls, calls);
+  timed_plans(path, 16, 3, 0.2, host.timer, host.base);
+  const int calls = host.calls;
+  CommCalibrationData fewer = timed_plans(path, 10, 3, 0.2, host.timer, host.base);
+  EXPECT_EQ(host.calls, calls);
   EXPECT_EQ(fewer.tuning.size() + fewer.held_out.size(), 10u);
   EXPECT_EQ(fewer.timed_now, 0);
 }
 
 TEST(Calibrate, ACommFitOnTimingsThatAreNotNumbersKeepsTheBase) {
   TempDir dir;
-  std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
-  int comm_calls = 0;
-  std::size_t plans_timed = 0;
-  CommCalibrationData data = timed_plans(dir.path("p.json"), 16, 0, 0.2,
-                                         host_comm_timer(base, comm_calls, plans_timed), base);
+  FakeCommHost host;
+  std::shared_ptr<const CostModel> base = host.base;
+  CommCalibrationData data = timed_plans(dir.path("p.json"), 16, 0, 0.2, host.timer, base);
   EXPECT_FALSE(fit_comm_calibration(*base, CommCorrection{}, data).kept_base);
   data.held_out.front().bw_ms.front() = std::nan("");
   EXPECT_TRUE(fit_comm_calibration(*base, CommCorrection{}, data).kept_base);
