@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Sets up (installs packages, builds) and runs the whole test suite: unit, end-to-end, LibTorch and
-# plan-quality regression tests, then the sanitizer build and the fuzzers, then prints plan quality
-# measured on this machine's kernels (not asserted: timings on shared machines are noisy). This is the
-# command CI runs.
+# Sets up (installs packages and the Python stack, builds) and runs the whole test suite: unit,
+# end-to-end, LibTorch, Python package (TorchRec on 2 Gloo ranks) and plan-quality regression tests,
+# then the sanitizer build and the fuzzers, then prints plan quality measured on this machine's kernels
+# (not asserted: timings on shared machines are noisy). This is the command CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+./scripts/setup-python.sh  # torch, fbgemm-gpu-cpu, TorchRec and the shardplan package, in .venv
 cmake --build build -j"$(nproc)"  # the test suites, beyond what setup builds
-ctest --test-dir build --output-on-failure -j"$(nproc)"
+# The package's TorchRec tests fail here, rather than skip, if the pinned stack does not import.
+SHARDPLAN_REQUIRE_TORCHREC=1 ctest --test-dir build --output-on-failure -j"$(nproc)"
 ./scripts/sanitize-and-fuzz.sh
 
 if grep -q '^SHARDPLAN_WITH_TORCH:BOOL=ON' build/CMakeCache.txt; then

@@ -8,6 +8,7 @@
 
 #include "shardplan/cluster.hpp"
 #include "shardplan/cost_model.hpp"
+#include "shardplan/external_program.hpp"
 #include "shardplan/measure_loop_config.hpp"
 #include "shardplan/neuroshard_config.hpp"
 #include "shardplan/plan.hpp"
@@ -22,6 +23,8 @@ struct PlannerConfig {
   // neuroshard_measured: its loop, and how it measures shard sets on this machine (unset: unavailable).
   MeasureLoopConfig measure_loop;
   ShardSetMeasurer measure_sets;
+  // The program that runs TorchRec's own planner (external_planner_names); no command: unavailable.
+  ExternalPlannerProgram torchrec_program;
 };
 
 class Planner {
@@ -40,6 +43,10 @@ const std::vector<std::string>& planner_names();
 // Planners that measure on this machine while planning (make_planner builds them only with
 // PlannerConfig::measure_sets): not among planner_names(), which every build can run anywhere.
 const std::vector<std::string>& measuring_planner_names();
+
+// Planners run as another program (TorchRec's own planner through the Python package; make_planner
+// builds them only with PlannerConfig::torchrec_program): not among planner_names() either.
+const std::vector<std::string>& external_planner_names();
 
 // Refuses tables larger than the whole cluster, which no sharding can hold.
 void check_total_capacity(const std::vector<Table>& tables, const Cluster& cluster);

@@ -8,6 +8,7 @@
 #include "bench_flags.hpp"
 #include "cli_common.hpp"
 #include "comm_measure.hpp"
+#include "python_stack.hpp"
 #include "commands.hpp"
 #include "planning_flags.hpp"
 #include "shardplan/bench.hpp"
@@ -100,6 +101,7 @@ its own, so --measure judges its plans on fresh measurements; its planning time 
     config.measure_loop = loop;
     config.measure_sets = shard_set_measurer(measure_flags, seed);
   }
+  config.torchrec_program = torchrec_program_for(algorithms);
   spdlog::info("{}: {} tasks on {} GPUs, {} algorithms", tasks_path, set.tasks.size(), set.num_devices, algorithms.size());
   BenchMeasure measure;
   measure.tasks = measure_tasks;

@@ -13,6 +13,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "planning_flags.hpp"
+#include "python_stack.hpp"
 #include "shardplan/atomic_file.hpp"
 #include "shardplan/baseline_comparison.hpp"
 #include "shardplan/bounding_drivers.hpp"
@@ -139,6 +140,7 @@ int run_plan(int argc, char** argv) {
     config.measure_sets = shard_set_measurer(measure_flags, seed);
     warn_if_measuring_other_hardware(*config.cost_model, measure_flags);
   }
+  config.torchrec_program = torchrec_program_for({algorithm});
   auto planner = make_planner(algorithm, config);
 
   auto start = std::chrono::steady_clock::now();

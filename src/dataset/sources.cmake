@@ -14,4 +14,5 @@ set(SHARDPLAN_DATASET_SOURCES
 set(SHARDPLAN_DATASET_CLI_SOURCES
   src/cli/cmd_gen_pool.cpp
   src/cli/cmd_gen_tasks.cpp
+  src/cli/cmd_gen_traces.cpp
 )

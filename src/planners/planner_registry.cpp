@@ -6,6 +6,7 @@
 
 #include "greedy_baselines.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/external_planner.hpp"
 #include "shardplan/measure_loop.hpp"
 #include "shardplan/neuroshard.hpp"
 #include "torchrec_planner.hpp"
@@ -24,6 +25,25 @@ const std::vector<std::string>& measuring_planner_names() {
   return names;
 }
 
+const std::vector<std::string>& external_planner_names() {
+  static const std::vector<std::string> names = {"torchrec_planner", "torchrec_planner_cpu"};
+  return names;
+}
+
+namespace {
+
+// TorchRec's planner plans for a compute device, and offers the sharding types its sharders have there.
+std::unique_ptr<Planner> make_torchrec_program_planner(std::string_view name, const PlannerConfig& config) {
+  if (config.torchrec_program.command.empty()) {
+    throw InputError(fmt::format("planner \"{}\" runs TorchRec's own planner, and no program to run it was given", name));
+  }
+  const std::string device = name == "torchrec_planner_cpu" ? "cpu" : "cuda";
+  return make_external_planner(std::string(name), config.torchrec_program, {"--compute-device", device},
+                               config.neuroshard.sharding_types);
+}
+
+}  // namespace
+
 std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig& config) {
   if (name == "neuroshard") return make_neuroshard_planner(config.cost_model, config.neuroshard);
   if (name == "neuroshard_measured") {
@@ -38,6 +58,10 @@ std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig
     }
     return make_measured_neuroshard_planner(config.cost_model, config.neuroshard, config.measure_loop, config.measure_sets,
                                             std::move(rivals));
+  }
+  const auto& external = external_planner_names();
+  if (std::find(external.begin(), external.end(), name) != external.end()) {
+    return make_torchrec_program_planner(name, config);
   }
   if (name == "torchrec") return make_torchrec_planner(/*all_types=*/false);
   if (name == "torchrec_all_types") return make_torchrec_planner(/*all_types=*/true);
@@ -59,8 +83,9 @@ std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig
       return t.dim * t.pooling_factor * std::log10(static_cast<double>(t.rows));
     });
   }
-  throw InputError(fmt::format("--algo: unknown planner \"{}\" (known: {}, {})", name, fmt::join(planner_names(), ", "),
-                               fmt::join(measuring_planner_names(), ", ")));
+  throw InputError(fmt::format("--algo: unknown planner \"{}\" (known: {}, {}, {})", name,
+                               fmt::join(planner_names(), ", "), fmt::join(measuring_planner_names(), ", "),
+                               fmt::join(external, ", ")));
 }
 
 }  // namespace shardplan

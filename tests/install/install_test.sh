@@ -13,7 +13,8 @@ prefix="$scratch/prefix"
 cmake --install "$build_dir" --prefix "$prefix" >/dev/null
 share="$prefix/share/shard-plan"
 for f in "$prefix/bin/shard-plan" "$share/models/default/meta.json" "$share/models/default/compute.pt" \
-         "$share/data/pool.json" "$share/data/examples/tables-4gpu.json" "$share/tools/plan_to_torchrec.py"; do
+         "$share/data/pool.json" "$share/data/examples/tables-4gpu.json" "$share/tools/plan_to_torchrec.py" \
+         "$share/python/shardplan/torchrec/baseline.py"; do
   [ -e "$f" ] || fail "missing after install: $f"
 done
 log="$("$prefix/bin/shard-plan" --tables "$share/data/examples/tables-4gpu.json" --gpus 4 --mem-per-gpu 4GiB \
@@ -21,6 +22,9 @@ log="$("$prefix/bin/shard-plan" --tables "$share/data/examples/tables-4gpu.json"
 grep -qF "cost model: neural:default ($share/models/default)" <<<"$log" || fail "installed binary did not use its share/ model: $log"
 "$prefix/bin/shard-plan" validate --plan "$scratch/plan.json" --tables "$share/data/examples/tables-4gpu.json" >/dev/null \
   || fail "the installed binary's plan does not validate"
+
+# The installed plan_to_torchrec.py finds the installed package (no TorchRec needed to describe a plan).
+python3 "$share/tools/plan_to_torchrec.py" "$scratch/plan.json" >/dev/null || fail "installed plan_to_torchrec.py failed"
 
 elsewhere="$scratch/elsewhere/build"
 mkdir -p "$elsewhere"

@@ -1,0 +1,159 @@
+"""python -m shardplan.measure --plan PLAN --tables TABLES [--mode step|per-rank] [-o OUT.json]
+
+Trains the plan's tables on the real stack, TorchRec + FBGEMM, and writes per-rank times as JSON in the
+layout of `shard-plan evaluate --measure --json`. Run it under torchrun with one process per rank of the
+plan (env:// rendezvous; Gloo on CPUs, NCCL on GPUs), or without torchrun to have it start the plan's
+ranks on this host itself:
+
+  torchrun --nproc_per_node 4 -m shardplan.measure --plan plan.json --tables tables.json --mode per-rank
+
+Every rank builds the plan's EmbeddingBagCollections, shards them with DistributedModelParallel under the
+plan (explicit kernels: fused, dense for data-parallel; the plan's optimizer applied in backward) and feeds
+its share of each table's batch (the traces of `shard-plan gen-traces`: pooling factor and reuse
+histogram). Then, one rank at a time, each rank's lookups are timed on the inputs TorchRec's input
+distribution gave them: the rank's compute (forward, and backward with the fused update). Then steps:
+  step      whole training steps on all ranks at once (fair on this host only when each rank has a core)
+  per-rank  the same steps with each lookup replaced by a sleep of its measured time: the step holds
+            TorchRec's real input and output distributions and data-parallel all-reduces, and the
+            compute as measured alone, so four or eight ranks can share two cores.
+A rank's comm figures are its step's forward and backward minus its compute (waiting included).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import warnings
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+MODES = ("per-rank", "step")
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="python -m shardplan.measure", description=__doc__.split("\n\n")[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--plan", required=True, help="plan file (shard-plan/1)")
+    p.add_argument("--tables", required=True, help="the tables file the plan was made from")
+    p.add_argument("--mode", choices=MODES, default="per-rank", help="how steps are timed (default per-rank)")
+    p.add_argument("--batch-size", type=int, default=2048,
+                   help="global batch: samples per step over all ranks (the bundled model's 2048)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the traces")
+    p.add_argument("--warmup", type=int, default=3, help="untimed steps first")
+    p.add_argument("--steps", type=int, default=10, help="timed steps; medians are reported")
+    p.add_argument("--threads", type=int, default=1, help="intra-op threads per rank on a CPU")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="auto: CUDA when available (NCCL), else the CPU (Gloo)")
+    p.add_argument("-o", "--output", default="-", help="JSON file to write ('-': stdout)")
+    p.add_argument("--binary", default=None, help="the shard-plan executable (for the traces)")
+    return p
+
+
+def _relaunch(args, argv):
+    """Not under torchrun: start the plan's ranks on this host with torchrun's own module."""
+    from shardplan.plan_file import read_plan
+    world = read_plan(args.plan).get("num_devices")
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world}",
+               "-m", "shardplan.measure"] + list(argv)
+    return subprocess.run(command, check=False).returncode
+
+
+def _device(choice):
+    import torch
+    if choice == "cuda" or (choice == "auto" and torch.cuda.is_available()):
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return torch.device("cpu")
+
+
+def _describe_device(device):
+    import torch
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    model = platform.processor() or "cpu"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"cpu ({model}, {os.cpu_count()} cores)"
+
+
+def _versions():
+    from importlib import metadata
+    out = {}
+    for name in ("torch", "torchrec", "fbgemm-gpu", "fbgemm-gpu-cpu"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def run(args):
+    import torch
+    import torch.distributed as dist
+    from shardplan.measure.report import measurement_document
+    from shardplan.measure.sharded import shard_plan_model
+    from shardplan.measure.timing import capture_lookups, replace_with_sleep, time_lookups, time_steps
+    from shardplan.measure.traces import generate_traces
+    from shardplan.plan_file import read_plan
+
+    device = _device(args.device)
+    torch.set_num_threads(args.threads)
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    plan = read_plan(args.plan)
+    if plan.get("num_devices") != world:
+        raise ValueError(f"the plan is for {plan.get('num_devices')} ranks (num_devices), this job has {world}")
+    sharded = shard_plan_model(plan, device)
+    traces = generate_traces(args.tables, args.batch_size, args.seed, args.binary)
+    features = traces.local_features(sharded.feature_names, rank, world, device)
+    lookups = capture_lookups(sharded.model, features)
+    for turn in range(world):  # one rank at a time: the others wait at the barrier
+        dist.barrier()
+        if turn == rank:
+            time_lookups(lookups, args.warmup, args.steps, device)
+    dist.barrier()
+    if args.mode == "per-rank":
+        replace_with_sleep(lookups)
+    fw, bw, total = time_steps(sharded.model, features, args.warmup, args.steps, device)
+    mine = {"lookup_fw_ms": sum(lk.fw_ms for lk in lookups), "lookup_bw_ms": sum(lk.bw_ms for lk in lookups),
+            "step_fw_ms": fw, "step_bw_ms": bw, "step_ms": total}
+    gathered = [None] * world
+    dist.all_gather_object(gathered, mine)
+    dist.destroy_process_group()
+    if rank != 0:
+        return None
+    setup = {"stack": "torchrec", "mode": args.mode, "device": _describe_device(device), "world_size": world,
+             "batch_size": args.batch_size, "seed": args.seed, "warmup": args.warmup, "steps": args.steps,
+             "threads": args.threads, "versions": _versions(),
+             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}
+    return measurement_document(plan, gathered, setup)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser().parse_args(argv)
+    if "RANK" not in os.environ:
+        return _relaunch(args, argv)
+    warnings.filterwarnings("ignore")
+    try:
+        doc = run(args)
+    except (ValueError, OSError, RuntimeError) as e:
+        print(f"shardplan.measure (rank {os.environ.get('RANK')}): {e}", file=sys.stderr)
+        return EXIT_USAGE if isinstance(e, ValueError) else EXIT_FAILED
+    if doc is not None:
+        text = json.dumps(doc, indent=2) + "\n"
+        if args.output == "-":
+            sys.stdout.write(text)
+        else:
+            with open(args.output + ".tmp", "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(args.output + ".tmp", args.output)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

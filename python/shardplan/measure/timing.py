@@ -1,0 +1,160 @@
+"""Timing a TorchRec model sharded under a plan: each rank's own lookups, and whole training steps.
+
+A sharded EmbeddingBagCollection runs, per sharding type, an input distribution, a lookup (FBGEMM's
+table-batched embedding for the rank's shards: forward, and in backward the gradient and the fused
+optimizer's update) and an output distribution. The lookups are timed one rank at a time on the inputs
+the real input distribution gave them, so two cores can measure eight ranks' compute fairly; steps are
+timed on all ranks at once, with a barrier before each.
+"""
+
+import dataclasses
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torchrec.distributed.embeddingbag import ShardedEmbeddingBagCollection
+
+
+@dataclasses.dataclass
+class Lookup:
+    """One lookup module of this rank (one sharding type of one collection) and what it was fed."""
+    owner: ShardedEmbeddingBagCollection
+    index: int
+    features: object = None       # the KeyedJaggedTensor the input distribution gave it
+    output: torch.Tensor = None   # zeros shaped like its pooled output
+    fw_ms: float = 0.0
+    bw_ms: float = 0.0
+
+    @property
+    def module(self):
+        return self.owner._lookups[self.index]
+
+    @property
+    def replica(self):
+        # Data-parallel tables' lookup: DDP around a dense kernel; its gradients are all-reduced.
+        return isinstance(self.module, DistributedDataParallel)
+
+
+def synchronize(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def capture_lookups(model, features):
+    """This rank's lookups, each with the input and output shape of one real forward of `model`."""
+    lookups = []
+    handles = []
+    for owner in (m for m in model.modules() if isinstance(m, ShardedEmbeddingBagCollection)):
+        for i, module in enumerate(owner._lookups):
+            entry = Lookup(owner, i)
+
+            def record(_module, args, output, entry=entry):
+                entry.features = args[0]
+                entry.output = torch.zeros_like(output)
+            handles.append(module.register_forward_hook(record))
+            lookups.append(entry)
+    with torch.no_grad():
+        model(features)
+    for h in handles:
+        h.remove()
+    return lookups
+
+
+class _Isolated:
+    """A lookup to time on its own. A replica's lookup is called past its DDP wrapper: DDP's gradient
+    all-reduce is armed only by its own forward, so the replica's backward (and the optimizer applied in
+    backward to it) runs here without waiting for the other ranks."""
+
+    def __init__(self, lookup):
+        self.lookup = lookup
+        self.module = lookup.module.module if lookup.replica else lookup.module
+        self.grad = torch.full_like(lookup.output, 1e-3)
+
+    def forward(self):
+        return self.module(self.lookup.features)
+
+    def backward(self, output):
+        output.backward(self.grad)
+        for p in self.module.parameters():
+            p.grad = None  # a dense gradient no optimizer took would pile up step after step
+
+
+def time_lookups(lookups, warmup, steps, device):
+    """Sets every lookup's median forward and backward milliseconds, timed alone, in turn."""
+    runs = [_Isolated(lk) for lk in lookups if lk.features is not None]
+    samples = {id(r): ([], []) for r in runs}
+    for step in range(warmup + steps):
+        for run in runs:
+            synchronize(device)
+            start = time.perf_counter()
+            output = run.forward()
+            synchronize(device)
+            middle = time.perf_counter()
+            run.backward(output)
+            synchronize(device)
+            end = time.perf_counter()
+            if step >= warmup:
+                samples[id(run)][0].append(1e3 * (middle - start))
+                samples[id(run)][1].append(1e3 * (end - middle))
+    for run in runs:
+        fw, bw = samples[id(run)]
+        run.lookup.fw_ms, run.lookup.bw_ms = statistics.median(fw), statistics.median(bw)
+
+
+class _Sleep(torch.autograd.Function):
+    """Takes a lookup's measured time without computing: the step then holds only the collectives."""
+
+    @staticmethod
+    def forward(ctx, anchor, output, fw_seconds, bw_seconds, replica_elements):
+        time.sleep(fw_seconds)
+        ctx.bw_seconds, ctx.replica_elements = bw_seconds, replica_elements
+        return output.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        time.sleep(ctx.bw_seconds)
+        if ctx.replica_elements:
+            # What DDP does with a replica's gradient: an all-reduce of every element.
+            dist.all_reduce(torch.zeros(ctx.replica_elements, device=grad.device))
+        return torch.zeros(1, device=grad.device), None, None, None, None
+
+
+class SleepingLookup(torch.nn.Module):
+    def __init__(self, lookup):
+        super().__init__()
+        self.output = lookup.output
+        self.fw_seconds, self.bw_seconds = lookup.fw_ms / 1e3, lookup.bw_ms / 1e3
+        self.replica_elements = sum(p.numel() for p in lookup.module.parameters()) if lookup.replica else 0
+        self.anchor = torch.nn.Parameter(torch.zeros(1, device=self.output.device))
+
+    def forward(self, features):
+        return _Sleep.apply(self.anchor, self.output, self.fw_seconds, self.bw_seconds, self.replica_elements)
+
+
+def replace_with_sleep(lookups):
+    for lk in lookups:
+        if lk.features is not None:
+            lk.owner._lookups[lk.index] = SleepingLookup(lk)
+
+
+def time_steps(model, features, warmup, steps, device):
+    """This rank's median forward, backward and step milliseconds, all ranks starting each step together."""
+    fw, bw = [], []
+    for step in range(warmup + steps):
+        dist.barrier()
+        synchronize(device)
+        start = time.perf_counter()
+        loss = model(features).sum()
+        synchronize(device)
+        middle = time.perf_counter()
+        loss.backward()
+        synchronize(device)
+        end = time.perf_counter()
+        if step >= warmup:
+            fw.append(1e3 * (middle - start))
+            bw.append(1e3 * (end - middle))
+    if not torch.isfinite(loss.detach()):
+        raise RuntimeError(f"the training loss is {loss.item()}")
+    return statistics.median(fw), statistics.median(bw), statistics.median(a + b for a, b in zip(fw, bw))

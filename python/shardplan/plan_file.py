@@ -1,0 +1,251 @@
+"""Reading a shard-plan plan file (`shard-plan/1`) and describing it in TorchRec's terms.
+
+Standard library only: importing this module never imports torch or TorchRec. `describe_plan` checks a
+plan against the geometry TorchRec's sharding helpers can express and returns a neutral, JSON-ready
+description per table; `shardplan.torchrec.bridge` turns that description into TorchRec objects.
+
+TorchRec facts relied on (torchrec/distributed/sharding_plan.py, read at v1.9.2 and earlier versions):
+  * placement(device_type, rank, local_size) -> "rank:R/cuda:R%local_size" (the plan's "placement").
+  * table_wise(rank=R): one shard, offsets [0, 0], sizes [rows, dim].
+  * column_wise(ranks=[...]): dim / len(ranks) columns per shard, shards in column order zipped with ranks;
+    ranks may repeat. It keeps dim / len(ranks) only when that is a multiple of 4 (_find_base_dim), so
+    widths must be multiples of 4 (FBGEMM needs that anyway). `size_per_rank` is NOT used: it puts shard
+    i on rank i and ignores `ranks`.
+  * row_wise(): ceil(rows / world_size) rows on each of ranks 0, 1, ... in order (trailing ranks may get
+    none). row_wise(sizes_placement=...) is for inference (it forces the quantized kernel).
+  * table_row_wise(host_index=H): row_wise's split over the local_size ranks of host H: ceil(rows /
+    local_size) rows on each of ranks H*local_size, H*local_size + 1, ... in order; its sharding asserts
+    world_size % local_size == 0 ("group granularity must be node").
+  * data_parallel(): ranks = [0, ..., world_size - 1] and sharding_spec None: a replica per rank.
+"""
+
+import json
+import math
+import sys
+
+PLAN_FORMAT = "shard-plan/1"
+SHARDING_TYPES = ("table_wise", "column_wise", "row_wise", "table_row_wise", "data_parallel")
+
+
+class PlanError(ValueError):
+    """A plan that cannot be read, or that TorchRec's helpers cannot express."""
+
+
+def _int(value, where, minimum):
+    # bool is an int in Python; a plan that says `true` for a size is wrong, not 1.
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise PlanError(f"{where}: must be an integer >= {minimum}, got {json.dumps(value)}")
+    return value
+
+
+def _pair(value, where):
+    if not isinstance(value, list) or len(value) != 2:
+        raise PlanError(f"{where}: must be a [row, col] pair, got {json.dumps(value)}")
+    return _int(value[0], f"{where}[0]", 0), _int(value[1], f"{where}[1]", 0)
+
+
+def read_plan(path):
+    """Load a plan file ('-' for stdin); a missing file or bad JSON is a PlanError."""
+    try:
+        if path == "-":
+            return json.load(sys.stdin)
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise PlanError(f"{path}: cannot read: {e.strerror or e}") from e
+    except json.JSONDecodeError as e:
+        raise PlanError(f"{path}: not JSON: {e}") from e
+
+
+def describe_plan(plan):
+    """Check a plan dict and describe each table in TorchRec's terms.
+
+    Returns {"format", "world_size", "local_size", "tables": [...]}, tables in plan order, each with
+    "table", "rows", "dim", "sharding_type", "compute_kernel", "ranks" and "shards" in TorchRec's shard
+    order (column order, row order), "torchrec" (the helper call), plus "widths" (column_wise),
+    "rows_per_rank" (row_wise, table_row_wise) and "host_index" (table_row_wise).
+    """
+    if not isinstance(plan, dict):
+        raise PlanError("plan: must be a JSON object")
+    fmt = plan.get("format")
+    if fmt != PLAN_FORMAT:
+        raise PlanError(f"plan: format {json.dumps(fmt)} is not {json.dumps(PLAN_FORMAT)}")
+    world = _int(plan.get("num_devices"), "plan: num_devices", 1)
+    # Same default as shard-plan's reader: 8 GPUs per host.
+    local = _int(plan.get("devices_per_host", 8), "plan: devices_per_host", 1)
+    tables = plan.get("tables")
+    if not isinstance(tables, list) or not tables:
+        raise PlanError("plan: tables must be a non-empty list")
+    seen = set()
+    described = []
+    for i, entry in enumerate(tables):
+        t = _describe_table(entry, i, world, local)
+        if t["table"] in seen:
+            raise PlanError(f'table "{t["table"]}": appears more than once')
+        seen.add(t["table"])
+        described.append(t)
+    return {"format": PLAN_FORMAT, "world_size": world, "local_size": local, "tables": described}
+
+
+def _describe_table(entry, index, world, local):
+    if not isinstance(entry, dict):
+        raise PlanError(f"tables[{index}]: must be an object")
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise PlanError(f"tables[{index}].name: must be a non-empty string")
+    label = f'table "{name}"'
+    rows = _int(entry.get("rows"), f"{label}: rows", 1)
+    dim = _int(entry.get("dim"), f"{label}: dim", 1)
+    kind = entry.get("sharding_type")
+    if kind not in SHARDING_TYPES:
+        raise PlanError(f"{label}: sharding_type {json.dumps(kind)} has no TorchRec helper here "
+                        f"(expected one of {', '.join(SHARDING_TYPES)})")
+    raw = entry.get("shards")
+    if not isinstance(raw, list) or not raw:
+        raise PlanError(f"{label}: shards must be a non-empty list")
+    shards = [_read_shard(s, f"{label} shards[{i}]", rows, dim, world, local) for i, s in enumerate(raw)]
+    # The plan's "ranks" mirrors ParameterSharding.ranks: the shards' ranks in shard order.
+    if entry.get("ranks") != [s["rank"] for s in shards]:
+        raise PlanError(f"{label}: ranks {json.dumps(entry.get('ranks'))} do not list the shards' ranks in order "
+                        f"{[s['rank'] for s in shards]}")
+    out = {"table": name, "rows": rows, "dim": dim, "sharding_type": kind,
+           "compute_kernel": _kernel(entry.get("compute_kernel"), kind, label)}
+
+    if kind == "table_wise":
+        if len(shards) != 1:
+            raise PlanError(f"{label}: table_wise needs exactly one shard, got {len(shards)}")
+        s = shards[0]
+        if s["shard_offsets"] != [0, 0] or s["shard_sizes"] != [rows, dim]:
+            raise PlanError(f"{label} shards[0]: a table_wise shard must be the whole table (offsets [0, 0], "
+                            f"sizes [{rows}, {dim}]), got offsets {s['shard_offsets']}, sizes {s['shard_sizes']}")
+        out.update(ranks=[s["rank"]], shards=shards, torchrec=f"table_wise(rank={s['rank']})")
+        return out
+
+    if kind == "column_wise":
+        for i, s in enumerate(shards):
+            if s["shard_offsets"][0] != 0 or s["shard_sizes"][0] != rows:
+                raise PlanError(f"{label} shards[{i}]: a column_wise shard must hold all {rows} rows, got rows "
+                                f"[{s['shard_offsets'][0]}, {s['shard_offsets'][0] + s['shard_sizes'][0]})")
+            if s["shard_sizes"][1] % 4:
+                raise PlanError(f"{label} shards[{i}]: width {s['shard_sizes'][1]} is not a multiple of 4 "
+                                "(FBGEMM's kernels and TorchRec's column_wise need it)")
+        ordered = _contiguous(label, shards, 1, dim, "column")
+        ranks = [s["rank"] for s in ordered]
+        widths = [s["shard_sizes"][1] for s in ordered]
+        # Equal widths are exactly what column_wise(ranks=...) builds; uneven ones need explicit shards.
+        call = (f"column_wise(ranks={ranks})" if len(set(widths)) == 1
+                else f"column_wise with explicit shards (uneven widths {widths})")
+        out.update(ranks=ranks, widths=widths, shards=ordered, torchrec=call)
+        return out
+
+    if kind == "data_parallel":
+        # data_parallel() replicates the whole table on every rank, in rank order; nothing else is expressible.
+        if [s["rank"] for s in shards] != list(range(world)):
+            raise PlanError(f"{label}: TorchRec's data_parallel() puts one replica on each of ranks 0..{world - 1} "
+                            f"in rank order; this plan has shards on ranks {[s['rank'] for s in shards]}")
+        for i, s in enumerate(shards):
+            if s["shard_offsets"] != [0, 0] or s["shard_sizes"] != [rows, dim]:
+                raise PlanError(f"{label} shards[{i}]: a data_parallel shard must be the whole table (offsets "
+                                f"[0, 0], sizes [{rows}, {dim}]), got offsets {s['shard_offsets']}, "
+                                f"sizes {s['shard_sizes']}")
+        out.update(ranks=list(range(world)), shards=shards, torchrec="data_parallel()")
+        return out
+
+    for i, s in enumerate(shards):
+        if s["shard_offsets"][1] != 0 or s["shard_sizes"][1] != dim:
+            raise PlanError(f"{label} shards[{i}]: a {kind} shard must hold all {dim} columns, got columns "
+                            f"[{s['shard_offsets'][1]}, {s['shard_offsets'][1] + s['shard_sizes'][1]})")
+    if kind == "row_wise":
+        ordered = _row_blocks(label, shards, rows, world, 0, "row_wise()", "")
+        out.update(ranks=[s["rank"] for s in ordered], rows_per_rank=[s["shard_sizes"][0] for s in ordered],
+                   shards=ordered, torchrec="row_wise()")
+        return out
+
+    # table_row_wise: TorchRec's helper names a host, not ranks, so the table must sit on one whole host.
+    hosts = sorted({s["rank"] // local for s in shards})
+    if len(hosts) != 1:
+        raise PlanError(f"{label}: TorchRec's table_row_wise(host_index=...) keeps a table on one host of "
+                        f"{local} ranks (devices_per_host); this plan has shards on hosts {hosts} "
+                        f"(ranks {[s['rank'] for s in shards]})")
+    if world % local:
+        raise PlanError(f"{label}: TorchRec's table_row_wise needs whole hosts, num_devices {world} a multiple of "
+                        f"devices_per_host {local} (it lists all {local} ranks of the host, and its sharding "
+                        "asserts whole hosts)")
+    call = f"table_row_wise(host_index={hosts[0]})"
+    ordered = _row_blocks(label, shards, rows, local, hosts[0] * local, call, f" of host {hosts[0]}")
+    out.update(ranks=[s["rank"] for s in ordered], rows_per_rank=[s["shard_sizes"][0] for s in ordered],
+               host_index=hosts[0], shards=ordered, torchrec=call)
+    return out
+
+
+def expected_kernel(kind):
+    """The compute kernel shard-plan plans for a sharding type: TorchRec's only one for data-parallel
+    replicas ("dense"), FBGEMM's fused table-batched embedding (optimizer in backward) for the others."""
+    return "dense" if kind == "data_parallel" else "fused"
+
+
+def _kernel(kernel, kind, label):
+    # Named explicitly so that a TorchRec which would pick another kernel (dense for a sharded table,
+    # which its own planner refuses) is caught instead of silently training another way.
+    want = expected_kernel(kind)
+    if kernel is None:
+        return want
+    if kernel != want:
+        raise PlanError(f"{label}: compute_kernel {json.dumps(kernel)} is not {json.dumps(want)}, the kernel "
+                        f"shard-plan plans for {kind} tables")
+    return kernel
+
+
+def _row_blocks(label, shards, rows, parts, first, call, where):
+    """Shards in row order, checked to be TorchRec's ceil(rows / parts) blocks on ranks first, first + 1, ...
+
+    Both row_wise() and table_row_wise() lay rows out this way; TorchRec's empty trailing blocks have no
+    shard in a plan, so they are not expected here.
+    """
+    ordered = _contiguous(label, shards, 0, rows, "row")
+    block = math.ceil(rows / parts)
+    want_sizes = [min(block, rows - k * block) for k in range(math.ceil(rows / block))]
+    want_ranks = [first + k for k in range(len(want_sizes))]
+    ranks = [s["rank"] for s in ordered]
+    sizes = [s["shard_sizes"][0] for s in ordered]
+    if ranks != want_ranks or sizes != want_sizes:
+        raise PlanError(f"{label}: TorchRec's {call} puts ceil({rows} / {parts}) = {block} rows on each of "
+                        f"ranks {first}, {first + 1}, ...{where} in order (rows {want_sizes} on ranks {want_ranks}); "
+                        f"this plan has rows {sizes} on ranks {ranks}, which TorchRec's helpers cannot express")
+    return ordered
+
+
+def _read_shard(shard, where, rows, dim, world, local):
+    if not isinstance(shard, dict):
+        raise PlanError(f"{where}: must be an object")
+    rank = _int(shard.get("rank"), f"{where}.rank", 0)
+    if rank >= world:
+        raise PlanError(f"{where}.rank: {rank} is out of range [0, {world})")
+    row0, col0 = _pair(shard.get("shard_offsets"), f"{where}.shard_offsets")
+    nrows, ncols = _pair(shard.get("shard_sizes"), f"{where}.shard_sizes")
+    if nrows == 0 or ncols == 0:
+        raise PlanError(f"{where}.shard_sizes: empty shard [{nrows}, {ncols}]")
+    if row0 + nrows > rows or col0 + ncols > dim:
+        raise PlanError(f"{where}: rows [{row0}, {row0 + nrows}) x columns [{col0}, {col0 + ncols}) lie outside "
+                        f"the {rows} x {dim} table")
+    # TorchRec derives the placement from the rank: cuda:<rank mod local_size>.
+    placement = f"rank:{rank}/cuda:{rank % local}"
+    if shard.get("placement") != placement:
+        raise PlanError(f"{where}.placement: {json.dumps(shard.get('placement'))} is not {json.dumps(placement)}")
+    return {"rank": rank, "shard_offsets": [row0, col0], "shard_sizes": [nrows, ncols], "placement": placement}
+
+
+def _contiguous(label, shards, axis, total, what):
+    """Shards sorted along `axis`, checked to tile [0, total) with no gap or overlap."""
+    order = sorted(range(len(shards)), key=lambda i: shards[i]["shard_offsets"][axis])
+    end, prev = 0, None
+    for i in order:
+        start, size = shards[i]["shard_offsets"][axis], shards[i]["shard_sizes"][axis]
+        if start > end:
+            raise PlanError(f"{label}: {what}s [{end}, {start}) are in no shard (gap before shards[{i}])")
+        if start < end:
+            raise PlanError(f"{label} shards[{i}]: {what}s [{start}, {min(end, start + size)}) overlap shards[{prev}]")
+        end, prev = start + size, i
+    if end != total:
+        raise PlanError(f"{label}: {what}s [{end}, {total}) are in no shard")
+    return [shards[i] for i in order]

@@ -1,0 +1,61 @@
+"""What the package's tests share: the paths, the shard-plan binary, and whether TorchRec is here.
+
+Tests that need TorchRec are skipped without it, unless SHARDPLAN_REQUIRE_TORCHREC=1 (what CI sets): then
+its absence fails them, so CI cannot pass with the stack missing.
+"""
+
+import importlib.util
+import logging
+import os
+import subprocess
+import sys
+import unittest
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON_DIR = ROOT / "python"
+if str(PYTHON_DIR) not in sys.path:
+    sys.path.insert(0, str(PYTHON_DIR))
+
+# TorchRec warns at length about topologies built directly and dry-run storage estimates.
+warnings.filterwarnings("ignore")
+logging.getLogger("torchrec").setLevel(logging.ERROR)
+logging.getLogger().setLevel(logging.ERROR)
+
+REQUIRE_TORCHREC = os.environ.get("SHARDPLAN_REQUIRE_TORCHREC") == "1"
+HAVE_TORCHREC = all(importlib.util.find_spec(m) is not None for m in ("torch", "torchrec", "fbgemm_gpu"))
+BINARY = os.environ.get("SHARDPLAN_BINARY") or str(ROOT / "build" / "shard-plan")
+HAVE_BINARY = os.path.isfile(BINARY) and os.access(BINARY, os.X_OK)
+
+
+def needs_torchrec(cls):
+    """Class decorator: skip without TorchRec, unless CI requires it (then the test fails on import)."""
+    if HAVE_TORCHREC or REQUIRE_TORCHREC:
+        return cls
+    return unittest.skip("TorchRec is not installed (scripts/setup-python.sh)")(cls)
+
+
+def needs_binary(cls):
+    return cls if HAVE_BINARY else unittest.skip(f"no shard-plan binary at {BINARY}")(cls)
+
+
+def environment(**extra):
+    """This process's environment with the package and the binary found, for subprocesses."""
+    path = os.pathsep.join(filter(None, [str(PYTHON_DIR), os.environ.get("PYTHONPATH")]))
+    return dict(os.environ, PYTHONPATH=path, SHARDPLAN_BINARY=BINARY, **extra)
+
+
+def torchrun(script_or_module, *args, ranks=2, timeout=600):
+    """Runs a script (or `-m module`) on `ranks` local Gloo ranks; returns the CompletedProcess."""
+    target = ["-m", script_or_module[3:]] if script_or_module.startswith("-m ") else [script_or_module]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
+               *target, *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment())
+
+
+def failure_text(stderr, lines=60):
+    """What a failed torchrun said, without TorchRec's and torchrun's warnings."""
+    noise = ("WARNING", "warnings.warn", "Warning:", "] is_fx_tracing", "OMP_NUM_THREADS", "****")
+    kept = [line for line in stderr.splitlines() if not any(n in line for n in noise)]
+    return "\n".join(kept[-lines:])

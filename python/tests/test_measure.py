@@ -1,0 +1,109 @@
+"""python -m shardplan.measure on 2 Gloo CPU ranks: whole steps and the per-rank mode, the JSON layout of
+`evaluate --measure --json`, and tools/paired-measure + paired_compare.py pairing TorchRec measurements of
+shard-plan's plans against TorchRec's own planner's."""
+
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from support import BINARY, ROOT, environment, failure_text, needs_binary, needs_torchrec, torchrun
+
+TASKS = ROOT / "tests" / "fixtures" / "tasks-2gpu-tiny.json"
+CPU_TYPES = "table_wise,column_wise,data_parallel"  # what TorchRec's sharders offer on a CPU
+
+
+# The analytic model makes "tiny" a data-parallel replica and splits "big" in uneven column slices here.
+REPLICA_TABLES = ROOT / "tests" / "fixtures" / "tables_with_replica.json"
+
+
+def plan_of(tmp, tables, *args):
+    plan = Path(tmp) / "plan.json"
+    subprocess.run([BINARY, "--tables", str(tables), "--gpus", "2", "--sharding-types", CPU_TYPES, "--no-compare",
+                    "-q", "-o", str(plan), *args], check=True, timeout=300)
+    return plan
+
+
+def first_task(tmp):
+    tasks = json.loads(TASKS.read_text())
+    tables = Path(tmp) / "tables.json"
+    tables.write_text(json.dumps({"tables": tasks["tasks"][0]["tables"]}))
+    return tables, plan_of(tmp, tables, "--mem-per-gpu", "1GiB")
+
+
+@needs_torchrec
+@needs_binary
+class MeasureTest(unittest.TestCase):
+    def measure(self, mode, replica=False):
+        with tempfile.TemporaryDirectory() as tmp:
+            tables, plan = first_task(tmp)
+            if replica:
+                tables, plan = REPLICA_TABLES, plan_of(tmp, REPLICA_TABLES, "--mem-per-gpu", "8MiB", "--model",
+                                                       "analytic")
+            out = Path(tmp) / "measured.json"
+            done = torchrun("-m shardplan.measure", "--plan", plan, "--tables", tables, "--mode", mode,
+                            "--batch-size", 256, "--warmup", 1, "--steps", 2, "-o", out)
+            self.assertEqual(done.returncode, 0, failure_text(done.stderr))
+            return json.loads(out.read_text()), json.loads(plan.read_text())
+
+    def check_layout(self, doc, plan, mode):
+        self.assertEqual(doc["algorithm"], plan["algorithm"])
+        self.assertEqual(doc["measured_with"]["mode"], mode)
+        self.assertEqual(doc["measured_with"]["versions"]["torchrec"], "1.9.2")
+        self.assertEqual(len(doc["devices"]), 2)
+        for d, p in zip(doc["devices"], plan["devices"]):
+            for key in ("measured_compute_ms", "measured_fw_comm_ms", "measured_bw_comm_ms", "measured_total_ms"):
+                self.assertTrue(math.isfinite(d[key]) and d[key] >= 0, (key, d))
+            self.assertGreater(d["measured_compute_ms"], 0)
+            self.assertGreaterEqual(d["measured_total_ms"], d["measured_compute_ms"] * 0.5)
+            self.assertEqual(d["compute_ms"], p["compute_ms"])  # the plan's prediction beside it
+        m = doc["measured"]
+        self.assertEqual(m["max_compute_ms"], max(d["measured_compute_ms"] for d in doc["devices"]))
+        self.assertEqual(m["max_total_ms"], max(d["measured_total_ms"] for d in doc["devices"]))
+        self.assertEqual(doc["predicted"]["max_total_ms"], plan["summary"]["max_total_ms"])
+
+    def test_whole_steps(self):
+        doc, plan = self.measure("step")
+        self.check_layout(doc, plan, "step")
+
+    def test_per_rank(self):
+        doc, plan = self.measure("per-rank")
+        self.check_layout(doc, plan, "per-rank")
+
+    def test_per_rank_with_a_replica_and_uneven_column_slices(self):
+        doc, plan = self.measure("per-rank", replica=True)
+        types = {t["sharding_type"] for t in plan["tables"]}
+        self.assertTrue({"data_parallel", "column_wise"} <= types, types)
+        self.check_layout(doc, plan, "per-rank")
+
+
+@needs_torchrec
+@needs_binary
+class PairedOnTorchRecTest(unittest.TestCase):
+    def test_paired_measure_and_compare_read_torchrec_measurements(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            done = subprocess.run(
+                [sys.executable, str(ROOT / "tools" / "paired-measure"), "--tasks", str(TASKS), "--out", tmp,
+                 "--binary", BINARY, "--passes", "1", "--measurer", "torchrec-step", "--python", sys.executable,
+                 "--planner", f"neuroshard=--sharding-types {CPU_TYPES}",
+                 "--planner", f"torchrec_planner=--algo torchrec_planner_cpu --sharding-types {CPU_TYPES}"],
+                capture_output=True, text=True, timeout=900, env=environment())
+            self.assertEqual(done.returncode, 0, failure_text(done.stderr))
+            measured = json.loads((Path(tmp) / "measured.json").read_text())
+            for label in ("neuroshard", "torchrec_planner"):
+                steps = measured["algorithms"][label]["measured"]["task_max_step_ms"]
+                self.assertTrue(all(s is not None and s > 0 for s in steps), steps)
+                plan = json.loads((Path(tmp) / f"{label}-0.json").read_text())
+                self.assertEqual(plan["algorithm"], label if label == "neuroshard" else "torchrec_planner_cpu")
+            compared = subprocess.run([sys.executable, str(ROOT / "tools" / "paired_compare.py"),
+                                       str(Path(tmp) / "measured.json"), "neuroshard", "torchrec_planner"],
+                                      capture_output=True, text=True, timeout=60)
+            self.assertEqual(compared.returncode, 0, compared.stderr)
+            self.assertIn("neuroshard", compared.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,289 @@
+"""Tests of shardplan.plan_file (a plan described in TorchRec's terms, standard library only) and of the
+command line `python -m shardplan.torchrec PLAN` under its old name tools/plan_to_torchrec.py.
+
+Run from the repository root: PYTHONPATH=python python3 -m unittest discover -s python/tests -v
+(test_bridge.py checks the same plans against the real TorchRec.)
+"""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "tools" / "plan_to_torchrec.py"
+sys.path.insert(0, str(ROOT / "python"))
+
+import shardplan.plan_file as p2t  # noqa: E402
+
+
+def shard(rank, offsets, sizes, local=8):
+    return {"rank": rank, "shard_offsets": list(offsets), "shard_sizes": list(sizes),
+            "placement": f"rank:{rank}/cuda:{rank % local}"}
+
+
+def table(name, rows, dim, kind, shards):
+    return {"name": name, "rows": rows, "dim": dim, "dtype": "fp32", "sharding_type": kind,
+            "compute_kernel": "dense" if kind == "data_parallel" else "fused", "ranks": [s["rank"] for s in shards], "shards": shards}
+
+
+def plan(*tables, gpus=4, per_host=8):
+    return {"format": "shard-plan/1", "num_devices": gpus, "devices_per_host": per_host, "tables": list(tables)}
+
+
+def sample_plan():
+    return plan(
+        table("tw", 100, 16, "table_wise", [shard(3, [0, 0], [100, 16])]),
+        # Listed out of column order, uneven widths, rank 1 twice.
+        table("cw", 50, 32, "column_wise", [shard(2, [0, 8], [50, 8]), shard(1, [0, 0], [50, 8]),
+                                            shard(1, [0, 16], [50, 16])]),
+        table("cw_even", 10, 16, "column_wise", [shard(0, [0, 0], [10, 8]), shard(3, [0, 8], [10, 8])]),
+        # 9 rows over 4 ranks: TorchRec's row_wise() gives 3, 3, 3, 0.
+        table("rw", 9, 4, "row_wise", [shard(0, [0, 0], [3, 4]), shard(1, [3, 0], [3, 4]),
+                                       shard(2, [6, 0], [3, 4])]),
+    )
+
+
+def two_host_plan():
+    """2 hosts of 4 GPUs: table_row_wise on each host, data_parallel, and a table_wise table."""
+    return plan(
+        # Host 1 (ranks 4-7), listed out of row order: ceil(10 / 4) = 3 rows per rank, 3, 3, 3, 1.
+        table("twrw", 10, 8, "table_row_wise", [shard(5, [3, 0], [3, 8], 4), shard(4, [0, 0], [3, 8], 4),
+                                                shard(6, [6, 0], [3, 8], 4), shard(7, [9, 0], [1, 8], 4)]),
+        # Host 0: 5 rows in blocks of 2 are 2, 2, 1 and rank 3 holds none (TorchRec: 2, 2, 1, 0).
+        table("twrw0", 5, 4, "table_row_wise", [shard(r, [2 * r, 0], [min(2, 5 - 2 * r), 4], 4) for r in range(3)]),
+        table("dp", 6, 4, "data_parallel", [shard(r, [0, 0], [6, 4], 4) for r in range(8)]),
+        table("tw", 7, 4, "table_wise", [shard(2, [0, 0], [7, 4], 4)]),
+        gpus=8, per_host=4)
+
+
+class PureMappingTest(unittest.TestCase):
+    def by_name(self, p):
+        return {t["table"]: t for t in p2t.describe_plan(p)["tables"]}
+
+    def assertPlanError(self, p, *fragments):
+        with self.assertRaises(p2t.PlanError) as ctx:
+            p2t.describe_plan(p)
+        for fragment in fragments:
+            self.assertIn(fragment, str(ctx.exception))
+        return str(ctx.exception)
+
+    def test_importing_does_not_need_torchrec(self):
+        # In a fresh interpreter: other test modules of this run import TorchRec.
+        check = ("import sys, shardplan.plan_file, shardplan.binary, shardplan.torchrec, shardplan.torchrec.__main__; "
+                 "loaded = [m for m in ('torch', 'torchrec') if m in sys.modules]; print(loaded); sys.exit(1 if loaded else 0)")
+        done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60,
+                              cwd=ROOT / "python")
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertTrue(issubclass(p2t.PlanError, ValueError))
+
+    def test_header(self):
+        d = p2t.describe_plan(sample_plan())
+        self.assertEqual((d["format"], d["world_size"], d["local_size"]), ("shard-plan/1", 4, 8))
+        self.assertEqual([t["table"] for t in d["tables"]], ["tw", "cw", "cw_even", "rw"])
+
+    def test_table_wise(self):
+        t = self.by_name(sample_plan())["tw"]
+        self.assertEqual(t["ranks"], [3])
+        self.assertEqual(t["torchrec"], "table_wise(rank=3)")
+        self.assertEqual(t["shards"], [shard(3, [0, 0], [100, 16])])
+        self.assertEqual(t["compute_kernel"], "fused")
+
+    def test_column_wise_uneven_widths_in_column_order(self):
+        t = self.by_name(sample_plan())["cw"]
+        self.assertEqual(t["ranks"], [1, 2, 1])
+        self.assertEqual(t["widths"], [8, 8, 16])
+        self.assertEqual([s["shard_offsets"] for s in t["shards"]], [[0, 0], [0, 8], [0, 16]])
+        self.assertIn("explicit shards", t["torchrec"])
+
+    def test_column_wise_even_widths_use_the_helper(self):
+        t = self.by_name(sample_plan())["cw_even"]
+        self.assertEqual((t["ranks"], t["widths"]), ([0, 3], [8, 8]))
+        self.assertEqual(t["torchrec"], "column_wise(ranks=[0, 3])")
+
+    def test_row_wise_even_split(self):
+        t = self.by_name(sample_plan())["rw"]
+        self.assertEqual((t["ranks"], t["rows_per_rank"], t["torchrec"]), ([0, 1, 2], [3, 3, 3], "row_wise()"))
+
+    def test_row_wise_other_split_is_refused(self):
+        p = plan(table("rw", 9, 4, "row_wise", [shard(0, [0, 0], [5, 4]), shard(1, [5, 0], [4, 4])]))
+        self.assertPlanError(p, 'table "rw"', "row_wise()", "ceil(9 / 4) = 3")
+        p = plan(table("rw", 8, 4, "row_wise", [shard(1, [0, 0], [2, 4]), shard(0, [2, 0], [2, 4]),
+                                                shard(2, [4, 0], [2, 4]), shard(3, [6, 0], [2, 4])]))
+        self.assertPlanError(p, "on ranks [1, 0, 2, 3]")
+        p = plan(table("rw", 8, 4, "row_wise", [shard(0, [0, 0], [8, 2]), shard(1, [0, 2], [8, 2])]))
+        self.assertPlanError(p, 'table "rw" shards[0]', "all 4 columns")
+
+    def test_table_row_wise(self):
+        tables = self.by_name(two_host_plan())
+        t = tables["twrw"]
+        self.assertEqual((t["ranks"], t["rows_per_rank"], t["host_index"], t["torchrec"]),
+                         ([4, 5, 6, 7], [3, 3, 3, 1], 1, "table_row_wise(host_index=1)"))
+        self.assertEqual([s["shard_offsets"] for s in t["shards"]], [[0, 0], [3, 0], [6, 0], [9, 0]])
+        self.assertEqual([s["placement"] for s in t["shards"]], [f"rank:{r}/cuda:{r - 4}" for r in range(4, 8)])
+        t = tables["twrw0"]
+        self.assertEqual((t["ranks"], t["rows_per_rank"], t["torchrec"]),
+                         ([0, 1, 2], [2, 2, 1], "table_row_wise(host_index=0)"))
+
+    def test_table_row_wise_refusals(self):
+        def twrw(*shards, rows=8, dim=4, gpus=8):
+            return plan(table("twrw", rows, dim, "table_row_wise", [shard(*s, local=4) for s in shards]),
+                        gpus=gpus, per_host=4)
+        # Ranks 2-5 cross from host 0 to host 1.
+        self.assertPlanError(twrw((2, [0, 0], [2, 4]), (3, [2, 0], [2, 4]), (4, [4, 0], [2, 4]), (5, [6, 0], [2, 4])),
+                             'table "twrw"', "one host of 4 ranks", "hosts [0, 1]")
+        # Uneven blocks: TorchRec's are ceil(8 / 4) = 2 rows.
+        self.assertPlanError(twrw((4, [0, 0], [4, 4]), (5, [4, 0], [4, 4])),
+                             'table "twrw"', "table_row_wise(host_index=1)", "ceil(8 / 4) = 2",
+                             "rows [2, 2, 2, 2] on ranks [4, 5, 6, 7]", "rows [4, 4] on ranks [4, 5]")
+        # Right blocks, wrong ranks: row order must be rank order from the host's first rank.
+        self.assertPlanError(twrw((5, [0, 0], [2, 4]), (4, [2, 0], [2, 4]), (6, [4, 0], [2, 4]), (7, [6, 0], [2, 4])),
+                             "on ranks [5, 4, 6, 7]")
+        self.assertPlanError(twrw((5, [0, 0], [2, 4]), (6, [2, 0], [2, 4]), (7, [4, 0], [4, 4])),
+                             "on ranks [5, 6, 7]")
+        # Split by columns.
+        self.assertPlanError(twrw((4, [0, 0], [8, 2]), (5, [0, 2], [8, 2])), 'table "twrw" shards[0]',
+                             "a table_row_wise shard must hold all 4 columns")
+        # Rows missing.
+        self.assertPlanError(twrw((4, [0, 0], [2, 4]), (5, [2, 0], [2, 4])), "rows [4, 8) are in no shard")
+        # 6 GPUs at 4 per host: host 1 is not whole; nor is host 0 with 4 GPUs at 8 per host.
+        self.assertPlanError(twrw((0, [0, 0], [2, 4]), (1, [2, 0], [2, 4]), (2, [4, 0], [2, 4]), (3, [6, 0], [2, 4]),
+                                  gpus=6), "num_devices 6 a multiple of devices_per_host 4")
+        p = plan(table("twrw", 4, 4, "table_row_wise", [shard(r, [r, 0], [1, 4]) for r in range(4)]))
+        self.assertPlanError(p, "num_devices 4 a multiple of devices_per_host 8")
+
+    def test_data_parallel(self):
+        t = self.by_name(two_host_plan())["dp"]
+        self.assertEqual((t["ranks"], t["torchrec"]), (list(range(8)), "data_parallel()"))
+        self.assertEqual(t["shards"], [shard(r, [0, 0], [6, 4], 4) for r in range(8)])
+
+    def test_data_parallel_refusals(self):
+        def dp(*ranks, sizes=(6, 4)):
+            return plan(table("dp", 6, 4, "data_parallel", [shard(r, [0, 0], sizes) for r in ranks]))
+        self.assertPlanError(dp(0, 1, 2), 'table "dp"', "one replica on each of ranks 0..3", "ranks [0, 1, 2]")
+        self.assertPlanError(dp(1, 0, 2, 3), "in rank order", "ranks [1, 0, 2, 3]")
+        self.assertPlanError(dp(0, 1, 2, 3, 3), "ranks [0, 1, 2, 3, 3]")
+        self.assertPlanError(dp(0, 1, 2, 3, sizes=(3, 4)), 'table "dp" shards[0]', "whole table",
+                             "sizes [6, 4]), got offsets [0, 0], sizes [3, 4]")
+        p = dp(0, 1, 2, 3)
+        p["tables"][0]["shards"][2]["shard_offsets"] = [0, 0]
+        p["tables"][0]["shards"][2]["shard_sizes"] = [6, 2]
+        self.assertPlanError(p, 'table "dp" shards[2]', "whole table")
+
+    def test_format(self):
+        p = sample_plan()
+        p["format"] = "shard-plan/2"
+        self.assertPlanError(p, "format", "shard-plan/2")
+        del p["format"]
+        self.assertPlanError(p, "format")
+        self.assertRaises(p2t.PlanError, p2t.describe_plan, [])
+
+    def test_column_gap(self):
+        p = plan(table("cw", 10, 16, "column_wise", [shard(0, [0, 0], [10, 4]), shard(1, [0, 8], [10, 8])]))
+        self.assertPlanError(p, 'table "cw"', "columns [4, 8) are in no shard", "shards[1]")
+        p = plan(table("cw", 10, 16, "column_wise", [shard(0, [0, 0], [10, 8])]))
+        self.assertPlanError(p, "columns [8, 16) are in no shard")
+
+    def test_column_overlap(self):
+        p = plan(table("cw", 10, 16, "column_wise", [shard(0, [0, 0], [10, 8]), shard(1, [0, 4], [10, 12])]))
+        self.assertPlanError(p, 'table "cw" shards[1]', "overlap shards[0]")
+
+    def test_column_shard_missing_rows(self):
+        p = plan(table("cw", 10, 16, "column_wise", [shard(0, [0, 0], [5, 8]), shard(1, [5, 8], [5, 8])]))
+        self.assertPlanError(p, 'table "cw" shards[0]', "all 10 rows")
+
+    def test_column_width_multiple_of_four(self):
+        p = plan(table("cw", 10, 12, "column_wise", [shard(0, [0, 0], [10, 6]), shard(1, [0, 6], [10, 6])]))
+        self.assertPlanError(p, 'table "cw" shards[0]', "width 6", "multiple of 4")
+
+    def test_table_wise_geometry(self):
+        p = plan(table("tw", 10, 16, "table_wise", [shard(0, [0, 0], [10, 8])]))
+        self.assertPlanError(p, 'table "tw" shards[0]', "whole table")
+        p = plan(table("tw", 10, 16, "table_wise", [shard(0, [0, 0], [10, 8]), shard(1, [0, 8], [10, 8])]))
+        self.assertPlanError(p, "exactly one shard, got 2")
+
+    def test_shard_fields(self):
+        bad = [
+            (lambda s: s.update(rank=4), "rank: 4 is out of range [0, 4)"),
+            (lambda s: s.update(rank=True), ".rank: must be an integer"),
+            (lambda s: s.update(shard_sizes=[10]), "shard_sizes: must be a [row, col] pair"),
+            (lambda s: s.update(shard_sizes=[0, 16]), "empty shard"),
+            (lambda s: s.update(shard_sizes=[11, 16]), "outside the 10 x 16 table"),
+            (lambda s: s.update(placement="rank:0/cuda:1"), 'placement: "rank:0/cuda:1" is not "rank:0/cuda:0"'),
+        ]
+        for change, message in bad:
+            p = plan(table("tw", 10, 16, "table_wise", [shard(0, [0, 0], [10, 16])]))
+            change(p["tables"][0]["shards"][0])
+            self.assertPlanError(p, 'table "tw" shards[0]', message)
+
+    def test_placement_uses_devices_per_host(self):
+        p = plan(table("tw", 10, 16, "table_wise", [shard(5, [0, 0], [10, 16], local=4)]), gpus=8, per_host=4)
+        self.assertEqual(self.by_name(p)["tw"]["shards"][0]["placement"], "rank:5/cuda:1")
+
+    def test_table_fields(self):
+        p = sample_plan()
+        p["tables"][0]["ranks"] = [2]
+        self.assertPlanError(p, 'table "tw"', "ranks [2] do not list")
+        p = sample_plan()
+        p["tables"][0]["sharding_type"] = "table_column_wise"
+        self.assertPlanError(p, 'table "tw"', '"table_column_wise" has no TorchRec helper', "table_row_wise",
+                             "data_parallel")
+        p = sample_plan()
+        p["tables"].append(copy.deepcopy(p["tables"][0]))
+        self.assertPlanError(p, 'table "tw"', "more than once")
+        p = sample_plan()
+        p["tables"][0]["shards"] = []
+        self.assertPlanError(p, 'table "tw"', "non-empty")
+
+    def test_compute_kernel_is_the_planned_one(self):
+        # A sharded table on TorchRec's "dense" kernel trains another way than planned: refused by name.
+        p = sample_plan()
+        p["tables"][0]["compute_kernel"] = "dense"
+        self.assertPlanError(p, 'table "tw"', 'compute_kernel "dense" is not "fused"')
+        p = two_host_plan()
+        p["tables"][2]["compute_kernel"] = "fused"
+        self.assertPlanError(p, 'table "dp"', 'compute_kernel "fused" is not "dense"')
+        p = sample_plan()
+        del p["tables"][0]["compute_kernel"]  # older plans: the kernel follows from the type
+        self.assertEqual(self.by_name(p)["tw"]["compute_kernel"], "fused")
+
+
+class CliTest(unittest.TestCase):
+    def run_cli(self, *args, plan_dict=None):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "plan.json"
+            if plan_dict is not None:
+                path.write_text(json.dumps(plan_dict))
+            return subprocess.run([sys.executable, str(SCRIPT), str(path), *args], capture_output=True, text=True,
+                                  timeout=120)
+
+    def test_prints_mapping(self):
+        for p in (sample_plan(), two_host_plan()):
+            r = self.run_cli(plan_dict=p)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout), p2t.describe_plan(p))
+
+    def test_bad_plan_exits_2(self):
+        p = sample_plan()
+        p["tables"][1]["shards"][0]["shard_sizes"] = [49, 8]
+        r = self.run_cli(plan_dict=p)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn('plan_to_torchrec.py: table "cw" shards[0]', r.stderr)
+        self.assertEqual(r.stdout, "")
+        r = self.run_cli()  # no such file
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("cannot read", r.stderr)
+
+    def test_check_torchrec_without_torchrec(self):
+        try:
+            import torchrec  # noqa: F401
+            self.skipTest("torchrec is installed")
+        except ImportError:
+            pass
+        r = self.run_cli("--check-torchrec", plan_dict=sample_plan())
+        self.assertEqual(r.returncode, 3)
+        self.assertIn("needs TorchRec", r.stderr)

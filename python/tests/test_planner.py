@@ -1,0 +1,134 @@
+"""ShardPlanPlanner.plan in one process: what it reads from TorchRec, what it hands the binary, and how
+the binary's refusals reach a TorchRec user (PlannerError)."""
+
+import unittest
+from unittest import mock
+
+from support import BINARY, needs_binary, needs_torchrec
+
+
+def two_collections(meta=True):
+    import torch
+    from torchrec import EmbeddingBagCollection, EmbeddingBagConfig
+    device = torch.device("meta")
+    root = torch.nn.Module()
+    root.sparse = torch.nn.Module()
+    # "t0" is in both collections; feature "shared" is read by both.
+    root.sparse.first = EmbeddingBagCollection(device=device, tables=[
+        EmbeddingBagConfig(name="t0", num_embeddings=1000, embedding_dim=16, feature_names=["shared"]),
+        EmbeddingBagConfig(name="t1", num_embeddings=2000, embedding_dim=32, feature_names=["f1", "f1b"])])
+    root.second = EmbeddingBagCollection(device=device, tables=[
+        EmbeddingBagConfig(name="t0", num_embeddings=500, embedding_dim=8, feature_names=["shared"]),
+        EmbeddingBagConfig(name="t2", num_embeddings=300, embedding_dim=64, feature_names=["f2"])])
+    return root
+
+
+@needs_torchrec
+@needs_binary
+class PlannerTest(unittest.TestCase):
+    def setUp(self):
+        from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
+        from torchrec.distributed.planner import ParameterConstraints, Topology
+        from torchrec.distributed.planner.types import PlannerError, PlannerErrorType
+        from shardplan.torchrec import ShardPlanPlanner
+        self.Planner, self.Topology, self.Constraints = ShardPlanPlanner, Topology, ParameterConstraints
+        self.PlannerError, self.ErrorType = PlannerError, PlannerErrorType
+        self.sharders = [EmbeddingBagCollectionSharder()]
+
+    def planner(self, world=4, device="cuda", **kw):
+        topology = self.Topology(world_size=world, local_world_size=min(world, 8), compute_device=device,
+                                 hbm_cap=kw.pop("hbm", 1 << 30), ddr_cap=kw.pop("ddr", 1 << 30))
+        return self.Planner(topology=topology, binary=BINARY, **kw)
+
+    def test_several_collections_by_module_path(self):
+        planner = self.planner(constraints={"t1": self.Constraints(pooling_factors=[3.0, 5.0])})
+        plan = planner.plan(two_collections(), self.sharders)
+        self.assertEqual(sorted(plan.plan), ["second", "sparse.first"])
+        self.assertEqual(sorted(plan.plan["sparse.first"]), ["t0", "t1"])
+        self.assertEqual(sorted(plan.plan["second"]), ["t0", "t2"])
+        for module_plan in plan.plan.values():
+            for ps in module_plan.values():
+                self.assertEqual(ps.compute_kernel, "dense" if ps.sharding_type == "data_parallel" else "fused")
+        tables = {t["name"]: t for t in planner.last_plan["tables"]}
+        self.assertEqual(sorted(tables), ["second/t0", "sparse.first/t0", "t1", "t2"])
+        self.assertEqual(planner.last_plan["num_devices"], 4)
+
+    def test_what_the_binary_is_told(self):
+        planner = self.planner(constraints={"t1": self.Constraints(pooling_factors=[3.0, 5.0])},
+                               model="analytic", seed=7)
+        with mock.patch("shardplan.torchrec.planner.run_binary", wraps=__import__(
+                "shardplan.binary", fromlist=["run_binary"]).run_binary) as run:
+            planner.plan(two_collections(), self.sharders)
+        args = [str(a) for a in run.call_args.args[0]]
+        value = lambda flag: args[args.index(flag) + 1]  # noqa: E731
+        self.assertEqual((value("--gpus"), value("--gpus-per-host"), value("--optimizer"), value("--model"),
+                          value("--seed")), ("4", "4", "sgd", "analytic", "7"))
+        # HBM after TorchRec's reservation (15% and more), not the topology's whole 1 GiB.
+        self.assertLess(int(value("--mem-per-gpu")), int(0.85 * (1 << 30)) + 1)
+        self.assertEqual(value("--sharding-types"), "table_wise,column_wise,row_wise,table_row_wise,data_parallel")
+
+    def test_pooling_factors_add_over_a_tables_features(self):
+        import json
+        seen = {}
+
+        def capture(args, binary=None):
+            args = [str(a) for a in args]
+            with open(args[args.index("--tables") + 1]) as f:
+                seen.update({t["name"]: t for t in json.load(f)["tables"]})
+            from shardplan.binary import run_binary
+            return run_binary(args, binary)
+        planner = self.planner(constraints={"t1": self.Constraints(pooling_factors=[3.0, 5.0])})
+        with mock.patch("shardplan.torchrec.planner.run_binary", side_effect=capture):
+            planner.plan(two_collections(), self.sharders)
+        self.assertEqual(seen["t1"]["pooling_factor"], 8.0)
+        self.assertEqual((seen["t2"]["rows"], seen["t2"]["dim"], seen["t2"]["dtype"]), (300, 64, "fp32"))
+
+    def test_validators_run(self):
+        planner = self.planner()
+        with mock.patch("shardplan.torchrec.planner.validate_rank_assignment") as ranks, \
+                mock.patch("shardplan.torchrec.planner.validate_modules_inclusion_in_sharding_plan") as modules:
+            planner.plan(two_collections(), self.sharders)
+        self.assertEqual((ranks.call_count, modules.call_count), (1, 1))
+
+    def test_optimizer_from_the_optimizer_applied_in_backward(self):
+        from torch.distributed.optim import _apply_optimizer_in_backward
+        from torchrec.optim import RowWiseAdagrad
+        model = two_collections()
+        _apply_optimizer_in_backward(RowWiseAdagrad, model.parameters(), {"lr": 0.01})
+        planner = self.planner()
+        planner.plan(model, self.sharders)
+        self.assertEqual(planner.last_plan["optimizer"], "rowwise_adagrad")
+
+    def test_a_table_the_cpu_sharders_refuse(self):
+        planner = self.planner(world=2, device="cpu", constraints={"t2": self.Constraints(sharding_types=["row_wise"])})
+        with self.assertRaises(self.PlannerError) as ctx:
+            planner.plan(two_collections(), self.sharders)
+        self.assertEqual(ctx.exception.error_type, self.ErrorType.STRICT_CONSTRAINTS)
+        self.assertIn("for t2", str(ctx.exception))
+        self.assertIn("on cpu", str(ctx.exception))
+
+    def test_cpu_topologies_plan_the_types_cpu_sharders_offer(self):
+        planner = self.planner(world=2, device="cpu")
+        plan = planner.plan(two_collections(), self.sharders)
+        types = {ps.sharding_type for m in plan.plan.values() for ps in m.values()}
+        self.assertTrue(types <= {"table_wise", "column_wise", "data_parallel"}, types)
+        placements = {str(s.placement) for m in plan.plan.values() for ps in m.values() if ps.sharding_spec
+                      for s in ps.sharding_spec.shards}
+        self.assertTrue(all(p.endswith("/cpu") for p in placements), placements)
+
+    def test_a_model_that_does_not_fit_carries_the_binarys_message(self):
+        planner = self.planner(hbm=400 << 10)  # 400 KiB a GPU: about 330 KiB after TorchRec's reservation
+        with self.assertRaises(self.PlannerError) as ctx:
+            planner.plan(two_collections(), self.sharders)
+        self.assertEqual(ctx.exception.error_type, self.ErrorType.INSUFFICIENT_STORAGE)
+        self.assertIn("shard-plan", str(ctx.exception))
+
+    def test_no_binary(self):
+        planner = self.planner()
+        planner.binary = "/nonexistent/shard-plan"
+        with self.assertRaisesRegex(self.PlannerError, "no shard-plan executable found"):
+            planner.plan(two_collections(), self.sharders)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,64 @@
+#include "python_stack.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "shardplan/cost_model_io.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/planner.hpp"
+#include "shardplan/subprocess.hpp"
+
+namespace shardplan::cli {
+
+namespace {
+
+std::string python_interpreter() {
+  if (const char* chosen = std::getenv("SHARDPLAN_PYTHON"); chosen != nullptr && *chosen != '\0') return chosen;
+  if (std::string venv = find_bundled_path(".venv/bin/python"); !venv.empty()) return venv;
+  return "python3";
+}
+
+// PYTHONPATH with the bundled package first, so the binary runs the package of its own version.
+std::vector<std::string> package_environment() {
+  const std::string init = find_bundled_path("python/shardplan/__init__.py");
+  if (init.empty()) return {};
+  std::string path = std::filesystem::path(init).parent_path().parent_path().string();
+  if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0') path += std::string(":") + old;
+  return {"PYTHONPATH=" + path};
+}
+
+std::string last_line(const std::string& text) {
+  std::string trimmed = text.substr(0, text.find_last_not_of("\n ") + 1);
+  return trimmed.substr(trimmed.find_last_of('\n') + 1);
+}
+
+}  // namespace
+
+ExternalPlannerProgram torchrec_program_for(const std::vector<std::string>& algorithms) {
+  const auto& external = external_planner_names();
+  const auto needed = std::find_first_of(algorithms.begin(), algorithms.end(), external.begin(), external.end());
+  if (needed == algorithms.end()) return {};
+  ExternalPlannerProgram program{{python_interpreter(), "-m", "shardplan.torchrec.baseline"}, package_environment()};
+  spdlog::info("{}: checking that {} imports TorchRec", *needed, program.command.front());
+  ProcessResult check;
+  try {
+    check = run_process({program.command.front(), "-c", "import torchrec, shardplan.torchrec.baseline"}, program.environment);
+  } catch (const RuntimeFailure& e) {
+    check.exit_code = 127;
+    check.errors = e.what();
+  }
+  if (check.exit_code != 0) {
+    throw InputError(fmt::format(
+        "--algos/--algo {}: runs TorchRec's own planner, and {} cannot import it ({}). Install shard-plan's Python "
+        "stack with ./scripts/setup-python.sh (a virtual environment in .venv, found beside this build), or set "
+        "SHARDPLAN_PYTHON to a Python that has torch, fbgemm-gpu, torchrec and the shardplan package (docs/torchrec.md)",
+        *needed, program.command.front(), last_line(check.errors)));
+  }
+  return program;
+}
+
+}  // namespace shardplan::cli

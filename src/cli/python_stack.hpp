@@ -1,0 +1,17 @@
+#pragma once
+// shard-plan's Python stack (torch, fbgemm-gpu, TorchRec and the shardplan package), for the planners
+// that run TorchRec's own planner.
+#include <string>
+#include <vector>
+
+#include "shardplan/external_program.hpp"
+
+namespace shardplan::cli {
+
+// The program that runs TorchRec's planner when `algorithms` names one of external_planner_names(), else
+// an empty one. The interpreter is $SHARDPLAN_PYTHON, else the source tree's .venv (scripts/setup-python.sh),
+// else python3; the package is the one bundled beside this binary. Throws InputError (exit 2) saying how to
+// install the stack when that Python cannot import it.
+ExternalPlannerProgram torchrec_program_for(const std::vector<std::string>& algorithms);
+
+}  // namespace shardplan::cli

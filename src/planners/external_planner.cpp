@@ -1,0 +1,85 @@
+#include "shardplan/external_planner.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "shardplan/errors.hpp"
+#include "shardplan/atomic_file.hpp"
+#include "shardplan/plan_reader.hpp"
+#include "shardplan/subprocess.hpp"
+#include "shardplan/tables_io.hpp"
+
+namespace shardplan {
+
+namespace {
+
+// The last lines of what the program said: its own message, not the Python traceback above it.
+std::string tail_of(const std::string& text, std::size_t max_chars = 2000) {
+  std::string trimmed = text;
+  while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == ' ')) trimmed.pop_back();
+  return trimmed.size() <= max_chars ? trimmed : "..." + trimmed.substr(trimmed.size() - max_chars);
+}
+
+class ExternalPlanner final : public Planner {
+ public:
+  ExternalPlanner(std::string name, ExternalPlannerProgram program, std::vector<std::string> arguments,
+                  ShardingTypeSet sharding_types)
+      : name_(std::move(name)),
+        program_(std::move(program)),
+        arguments_(std::move(arguments)),
+        sharding_types_(sharding_types) {}
+
+  std::string_view name() const override { return name_; }
+
+  Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const override {
+    check_total_capacity(tables, cluster);
+    TemporaryDirectory work("shard-plan-" + name_);
+    const std::string tables_path = work.path() + "/tables.json";
+    const std::string plan_path = work.path() + "/plan.json";
+    write_file_atomically(tables_path, tables_to_json(tables).dump());
+    ProcessResult done = run_process(command_line(cluster, tables_path, plan_path), program_.environment);
+    const std::string said = tail_of(done.errors);
+    if (done.exit_code == static_cast<int>(ExitCode::kInfeasible)) throw InfeasibleError(fmt::format("{}: {}", name_, said));
+    if (done.exit_code == static_cast<int>(ExitCode::kBadInput)) throw InputError(fmt::format("{}: {}", name_, said));
+    if (done.exit_code != 0) {
+      throw RuntimeFailure(fmt::format("{}: {} exited with {}: {}", name_, program_.command.front(), done.exit_code, said));
+    }
+    Plan plan = read_plan_file(plan_path, tables);
+    plan.algorithm = name_;
+    plan.cluster = cluster;
+    return plan;
+  }
+
+ private:
+  std::vector<std::string> command_line(const Cluster& cluster, const std::string& tables_path,
+                                        const std::string& plan_path) const {
+    std::vector<std::string> argv = program_.command;
+    std::vector<std::string> cluster_args = {
+        "--tables", tables_path,
+        "--gpus", std::to_string(cluster.num_devices),
+        "--gpus-per-host", std::to_string(cluster.devices_per_host),
+        "--mem-per-gpu", std::to_string(cluster.usable_bytes_per_device()),
+        "--optimizer", std::string(optimizer_name(cluster.optimizer)),
+        "--sharding-types", sharding_types_string(sharding_types_),
+        "-o", plan_path};
+    argv.insert(argv.end(), cluster_args.begin(), cluster_args.end());
+    argv.insert(argv.end(), arguments_.begin(), arguments_.end());
+    return argv;
+  }
+
+  std::string name_;
+  ExternalPlannerProgram program_;
+  std::vector<std::string> arguments_;
+  ShardingTypeSet sharding_types_;
+};
+
+}  // namespace
+
+std::unique_ptr<Planner> make_external_planner(std::string name, ExternalPlannerProgram program,
+                                               std::vector<std::string> arguments, ShardingTypeSet sharding_types) {
+  if (program.command.empty()) throw InputError(fmt::format("{}: no program to run", name));
+  return std::make_unique<ExternalPlanner>(std::move(name), std::move(program), std::move(arguments), sharding_types);
+}
+
+}  // namespace shardplan

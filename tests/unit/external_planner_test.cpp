@@ -1,0 +1,115 @@
+// Planners run as another program: what they are told, and how their exits reach the caller. The program
+// here is a shell script standing in for `python -m shardplan.torchrec.baseline`.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "../support/temp_dir.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/external_planner.hpp"
+#include "shardplan/subprocess.hpp"
+#include "test_tables.hpp"
+
+namespace shardplan {
+namespace {
+
+using testing::TempDir;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Records its arguments in $ARGS_FILE, then copies $PLAN to the -o path, or exits $EXIT saying $MESSAGE.
+constexpr const char* kScript = R"(#!/bin/sh
+echo "$@" > "$ARGS_FILE"
+if [ -n "$EXIT" ]; then echo "a traceback line" >&2; echo "$MESSAGE" >&2; exit "$EXIT"; fi
+while [ $# -gt 0 ]; do
+  if [ "$1" = "-o" ]; then cp "$PLAN" "$2"; fi
+  shift
+done
+)";
+
+constexpr const char* kPlan = R"({"format": "shard-plan/1", "algorithm": "fake", "num_devices": 2,
+ "devices_per_host": 8, "memory_per_device_bytes": 1073741824, "optimizer": "sgd",
+ "tables": [{"name": "a", "rows": 100, "dim": 8, "sharding_type": "table_wise", "compute_kernel": "fused",
+             "ranks": [1], "shards": [{"rank": 1, "shard_offsets": [0, 0], "shard_sizes": [100, 8],
+                                        "placement": "rank:1/cuda:1"}]},
+            {"name": "b", "rows": 50, "dim": 16, "sharding_type": "column_wise", "compute_kernel": "fused",
+             "ranks": [0, 1], "shards": [{"rank": 0, "shard_offsets": [0, 0], "shard_sizes": [50, 8],
+                                           "placement": "rank:0/cuda:0"},
+                                          {"rank": 1, "shard_offsets": [0, 8], "shard_sizes": [50, 8],
+                                           "placement": "rank:1/cuda:1"}]}]})";
+
+class ExternalPlannerTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Planner> planner(std::vector<std::string> env) {
+    env.push_back("ARGS_FILE=" + dir.path("args"));
+    env.push_back("PLAN=" + dir.write("plan.json", kPlan));
+    return make_external_planner("fake_planner", {{"/bin/sh", dir.write("fake.sh", kScript)}, env},
+                                 {"--compute-device", "cpu"}, ShardingTypeSet::table_and_column());
+  }
+  std::vector<Table> tables = {testing::make_table("a", 100, 8), testing::make_table("b", 50, 16)};
+  Cluster cluster = testing::cluster_of(2, 1ll << 30);
+  TempDir dir;
+};
+
+TEST_F(ExternalPlannerTest, ReadsTheProgramsPlanAndTellsItTheCluster) {
+  cluster.reserve_fraction = 0.5;
+  Plan plan = planner({})->plan(tables, cluster);
+  EXPECT_EQ(plan.algorithm, "fake_planner");
+  ASSERT_EQ(plan.tables.size(), 2u);
+  EXPECT_EQ(plan.tables[1].type, ShardingType::kColumnWise);
+  EXPECT_EQ(plan.cluster.reserve_fraction, 0.5);  // the caller's cluster, not the file's
+  const std::string args = read_text(dir.path("args"));
+  for (const char* expected : {"--gpus 2 ", "--gpus-per-host 8 ", "--mem-per-gpu 536870912 ", "--optimizer sgd ",
+                               "--sharding-types table_wise,column_wise ", " --compute-device cpu"}) {
+    EXPECT_NE(args.find(expected), std::string::npos) << expected << " not in: " << args;
+  }
+}
+
+TEST_F(ExternalPlannerTest, ExitsBecomeTypedErrorsCarryingTheProgramsLastWords) {
+  EXPECT_THROW(planner({"EXIT=3", "MESSAGE=no plan fits"})->plan(tables, cluster), InfeasibleError);
+  EXPECT_THROW(planner({"EXIT=2", "MESSAGE=bad tables"})->plan(tables, cluster), InputError);
+  try {
+    planner({"EXIT=1", "MESSAGE=it broke"})->plan(tables, cluster);
+    FAIL() << "no error";
+  } catch (const RuntimeFailure& e) {
+    EXPECT_NE(std::string(e.what()).find("fake_planner: /bin/sh exited with 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("it broke"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ExternalPlannerTest, APlanForOtherTablesIsRefused) {
+  tables[0].rows = 99;
+  EXPECT_THROW(planner({})->plan(tables, cluster), InputError);
+}
+
+TEST(RunProcess, CapturesBothStreamsAndTheExitCode) {
+  ProcessResult r = run_process({"/bin/sh", "-c", "echo out; echo err >&2; exit 7"});
+  EXPECT_EQ(r.exit_code, 7);
+  EXPECT_EQ(r.output, "out\n");
+  EXPECT_EQ(r.errors, "err\n");
+  EXPECT_EQ(run_process({"/bin/sh", "-c", "echo \"$SHARDPLAN_TEST_VALUE\""}, {"SHARDPLAN_TEST_VALUE=x y"}).output,
+            "x y\n");
+  EXPECT_EQ(run_process({"/bin/sh", "-c", "kill -TERM $$"}).exit_code, 128 + 15);
+  EXPECT_THROW(run_process({"/nonexistent/program"}), RuntimeFailure);
+}
+
+TEST(TemporaryDirectory, IsRemovedWithItsContent) {
+  std::string path;
+  {
+    TemporaryDirectory dir("shard-plan-test");
+    path = dir.path();
+    std::ofstream(path + "/f") << "x";
+    EXPECT_TRUE(std::filesystem::is_directory(path));
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+}  // namespace
+}  // namespace shardplan
