@@ -37,8 +37,13 @@ std::unique_ptr<Planner> make_torchrec_program_planner(std::string_view name, co
   if (config.torchrec_program.command.empty()) {
     throw InputError(fmt::format("planner \"{}\" runs TorchRec's own planner, and no program to run it was given", name));
   }
-  const std::string device = name == "torchrec_planner_cpu" ? "cpu" : "cuda";
-  return make_external_planner(std::string(name), config.torchrec_program, {"--compute-device", device},
+  std::vector<std::string> arguments = {"--compute-device", name == "torchrec_planner_cpu" ? "cpu" : "cuda"};
+  // A time limit bounds TorchRec's search too (its own timeout: the best plan proposed by then).
+  if (config.neuroshard.time_limit_seconds > 0) {
+    const double seconds = std::ceil(config.neuroshard.time_limit_seconds);
+    arguments.insert(arguments.end(), {"--timeout-seconds", std::to_string(static_cast<int64_t>(seconds))});
+  }
+  return make_external_planner(std::string(name), config.torchrec_program, std::move(arguments),
                                config.neuroshard.sharding_types);
 }
 

@@ -75,7 +75,7 @@ def plan_with_torchrec(tables, args):
     topology = Topology(world_size=args.gpus, local_world_size=args.gpus_per_host, compute_device=args.compute_device,
                         hbm_cap=args.mem_per_gpu)
     planner = EmbeddingShardingPlanner(topology=topology, batch_size=args.batch_size, constraints=constraints,
-                                       debug=False)
+                                       debug=False, timeout_seconds=args.timeout_seconds or None)
     return planner.plan(_model(tables), [sharder])
 
 
@@ -99,7 +99,8 @@ def plan_document(sharding_plan, tables, args, seconds):
             "devices_per_host": args.gpus_per_host, "memory_per_device_bytes": args.mem_per_gpu,
             "optimizer": args.optimizer, "reserve_fraction": 0.0,
             "torchrec_planner": {"compute_device": args.compute_device, "batch_size": args.batch_size,
-                                 "min_partition": args.min_partition, "planning_seconds": round(seconds, 3)},
+                                 "min_partition": args.min_partition, "timeout_seconds": args.timeout_seconds,
+                                 "planning_seconds": round(seconds, 3)},
             "tables": entries}
 
 
@@ -118,6 +119,8 @@ def _parser():
     p.add_argument("--batch-size", type=int, default=512, help="per-rank batch size TorchRec's estimates use")
     p.add_argument("--min-partition", type=int, default=0,
                    help="ParameterConstraints.min_partition: smallest column-wise shard (0: TorchRec's default)")
+    p.add_argument("--timeout-seconds", type=int, default=0,
+                   help="TorchRec's own timeout: the best plan proposed by then (0: none, TorchRec's default)")
     p.add_argument("-o", "--output", required=True, help="plan file to write")
     return p
 
@@ -125,7 +128,7 @@ def _parser():
 def main(argv=None):
     args = _parser().parse_args(argv)
     warnings.filterwarnings("ignore")
-    logging.getLogger("torchrec").setLevel(logging.ERROR)
+    logging.getLogger().setLevel(logging.ERROR)  # TorchRec logs every data-parallel table's missing spec
     try:
         tables = read_tables(args.tables)
     except (OSError, ValueError, KeyError, TypeError) as e:
