@@ -28,6 +28,8 @@ import subprocess
 import sys
 import warnings
 
+from shardplan.files import write_text_atomically
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MODES = ("per-rank", "step")
 
@@ -149,9 +151,7 @@ def main(argv=None):
         if args.output == "-":
             sys.stdout.write(text)
         else:
-            with open(args.output + ".tmp", "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(args.output + ".tmp", args.output)
+            write_text_atomically(args.output, text)
     return EXIT_OK
 
 

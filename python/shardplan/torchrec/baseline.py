@@ -15,11 +15,11 @@ Exit codes as shard-plan's: 0 ok, 2 bad input, 3 TorchRec found no plan that fit
 import argparse
 import json
 import logging
-import os
 import sys
 import time
 import warnings
 
+from shardplan.files import write_json_atomically
 from shardplan.plan_file import SHARDING_TYPES, expected_kernel
 
 EXIT_OK, EXIT_USAGE, EXIT_INFEASIBLE = 0, 2, 3
@@ -145,10 +145,7 @@ def main(argv=None):
         print(f"torchrec_planner: {e}", file=sys.stderr)
         return EXIT_USAGE
     doc = plan_document(sharding_plan, tables, args, time.perf_counter() - start)
-    tmp = f"{args.output}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(tmp, args.output)
+    write_json_atomically(args.output, doc)
     return EXIT_OK
 
 

@@ -21,6 +21,7 @@ from torchrec.distributed.planner.types import PlannerError, PlannerErrorType
 from torchrec.distributed.types import ShardingPlan
 
 from shardplan.binary import EXIT_INFEASIBLE, EXIT_USAGE, BinaryError, BinaryNotFound, run_binary
+from shardplan.files import write_json_atomically
 from shardplan.torchrec.bridge import build_sharding_plan
 from shardplan.torchrec.optimizer import planned_optimizer
 from shardplan.torchrec.tables import common_sharding_types, describe_module, tables_document
@@ -111,6 +112,5 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
             with open(plan_path, encoding="utf-8") as f:
                 self.last_plan = json.load(f)
         if self.plan_path:
-            with open(self.plan_path, "w", encoding="utf-8") as f:
-                json.dump(self.last_plan, f, indent=1)
+            write_json_atomically(self.plan_path, self.last_plan)
         return self.last_plan
