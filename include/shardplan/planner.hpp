@@ -8,6 +8,7 @@
 
 #include "shardplan/cluster.hpp"
 #include "shardplan/cost_model.hpp"
+#include "shardplan/deadline.hpp"
 #include "shardplan/measure_loop_config.hpp"
 #include "shardplan/neuroshard_config.hpp"
 #include "shardplan/plan.hpp"
@@ -22,6 +23,10 @@ struct PlannerConfig {
   // neuroshard_measured: its loop, and how it measures shard sets on this machine (unset: unavailable).
   MeasureLoopConfig measure_loop;
   ShardSetMeasurer measure_sets;
+  // Planners whose proposals take long (TorchRec's) give up past it with DeadlinePassed: a comparison
+  // under a time limit drops them. NeuroShard stops at its own time limit (NeuroShardConfig) instead,
+  // with the best plan it has.
+  Deadline deadline;
 };
 
 class Planner {

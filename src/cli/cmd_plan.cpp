@@ -14,6 +14,8 @@
 #include "commands.hpp"
 #include "planning_flags.hpp"
 #include "shardplan/atomic_file.hpp"
+#include "shardplan/deadline.hpp"
+#include "shardplan/process_clock.hpp"
 #include "shardplan/baseline_comparison.hpp"
 #include "shardplan/bounding_drivers.hpp"
 #include "shardplan/errors.hpp"
@@ -105,6 +107,8 @@ int run_plan(int argc, char** argv) {
                            fmt::join(baseline_planner_names(), ", ")));
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  // --time-limit bounds the whole run: starting the process and reading the tables and model count.
+  search.time_limit_start = process_start_time();
   apply_log_options(log_options);
   if (!chart_path.empty()) check_chart_path(chart_path);
   if (measure_loop < 0) throw InputError(fmt::format("--measure-loop: must be 0 (off) or more shard sets, got {}", measure_loop));
@@ -157,6 +161,8 @@ int run_plan(int argc, char** argv) {
   PlanAnalysis analysis;
   analysis.bound = bounding_drivers(plan, tables, *config.cost_model);
   if ((algorithm == kDefaultAlgorithm || algorithm == kMeasuredAlgorithm) && !no_compare) {
+    // The baselines get what is left of the time limit.
+    config.deadline = Deadline::after(search.time_limit_seconds, *search.time_limit_start);
     analysis.baselines = compare_with_baselines(baseline_planner_names(), tables, cluster, config, *config.cost_model);
   }
   if (!chart_path.empty()) {

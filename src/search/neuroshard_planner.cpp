@@ -16,6 +16,7 @@
 #include "sharding_type_pass.hpp"
 #include "split_estimate.hpp"
 #include "shardplan/dataset/random.hpp"
+#include "shardplan/deadline.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/neuroshard.hpp"
 #include "shardplan/progress.hpp"
@@ -175,11 +176,7 @@ class NeuroShardPlanner final : public Planner {
     validate_cluster(cluster);
     check_total_capacity(tables, cluster);
     const auto search_start = Clock::now();
-    std::optional<Clock::time_point> deadline;
-    if (config_.time_limit_seconds > 0) {
-      deadline = search_start + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(config_.time_limit_seconds));
-    }
+    const Deadline deadline = Deadline::after(config_.time_limit_seconds, config_.time_limit_start.value_or(search_start));
     const int threads = resolve_threads(config_.threads);
     ShardCatalog catalog(tables, cluster, *model_, threads);
     GridPlacer placer(catalog, *model_, cluster, GridOptions{config_.grid_points, config_.grid_min, config_.grid_max});
@@ -215,7 +212,7 @@ class NeuroShardPlanner final : public Planner {
         if (progress) progress->update(step - 1, fmt::format("stopped: no better plan in {} steps", config_.patience));
         break;
       }
-      if (deadline && Clock::now() >= *deadline) {
+      if (deadline.passed()) {
         summary.stopped = "time limit";
         summary.cut_short = true;
         if (progress) progress->update(step - 1, fmt::format("stopped: --time-limit {} s", config_.time_limit_seconds));
@@ -293,7 +290,7 @@ class NeuroShardPlanner final : public Planner {
 
  private:
   RefineStats refine(SplitState& state, const ShardCatalog& catalog, const Cluster& cluster,
-                     std::optional<Clock::time_point> deadline, bool show_progress, bool large, int threads) const {
+                     const Deadline& deadline, bool show_progress, bool large, int threads) const {
     RefineStats stats;
     if (!state.placement.feasible || config_.refine_rounds <= 0) return stats;
     const double searched = state.placement.max_cost;
@@ -312,7 +309,7 @@ class NeuroShardPlanner final : public Planner {
 
   // The sharding-type pass over every plan (sharding_type_pass.hpp); the first plan's summary counts it.
   void convert_types(std::vector<Plan>& plans, const std::vector<Table>& tables,
-                     std::optional<Clock::time_point> deadline, int threads) const {
+                     const Deadline& deadline, int threads) const {
     if (!config_.sharding_types.beyond_table_and_column()) return;
     TypePassOptions options;
     options.allowed = config_.sharding_types;
@@ -338,7 +335,7 @@ class NeuroShardPlanner final : public Planner {
   // second pass would add much of the time after the search.
   void try_unsplit_types(std::vector<Plan>& plans, const SplitState& unsplit, const std::vector<Table>& tables,
                          const Cluster& cluster, const ShardCatalog& catalog,
-                         std::optional<Clock::time_point> deadline, int threads) const {
+                         const Deadline& deadline, int threads) const {
     if (!config_.sharding_types.beyond_table_and_column() || !unsplit.placement.feasible) return;
     // Unrefined: the pass moves shards itself, and a refinement here doubled the planning time on paper-8gpu
     // for 0.4% lower predicted cost.
