@@ -4,11 +4,9 @@
 #include <string>
 
 #include "mlp_module.hpp"
+#include "shardplan/cost_model_io.hpp"
 
 namespace shardplan {
-
-inline constexpr const char* kComputeWeightsFile = "compute.pt";
-inline constexpr const char* kCommWeightsFile = "comm.pt";
 
 // Writes the weights and meta.json (each file atomically; meta.json last, so a directory with a
 // meta.json is complete).
