@@ -41,10 +41,13 @@ std::string plan_text(const std::function<void(nlohmann::json&)>& edit) {
   doc["tables"] = {{{"name", "t0"},
                     {"rows", 2000000},
                     {"dim", 32},
+                    {"dtype", "fp32"},
                     {"sharding_type", "table_wise"},
                     {"ranks", {0}},
                     {"shards",
                      {{{"rank", 0}, {"shard_offsets", {0, 0}}, {"shard_sizes", {2000000, 32}}, {"placement", "rank:0/cuda:0"}}}}}};
+  doc["devices"] = nlohmann::json::array();
+  for (int r = 0; r < 4; ++r) doc["devices"].push_back({{"rank", r}, {"memory_bytes", r == 0 ? 2000000 * 32 * 4 : 0}});
   edit(doc);
   return doc.dump();
 }
