@@ -117,7 +117,9 @@ TempFile::TempFile(const std::filesystem::path& dir, const std::string& name, co
   if (slot_ < 0) {
     ::close(fd_);
     ::unlink(path_.c_str());
-    throw RuntimeFailure(fmt::format("{}: more temporary files at once than a signal could clean up ({})", target, kSlots));
+    throw RuntimeFailure(fmt::format("{}: cannot track a temporary file for removal on a signal (more than {} at once, "
+                                     "or a path of {} bytes or more)",
+                                     target, kSlots, kMaxPath));
   }
 }
 
