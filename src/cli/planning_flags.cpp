@@ -107,8 +107,9 @@ void add_search_options(CLI::App& app, NeuroShardConfig& config) {
       ->capture_default_str()
       ->group(group);
   app.add_option("--time-limit", config.time_limit_seconds,
-                 "Seconds the search may take (after reading the model and tables); past it, the best plan found so "
-                 "far is returned, marked cut short in the plan file and report; 0: no limit")
+                 "Seconds the search may take (plan: counted from the process's start, reading the model and tables "
+                 "included, and the report's baselines get only what is left; bench: per task); past it, the best "
+                 "plan found so far is returned, marked cut short in the plan file and report; 0: no limit")
       ->capture_default_str()
       ->group(group);
   app.add_option("--threads", config.threads, "Search threads; 0: every core (plans do not depend on it)")
