@@ -15,7 +15,7 @@ SHARDPLAN_MODEL=analytic ctest --test-dir build-asan --output-on-failure -j"$(np
 
 findings="build-asan/fuzz-findings"
 mkdir -p "$findings"
-for target in tables plan tasks; do
+for target in tables plan tasks model_meta model_files; do
   # New inputs go to a scratch corpus; the seed corpus in the repository is only read.
   scratch="$(mktemp -d)"
   echo "fuzz: ${target}_fuzzer for ${fuzz_seconds}s" >&2

@@ -18,7 +18,8 @@ namespace shardplan {
 std::vector<std::string> baseline_planner_names();
 
 // Plans the tables with each named planner and scores the plan's max device total with `model`. A
-// planner that fails (infeasible, say) is reported with its reason, never thrown.
+// planner that fails (infeasible, say, or not done by config.deadline) is reported with its reason,
+// never thrown; past the deadline the rest are not started.
 std::vector<BaselineOutcome> compare_with_baselines(const std::vector<std::string>& planners,
                                                     const std::vector<Table>& tables, const Cluster& cluster,
                                                     const PlannerConfig& config, const CostModel& model);

@@ -84,8 +84,15 @@ double extra_collectives_ms(const CostModel& model, int64_t allreduce_bytes, int
                             int64_t host_row_wise_dim = 0, int devices_per_host = 0);
 double plan_collectives_ms(const CostModel& model, const std::vector<DeviceShards>& devices);
 
-// Scores a plan: per-device compute, forward and backward communication.
+// Scores a plan: per-device compute, forward and backward communication. A table the model gives no
+// finite cost throws InputError naming it (refuse_unscorable), so no report ever shows NaN.
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model);
+
+// A model asked about shapes far past those it was trained on can overflow (the bundled one does from
+// about 39,000 columns): where its prediction for `piece` (`cols` columns of `table`) is not a finite,
+// non-negative number, throws InputError naming the table, its shape and the model. `compute_ms` is
+// that prediction; nothing happens when it is fine.
+void refuse_unscorable(const CostModel& model, const Table& table, int64_t cols, double compute_ms);
 
 // TorchRec's analytic estimate (torchrec-baseline.md) for `batch_size` samples in all (TorchRec's B x W).
 struct AnalyticCostConfig {

@@ -3,12 +3,16 @@
 // training provenance, test metrics) and the weights compute.pt and comm.pt, written by LibTorch.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "shardplan/neural_cost_model.hpp"
 
 namespace shardplan {
 
 inline constexpr const char* kModelFormat = "shard-plan-model/2";
+inline constexpr const char* kModelMetaFile = "meta.json";
+inline constexpr const char* kComputeWeightsFile = "compute.pt";
+inline constexpr const char* kCommWeightsFile = "comm.pt";
 // meta.json's comm.form for the hierarchical all-to-all model (absent: the scale-free one).
 inline constexpr const char* kHierarchicalCommForm = "hierarchical";
 // meta.json's comm.backward_context when the backward's correction sees no start delays (CommModelSpec).
@@ -26,6 +30,9 @@ std::string find_default_model_dir();
 // A model directory as given, or, for a bare name that is no directory here ("h100"), the bundled
 // models/NAME found as above; the name unchanged when there is none (the loader then names it).
 std::string resolve_model_dir(const std::string& dir_or_name);
+
+// The files a model directory holds, meta.json first: what loading it reads.
+std::vector<std::string> model_directory_files(const std::string& dir);
 
 // A file shipped with shard-plan ("data/pool.json"), found the same way; empty when it is not there.
 std::string find_bundled_path(const std::string& relative);

@@ -38,4 +38,10 @@ class RuntimeFailure : public Error {
   explicit RuntimeFailure(const std::string& message) : Error(ExitCode::kRuntimeFailure, message) {}
 };
 
+// Work given a deadline (a baseline compared under a time limit) that passed before it had an answer.
+class DeadlinePassed : public RuntimeFailure {
+ public:
+  using RuntimeFailure::RuntimeFailure;
+};
+
 }  // namespace shardplan

@@ -38,6 +38,8 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& doc, const std::str
 
 // `name_or_file`: a path to a profile file, or the name of a shipped one (data/hardware/NAME.json).
 HardwareProfile load_hardware_profile(const std::string& name_or_file);
+// The file load_hardware_profile reads for it; empty for a name no shipped profile has.
+std::string hardware_profile_path(const std::string& name_or_file);
 
 // Names of the shipped profiles, sorted; empty when the data directory is not found.
 std::vector<std::string> shipped_hardware_profiles();

@@ -1,5 +1,8 @@
 #pragma once
 // The NeuroShard search's parameters (every one a flag of `shard-plan plan`).
+#include <chrono>
+#include <optional>
+
 #include "shardplan/sharding_types.hpp"
 
 namespace shardplan {
@@ -16,6 +19,9 @@ struct NeuroShardConfig {
   int refine_rounds = 64;        // local-search moves after the search (placement_refinement); 0: none
   int threads = 0;               // 0: every core; plans are identical for any count
   double time_limit_seconds = 0; // stop the search (then the refinement) at this many seconds; 0: none
+  // When the time limit's clock started; unset: when the search starts. A command that reads large
+  // inputs first starts it itself, so that the limit bounds the whole run.
+  std::optional<std::chrono::steady_clock::time_point> time_limit_start;
   bool show_progress = false;    // progress on stderr once the search has run for a second (the CLI's plan)
   // Types the plan may use: the search splits columns (when column_wise is allowed), then converts tables
   // to the other allowed types where the cost model predicts a faster slowest device.

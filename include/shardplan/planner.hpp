@@ -8,6 +8,7 @@
 
 #include "shardplan/cluster.hpp"
 #include "shardplan/cost_model.hpp"
+#include "shardplan/deadline.hpp"
 #include "shardplan/external_program.hpp"
 #include "shardplan/measure_loop_config.hpp"
 #include "shardplan/neuroshard_config.hpp"
@@ -25,6 +26,10 @@ struct PlannerConfig {
   ShardSetMeasurer measure_sets;
   // The program that runs TorchRec's own planner (external_planner_names); no command: unavailable.
   ExternalPlannerProgram torchrec_program;
+  // Planners whose proposals take long (TorchRec's) give up past it with DeadlinePassed: a comparison
+  // under a time limit drops them. NeuroShard stops at its own time limit (NeuroShardConfig) instead,
+  // with the best plan it has.
+  Deadline deadline;
 };
 
 class Planner {

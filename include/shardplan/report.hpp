@@ -28,6 +28,7 @@ struct BaselineOutcome {
   std::string planner;
   std::optional<double> max_total_ms;  // nullopt: it found no plan
   std::string failure;                 // why not, when it did not
+  bool out_of_time = false;            // a time limit passed before it ran or finished: not compared
 };
 
 // What the report says beyond the plan itself. It needs a cost model or the other planners, so it is

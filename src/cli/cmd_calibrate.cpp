@@ -9,6 +9,7 @@
 #include "shardplan/calibrate.hpp"
 #include "shardplan/cost_model_io.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/output_paths.hpp"
 #include "shardplan/tables_io.hpp"
 #include "shardplan/units.hpp"
 
@@ -90,6 +91,8 @@ MODEL_DIR/calibration/comm-plans.json.)");
   if (config.base_dir.empty()) config.base_dir = bundled_or_error("models/default", "--base");
   if (config.pool_path.empty()) config.pool_path = bundled_or_error("data/pool.json", "--tables");
   config.command_line = command_line("shard-plan", argc, argv);
+  check_output_directories({{"--out", config.out_dir}},
+                           {{"--base", resolve_model_dir(config.base_dir)}, {"--tables", config.pool_path}});
 
   std::vector<Table> pool = load_tables(config.pool_path);
   const bool quiet = log_options.quiet;

@@ -5,6 +5,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "shardplan/atomic_file.hpp"
+#include "shardplan/output_paths.hpp"
 #include "shardplan/dataset/data_files.hpp"
 #include "shardplan/dataset/pool_generator.hpp"
 #include "shardplan/dataset/pool_stats.hpp"
@@ -36,6 +37,7 @@ The same seed and options give the same file, byte for byte, on every platform.)
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
+  check_output_files({{"-o", output}}, {});
 
   std::vector<Table> pool = generate_pool(config);
   std::string generated_by =

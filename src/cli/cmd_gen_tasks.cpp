@@ -6,6 +6,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "shardplan/atomic_file.hpp"
+#include "shardplan/output_paths.hpp"
 #include "shardplan/dataset/task_generator.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/tables_io.hpp"
@@ -56,6 +57,7 @@ Exit codes: 0 success, 2 bad usage or input, 3 no fitting draw found.)");
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
+  check_output_files({{"-o", output}}, {{"--pool", pool_path}});
 
   auto protocol = parse_task_protocol(protocol_name);
   if (!protocol) {

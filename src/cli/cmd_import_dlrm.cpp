@@ -8,6 +8,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "shardplan/atomic_file.hpp"
+#include "shardplan/output_paths.hpp"
 #include "shardplan/dlrm_import.hpp"
 #include "shardplan/json_format.hpp"
 #include "shardplan/tables_io.hpp"
@@ -42,22 +43,20 @@ Exit codes: 0 success, 1 runtime failure (e.g. disk full), 2 bad usage or a bad,
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
+  check_output_files({{"-o", output}}, {{"FILE", input}});
+  const bool to_stdout = resolve_output(output).kind == OutputTarget::Kind::kStandardOutput;
   options.quiet = log_options.quiet;
 
   DlrmImport imported = import_dlrm_dataset(input, options);
   std::string text = dump_readable(nlohmann::ordered_json(tables_to_json(imported.tables))) + "\n";
-  if (output == "-") {
-    std::cout << text << std::flush;
-  } else {
-    write_file_atomically(output, text);
-    spdlog::info("wrote {}", output);
-  }
+  write_file_atomically(output, text);
+  if (!to_stdout) spdlog::info("wrote {}", output);
   if (!log_options.quiet) {
     const DlrmImportSummary& s = imported.summary;
     std::string summary = fmt::format(
         "{}: {} tables, batch size {}, {} ids, mean pooling factor {:.3f}; largest table {} ids{}\n", input, s.tables,
         s.batch_size, s.total_ids, s.mean_pooling_factor, s.largest_table_ids, s.gunzipped ? " (gzipped)" : "");
-    (output == "-" ? std::cerr : std::cout) << summary << std::flush;
+    (to_stdout ? std::cerr : std::cout) << summary << std::flush;
   }
   return 0;
 }

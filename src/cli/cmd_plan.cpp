@@ -15,6 +15,9 @@
 #include "planning_flags.hpp"
 #include "python_stack.hpp"
 #include "shardplan/atomic_file.hpp"
+#include "shardplan/deadline.hpp"
+#include "shardplan/output_paths.hpp"
+#include "shardplan/process_clock.hpp"
 #include "shardplan/baseline_comparison.hpp"
 #include "shardplan/bounding_drivers.hpp"
 #include "shardplan/errors.hpp"
@@ -52,6 +55,29 @@ void check_chart_path(const std::string& path) {
   if (extension != ".svg") {
     throw InputError(fmt::format("--report {}: the chart is written as SVG; give a file name ending in .svg", path));
   }
+}
+
+// Every output path checked against the others and against every file the run reads, before any work.
+void check_plan_outputs(const std::string& output, const std::string& chart_path, const std::string& tables_path,
+                        const std::string& model, const std::string& hardware) {
+  std::vector<LabelledPath> inputs = {{"--tables", tables_path}};
+  for (LabelledPath& file : model_flag_inputs(model)) inputs.push_back(std::move(file));
+  if (!hardware.empty()) inputs.push_back({"--hardware", hardware_profile_path(hardware)});
+  std::vector<LabelledPath> outputs = {{"-o", output}};
+  if (!chart_path.empty()) outputs.push_back({"--report", chart_path});
+  check_output_files(outputs, inputs);
+}
+
+// What the report and the chart say beyond the plan: the step's bounding device and, when asked, the
+// baselines (each started only while config.deadline has not passed).
+PlanAnalysis analyse_plan(const Plan& plan, const std::vector<Table>& tables, const Cluster& cluster,
+                          const PlannerConfig& config, bool compare) {
+  PlanAnalysis analysis;
+  analysis.bound = bounding_drivers(plan, tables, *config.cost_model);
+  if (compare) {
+    analysis.baselines = compare_with_baselines(baseline_planner_names(), tables, cluster, config, *config.cost_model);
+  }
+  return analysis;
 }
 
 }  // namespace
@@ -106,8 +132,12 @@ int run_plan(int argc, char** argv) {
                            fmt::join(baseline_planner_names(), ", ")));
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  // --time-limit bounds the whole run: starting the process and reading the tables and model count.
+  search.time_limit_start = process_start_time();
   apply_log_options(log_options);
   if (!chart_path.empty()) check_chart_path(chart_path);
+  check_plan_outputs(output, chart_path, tables_path, model, cluster_flags.hardware);
+  const bool plan_on_stdout = resolve_output(output).kind == OutputTarget::Kind::kStandardOutput;
   if (measure_loop < 0) throw InputError(fmt::format("--measure-loop: must be 0 (off) or more shard sets, got {}", measure_loop));
   if (measure_loop > 0) {
     if (algorithm != kDefaultAlgorithm && algorithm != kMeasuredAlgorithm) {
@@ -152,22 +182,23 @@ int run_plan(int argc, char** argv) {
   plan.cost_model = config.cost_model->name();
   plan.cost_model_hardware = config.cost_model->hardware();
 
-  write_plan(plan, output);
-  if (output != "-") spdlog::info("wrote {}", output);
-  if (log_options.quiet && chart_path.empty()) return 0;
-
   PlanAnalysis analysis;
-  analysis.bound = bounding_drivers(plan, tables, *config.cost_model);
-  if ((algorithm == kDefaultAlgorithm || algorithm == kMeasuredAlgorithm) && !no_compare) {
-    analysis.baselines = compare_with_baselines(baseline_planner_names(), tables, cluster, config, *config.cost_model);
+  if (!log_options.quiet || !chart_path.empty()) {
+    // The baselines get what is left of the time limit.
+    config.deadline = Deadline::after(search.time_limit_seconds, *search.time_limit_start);
+    const bool compare = (algorithm == kDefaultAlgorithm || algorithm == kMeasuredAlgorithm) && !no_compare;
+    analysis = analyse_plan(plan, tables, cluster, config, compare);
   }
-  if (!chart_path.empty()) {
-    write_file_atomically(chart_path, render_svg_report(plan, analysis));
-    spdlog::info("wrote {}", chart_path);
-  }
+  // Both files are ready before either is written: a run that fails leaves neither, and an old plan whole.
+  OutputFiles outputs;
+  outputs.stage(output, plan_to_string(plan));
+  if (!chart_path.empty()) outputs.stage(chart_path, render_svg_report(plan, analysis));
+  outputs.commit();
+  if (!plan_on_stdout) spdlog::info("wrote {}", output);
+  if (!chart_path.empty()) spdlog::info("wrote {}", chart_path);
   if (!log_options.quiet) {
     std::string report = format_report(plan, ReportOptions{full_report, 32}, analysis);
-    (output == "-" ? std::cerr : std::cout) << report << std::flush;
+    (plan_on_stdout ? std::cerr : std::cout) << report << std::flush;
   }
   return 0;
 }

@@ -4,7 +4,9 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "shardplan/cost_model_io.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/output_paths.hpp"
 #include "shardplan/pretrain.hpp"
 
 namespace shardplan::cli {
@@ -86,6 +88,9 @@ The same seed and thread count give the same model.)");
     throw InputError(fmt::format("--interaction-range: must be in [0, 3], got {}", config.interaction_range));
   }
   config.command_line = command_line("shard-plan", argc, argv);
+  std::vector<LabelledPath> inputs = {{"--data", config.data_dir}};
+  if (!config.comm_from.empty()) inputs.push_back({"--comm-from", resolve_model_dir(config.comm_from)});
+  check_output_directories({{"--out", config.out_dir}}, inputs);
 
   nlohmann::json meta = pretrain_cost_models(config);
   spdlog::info("wrote {} in {} s", config.out_dir, meta["training"]["seconds"].get<double>());

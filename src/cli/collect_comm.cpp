@@ -12,6 +12,7 @@
 #include "shardplan/costs/comm_benchmark.hpp"
 #include "shardplan/costs/comm_spawn.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/output_paths.hpp"
 
 namespace shardplan::cli {
 
@@ -127,6 +128,7 @@ after the current sample; only complete samples are kept. Exit codes: 0 done or 
   config.quiet = log_options.quiet;
 
   // Check what can be checked before any rank starts, so bad usage fails once, with exit status 2.
+  check_output_directories({{"--out", config.out_dir}}, {{"--workloads", workloads_path}});
   const bool samples_given = samples_option->count() > 0;
   if (workloads_path.empty() && !samples_given) throw InputError("--samples: required (or give --workloads)");
   if (!workloads_path.empty()) {

@@ -7,6 +7,7 @@
 #include "collect_commands.hpp"
 #include "shardplan/costs/compute_collector.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/output_paths.hpp"
 #include "shardplan/tables_io.hpp"
 #include "shardplan/units.hpp"
 
@@ -41,6 +42,7 @@ Ctrl-C or SIGTERM stops after the current sample; only complete samples are kept
   check_bench_options(config.bench);
   config.memory_cap_bytes = parse_byte_size(mem_cap, "--mem-cap");
   config.command_line = command_line("shard-plan collect-costs", argc, argv);
+  check_output_directories({{"--out", config.out_dir}}, {{"--tables", config.pool_path}});
 
   std::vector<Table> pool = load_tables(config.pool_path);
   CollectSummary summary = collect_compute_costs(pool, config);

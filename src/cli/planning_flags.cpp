@@ -16,15 +16,31 @@ void add_model_option(CLI::App& app, std::string& model) {
                  "estimate. Default: $SHARDPLAN_MODEL when set, else the bundled model (models/default)");
 }
 
-std::shared_ptr<const CostModel> load_model_flag(const std::string& model, int devices_per_host,
+namespace {
+
+// --model as given, else $SHARDPLAN_MODEL: a pipeline (or a build without LibTorch) sets the model once
+// for every command.
+std::string model_or_environment(const std::string& model) {
+  const char* from_environment = std::getenv("SHARDPLAN_MODEL");
+  if (model.empty() && from_environment != nullptr && *from_environment != '\0') return from_environment;
+  return model;
+}
+
+}  // namespace
+
+std::vector<LabelledPath> model_flag_inputs(const std::string& model_flag) {
+  const std::string model = model_or_environment(model_flag);
+  if (model == kAnalyticModelName) return {};
+  const std::string dir = model.empty() ? find_default_model_dir() : resolve_model_dir(model);
+  if (dir.empty()) return {};
+  std::vector<LabelledPath> files;
+  for (const std::string& file : model_directory_files(dir)) files.push_back({"--model", file});
+  return files;
+}
+
+std::shared_ptr<const CostModel> load_model_flag(const std::string& model_flag, int devices_per_host,
                                                  const HardwareProfile* hardware) {
-  if (model.empty()) {
-    // A pipeline (or a build without LibTorch) sets the model once for every command.
-    const char* from_environment = std::getenv("SHARDPLAN_MODEL");
-    if (from_environment != nullptr && *from_environment != '\0') {
-      return load_model_flag(from_environment, devices_per_host, hardware);
-    }
-  }
+  const std::string model = model_or_environment(model_flag);
   if (model == kAnalyticModelName) {
     AnalyticCostConfig config;
     config.devices_per_host = devices_per_host;
@@ -91,8 +107,9 @@ void add_search_options(CLI::App& app, NeuroShardConfig& config) {
       ->capture_default_str()
       ->group(group);
   app.add_option("--time-limit", config.time_limit_seconds,
-                 "Seconds the search may take (after reading the model and tables); past it, the best plan found so "
-                 "far is returned, marked cut short in the plan file and report; 0: no limit")
+                 "Seconds the search may take (plan: counted from the process's start, reading the model and tables "
+                 "included, and the report's baselines get only what is left; bench: per task); past it, the best "
+                 "plan found so far is returned, marked cut short in the plan file and report; 0: no limit")
       ->capture_default_str()
       ->group(group);
   app.add_option("--threads", config.threads, "Search threads; 0: every core (plans do not depend on it)")

@@ -4,10 +4,12 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "shardplan/cost_model.hpp"
 #include "shardplan/hardware_profile.hpp"
 #include "shardplan/neuroshard_config.hpp"
+#include "shardplan/output_paths.hpp"
 
 namespace shardplan::cli {
 
@@ -20,6 +22,8 @@ void add_model_option(CLI::App& app, std::string& model);
 // analytic model takes its bandwidths).
 std::shared_ptr<const CostModel> load_model_flag(const std::string& model, int devices_per_host,
                                                  const HardwareProfile* hardware = nullptr);
+// The files load_model_flag reads (none for the analytic model), for the output check.
+std::vector<LabelledPath> model_flag_inputs(const std::string& model);
 
 void add_search_options(CLI::App& app, NeuroShardConfig& config);
 

@@ -66,13 +66,17 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& doc, const std::str
   return p;
 }
 
-HardwareProfile load_hardware_profile(const std::string& name_or_file) {
+std::string hardware_profile_path(const std::string& name_or_file) {
   std::error_code ec;
   const bool looks_like_path = name_or_file.find('/') != std::string::npos ||
                                fs::path(name_or_file).extension() == ".json" || fs::is_regular_file(name_or_file, ec);
-  std::string path = name_or_file;
-  if (!looks_like_path) {
-    path = find_bundled_path("data/hardware/" + name_or_file + ".json");
+  return looks_like_path ? name_or_file : find_bundled_path("data/hardware/" + name_or_file + ".json");
+}
+
+HardwareProfile load_hardware_profile(const std::string& name_or_file) {
+  std::error_code ec;
+  const std::string path = hardware_profile_path(name_or_file);
+  if (path != name_or_file) {
     if (path.empty()) {
       std::vector<std::string> names = shipped_hardware_profiles();
       throw InputError(fmt::format("--hardware: no profile named '{}' (shipped: {}); pass a profile file's path instead",

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <csignal>
 
+#include "shardplan/temp_file.hpp"
+
 namespace shardplan {
 
 namespace {
@@ -13,6 +15,7 @@ std::atomic<int> g_signals{0};
 
 extern "C" void on_interrupt(int signal_number) {
   if (g_signals.fetch_add(1) >= 1) {
+    remove_temp_files_now();  // _exit skips every destructor
     ::_exit(128 + signal_number);
   }
   const char message[] = "\nshard-plan: interrupted; finishing the current sample (again to abort)\n";

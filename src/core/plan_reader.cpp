@@ -8,6 +8,7 @@
 #include "shardplan/errors.hpp"
 #include "shardplan/json_fields.hpp"
 #include "shardplan/json_file.hpp"
+#include "shardplan/plan_io.hpp"
 #include "shardplan/validate.hpp"
 
 namespace shardplan {
@@ -28,9 +29,10 @@ Shard read_shard(const nlohmann::json& entry) {
 
 Cluster plan_cluster_from_json(const nlohmann::json& plan, std::string_view source) {
   if (!plan.is_object()) throw_field_error(source, "(top level)", "a plan must be a JSON object", plan);
-  if (const auto* format = find_member(plan, "format")) {
-    std::string text = read_string(*format, source, "format");
-    if (text != "shard-plan/1") throw_field_error(source, "format", "unsupported plan format (expected \"shard-plan/1\")", *format);
+  // Required: without it any JSON object with the right fields would pass for a plan.
+  const auto& format = require_member(plan, "format", source, "");
+  if (read_string(format, source, "format") != kPlanFormat) {
+    throw_field_error(source, "format", fmt::format("unsupported plan format (expected \"{}\")", kPlanFormat), format);
   }
   Cluster cluster;
   cluster.num_devices =

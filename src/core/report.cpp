@@ -210,20 +210,22 @@ std::string format_baseline_comparison(const std::vector<BaselineOutcome>& basel
   if (const BaselineOutcome* best = best_baseline(baselines)) {
     out += fmt::format("vs best baseline: {} max {:.3f} ms -> this plan {:.3f} ms ({})\n", best->planner,
                        *best->max_total_ms, plan_max_ms, format_change(*best->max_total_ms, plan_max_ms));
+  } else if (std::all_of(baselines.begin(), baselines.end(), [](const BaselineOutcome& b) { return b.out_of_time; })) {
+    out += "vs baselines: none compared, the time limit passed first\n";
   } else {
     out += "vs baselines: none of them found a plan\n";
   }
   // Baselines usually fail for one reason (a table no device holds whole): one line per reason.
-  std::vector<std::pair<std::string, std::vector<std::string>>> failures;
+  std::vector<std::pair<const BaselineOutcome*, std::vector<std::string>>> failures;
   for (const auto& b : baselines) {
     if (b.max_total_ms) continue;
-    auto same = std::find_if(failures.begin(), failures.end(), [&](const auto& f) { return f.first == b.failure; });
-    if (same == failures.end()) same = failures.insert(failures.end(), {b.failure, {}});
+    auto same = std::find_if(failures.begin(), failures.end(), [&](const auto& f) { return f.first->failure == b.failure; });
+    if (same == failures.end()) same = failures.insert(failures.end(), {&b, {}});
     same->second.push_back(b.planner);
   }
-  for (const auto& [reason, planners] : failures) {
-    out += fmt::format("baseline{} {}: no plan ({})\n", planners.size() > 1 ? "s" : "", fmt::join(planners, ", "),
-                       reason);
+  for (const auto& [failed, planners] : failures) {
+    out += fmt::format("baseline{} {}: {} ({})\n", planners.size() > 1 ? "s" : "", fmt::join(planners, ", "),
+                       failed->out_of_time ? "not compared" : "no plan", failed->failure);
   }
   return out;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -67,6 +68,7 @@ class Validator {
     std::string name = read_string(require_member(entry, "name", source_, path), source_, path + ".name");
     int64_t rows = read_int64(require_member(entry, "rows", source_, path), source_, path + ".rows", 1, kMaxRows);
     int64_t dim = read_int64(require_member(entry, "dim", source_, path), source_, path + ".dim", 1, kMaxDim);
+    const std::string dtype = read_string(require_member(entry, "dtype", source_, path), source_, path + ".dtype");
     std::string type =
         read_string(require_member(entry, "sharding_type", source_, path), source_, path + ".sharding_type");
     const auto& ranks = read_array(require_member(entry, "ranks", source_, path), source_, path + ".ranks");
@@ -90,6 +92,7 @@ class Validator {
                 table->rows, table->dim);
       }
     }
+    check_dtype(dtype, table, path);
 
     std::vector<Rect> rects;
     for (std::size_t s = 0; s < shards.size(); ++s) {
@@ -106,6 +109,17 @@ class Validator {
           if (type == "data_parallel") used = saturating_add(used, r.rows * r.cols * dtype_bytes(table->dtype));
         }
       }
+    }
+  }
+
+  // The plan's element type must be one shard-plan knows and the tables file's: memory is counted in it.
+  void check_dtype(const std::string& dtype, const Table* table, const std::string& path) {
+    const std::optional<DType> parsed = parse_dtype(dtype);
+    if (!parsed) {
+      problem("{}.dtype: unknown \"{}\" (expected fp32 or fp16)", path, dtype);
+    } else if (table != nullptr && *parsed != table->dtype) {
+      problem("{}.dtype: table \"{}\" is {} in the plan but {} in the tables file", path, table->name, dtype,
+              dtype_name(table->dtype));
     }
   }
 
@@ -161,8 +175,11 @@ class Validator {
       }
       area = saturating_add(area, r.rows * r.cols);
     }
-    check_overlaps(rects, path);
-    if (in_bounds && area != rows * dim) problem("{}: shards cover {} of the {} x {} cells (gaps)", path, area, rows, dim);
+    // Overlapping shards can cover as many cells as the table, or more: they are named by the overlap.
+    const bool overlapping = check_overlaps(rects, path);
+    if (in_bounds && !overlapping && area != rows * dim) {
+      problem("{}: shards cover {} of the {} x {} cells (gaps)", path, area, rows, dim);
+    }
 
     if (type == "table_wise") {
       if (rects.size() != 1) problem("{}: table_wise needs exactly one shard, got {}", path, rects.size());
@@ -186,7 +203,7 @@ class Validator {
   // that cover the current row; they stay disjoint (a shard meeting one is reported and left out), so a
   // new span can only meet the spans on either side of it. A shard that overlaps only shards left out is
   // not named again: the plan is already invalid.
-  void check_overlaps(const std::vector<Rect>& rects, const std::string& path) {
+  bool check_overlaps(const std::vector<Rect>& rects, const std::string& path) {
     std::vector<std::size_t> order(rects.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
@@ -194,8 +211,10 @@ class Validator {
     });
     std::map<int64_t, std::size_t> active;                            // col0 -> shard, disjoint spans
     std::multimap<int64_t, std::map<int64_t, std::size_t>::iterator> ends;  // row end -> its span
+    bool any = false;
     auto report = [&](std::size_t a, std::size_t b) {
       problem("{}.shards[{}] overlaps shards[{}]", path, std::max(a, b), std::min(a, b));
+      any = true;
     };
     for (std::size_t i : order) {
       const Rect& r = rects[i];
@@ -218,6 +237,7 @@ class Validator {
       }
       ends.emplace(r.row0 + r.rows, active.emplace(r.col0, i).first);
     }
+    return any;
   }
 
   // A data_parallel table: one whole replica on every rank, in rank order.
@@ -258,20 +278,20 @@ class Validator {
     }
   }
 
-  // A plan's own "devices" summary, when present, must agree with its shards.
+  // A plan's own "devices" summary must agree with its shards.
   void check_reported_devices() {
-    const auto* devices = find_member(plan_, "devices");
-    if (devices == nullptr || !devices->is_array()) return;
-    if (devices->size() != memory_.size()) {
-      problem("devices: lists {} devices, the plan has {}", devices->size(), memory_.size());
+    const auto& devices = read_array(require_member(plan_, "devices", source_, ""), source_, "devices");
+    if (devices.size() != memory_.size()) {
+      problem("devices: lists {} devices, the plan has {}", devices.size(), memory_.size());
       return;
     }
     for (std::size_t r = 0; r < memory_.size(); ++r) {
-      const auto* mem = find_member((*devices)[r], "memory_bytes");
-      if (mem == nullptr) continue;
-      auto value = json_as_int64(*mem);
+      const std::string path = fmt::format("devices[{}]", r);
+      read_object(devices[r], source_, path);
+      const auto& mem = require_member(devices[r], "memory_bytes", source_, path);
+      auto value = json_as_int64(mem);
       if (!value || *value != memory_[r]) {
-        problem("devices[{}].memory_bytes: says {}, its shards need {}", r, mem->dump(), memory_[r]);
+        problem("devices[{}].memory_bytes: says {}, its shards need {}", r, mem.dump(), memory_[r]);
       }
     }
   }

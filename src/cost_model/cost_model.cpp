@@ -1,7 +1,11 @@
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 
 #include "shardplan/comm_structure.hpp"
 #include "shardplan/cost_model.hpp"
+#include "shardplan/errors.hpp"
 
 namespace shardplan {
 
@@ -91,12 +95,43 @@ double plan_collectives_ms(const CostModel& model, const std::vector<DeviceShard
                               any.host_row_wise_dim, any.devices_per_host);
 }
 
+void refuse_unscorable(const CostModel& model, const Table& table, int64_t cols, double compute_ms) {
+  if (std::isfinite(compute_ms) && compute_ms >= 0.0) return;
+  throw InputError(fmt::format("table \"{}\" ({} x {}): the cost model {} gives no finite cost for {} of its columns "
+                               "(it predicts {}): the table lies beyond what the model can score; plan it with "
+                               "another model",
+                               table.name, table.rows, table.dim, model.name(), cols, compute_ms));
+}
+
+namespace {
+
+// Names what made a device's cost non-finite: one of its shards alone, else the device as a whole.
+[[noreturn]] void refuse_device(const CostModel& model, const Plan& plan, const DeviceShards& device, std::size_t rank) {
+  for (std::size_t i = 0; i < device.pieces.size(); ++i) {
+    const Table& piece = device.pieces[i];
+    const TableSharding& from = plan.tables[device.plan_tables[i]];
+    Table named = piece;  // the plan's table, as the user knows it
+    named.name = from.name;
+    named.rows = from.rows;
+    named.dim = from.dim;
+    refuse_unscorable(model, named, piece.dim, model.predict_compute({{shard_features(piece, piece.dim)}}).front());
+  }
+  throw InputError(fmt::format("device {}: the cost model {} gives no finite cost for its {} shards ({} columns in all)",
+                               rank, model.name(), device.pieces.size(), device.dim_sum));
+}
+
+}  // namespace
+
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {
   std::vector<DeviceShards> devices = device_shards(plan, tables);
   std::vector<int64_t> dim_sums;
   for (const auto& device : devices) dim_sums.push_back(device.dim_sum);
-  return costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums,
-                            plan_collectives_ms(model, devices));
+  std::vector<DeviceCost> costs = costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums,
+                                                     plan_collectives_ms(model, devices));
+  for (std::size_t r = 0; r < costs.size(); ++r) {
+    if (!std::isfinite(costs[r].total_ms())) refuse_device(model, plan, devices[r], r);
+  }
+  return costs;
 }
 
 }  // namespace shardplan

@@ -41,6 +41,11 @@ std::string resolve_model_dir(const std::string& dir_or_name) {
   return meta.empty() ? dir_or_name : fs::path(meta).parent_path().string();
 }
 
+std::vector<std::string> model_directory_files(const std::string& dir) {
+  const std::filesystem::path root(dir);
+  return {(root / kModelMetaFile).string(), (root / kComputeWeightsFile).string(), (root / kCommWeightsFile).string()};
+}
+
 std::string find_default_model_dir() {
   std::string dir = find_bundled_path("models/default/meta.json");
   return dir.empty() ? "" : std::filesystem::path(dir).parent_path().string();

@@ -19,6 +19,8 @@ set(SHARDPLAN_COST_MODEL_TORCH_SOURCES
   ${PROJECT_SOURCE_DIR}/src/torch/training.cpp
   ${PROJECT_SOURCE_DIR}/src/torch/pretrain.cpp
   ${PROJECT_SOURCE_DIR}/src/torch/model_files.cpp
+  ${PROJECT_SOURCE_DIR}/src/torch/model_meta.cpp
+  ${PROJECT_SOURCE_DIR}/src/torch/model_verify.cpp
   ${PROJECT_SOURCE_DIR}/src/torch/calibrate.cpp
 )
 set(SHARDPLAN_COST_MODEL_CLI_SOURCES

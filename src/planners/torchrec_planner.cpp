@@ -104,7 +104,7 @@ struct Rated {
 
 class TorchRecPlanner final : public Planner {
  public:
-  explicit TorchRecPlanner(bool all_types) : all_types_(all_types) {}
+  TorchRecPlanner(bool all_types, Deadline deadline) : all_types_(all_types), deadline_(std::move(deadline)) {}
 
   std::string_view name() const override { return all_types_ ? "torchrec_all_types" : "torchrec"; }
 
@@ -140,6 +140,7 @@ class TorchRecPlanner final : public Planner {
 
  private:
   bool all_types_;
+  Deadline deadline_;
 
   // Per table: table-wise first, column-wise second when TorchRec's width rule splits it, then (all types)
   // row-wise, table-row-wise when the GPUs are whole hosts, and data-parallel.
@@ -194,16 +195,23 @@ class TorchRecPlanner final : public Planner {
     return -1;
   }
 
-  static void keep_if_better(const Proposal& proposal, const std::vector<std::vector<Option>>& options,
-                             const Cluster& cluster, Rated& best) {
-    const double rating = partition(proposal, options, cluster);
+  void keep_if_better(const Proposal& proposal, const std::vector<std::vector<Option>>& options,
+                      const Cluster& cluster, Rated& best) const {
+    const double rating = rate(proposal, options, cluster);
     if (rating < best.max_rank_ms) best = Rated{proposal, rating};
+  }
+
+  // A proposal's rating; each costs a partition (milliseconds with thousands of tables), so the deadline
+  // is polled before each.
+  double rate(const Proposal& proposal, const std::vector<std::vector<Option>>& options, const Cluster& cluster) const {
+    if (deadline_.passed()) throw DeadlinePassed(fmt::format("{}: the time limit passed before it finished", name()));
+    return partition(proposal, options, cluster);
   }
 
   // Table-wise wherever a table fits whole, column-wise wherever TorchRec allows; then, greedily, each
   // column-capable table switched from the first to column-wise if that rates better.
-  static Rated table_and_column_proposals(const std::vector<Table>& tables,
-                                          const std::vector<std::vector<Option>>& options, const Cluster& cluster) {
+  Rated table_and_column_proposals(const std::vector<Table>& tables, const std::vector<std::vector<Option>>& options,
+                                   const Cluster& cluster) const {
     const int64_t usable = cluster.usable_bytes_per_device();
     Proposal choice(tables.size());
     Proposal all_columns(tables.size());
@@ -213,13 +221,13 @@ class TorchRecPlanner final : public Planner {
       all_columns[t] = column >= 0 ? column : 0;
       choice[t] = !fits_whole && column >= 0 ? column : 0;
     }
-    double current = partition(choice, options, cluster);
-    Rated best{all_columns, partition(all_columns, options, cluster)};
+    double current = rate(choice, options, cluster);
+    Rated best{all_columns, rate(all_columns, options, cluster)};
     for (std::size_t t = 0; t < tables.size(); ++t) {
       const int column = option_of_type(options[t], ShardingType::kColumnWise);
       if (column < 0 || choice[t] == column) continue;
       choice[t] = column;
-      const double trial = partition(choice, options, cluster);
+      const double trial = rate(choice, options, cluster);
       if (trial < current) {
         current = trial;
       } else {
@@ -233,8 +241,8 @@ class TorchRecPlanner final : public Planner {
   // TorchRec's GreedyProposer: each table's options sorted by their slowest shard (use_depth) or their
   // summed perf; start from every table's first, then repeatedly move the table whose current option
   // needs the most storage to its next one, until every table is at its last or the work budget is spent.
-  static void greedy_proposals(const std::vector<std::vector<Option>>& options, const Cluster& cluster,
-                               bool use_depth, Rated& best) {
+  void greedy_proposals(const std::vector<std::vector<Option>>& options, const Cluster& cluster, bool use_depth,
+                        Rated& best) const {
     std::vector<std::vector<int>> order(options.size());
     for (std::size_t t = 0; t < options.size(); ++t) {
       order[t].resize(options[t].size());
@@ -268,8 +276,7 @@ class TorchRecPlanner final : public Planner {
   }
 
   // TorchRec's UniformProposer: every table with the same sharding type, for each type every table offers.
-  static void uniform_proposals(const std::vector<std::vector<Option>>& options, const Cluster& cluster,
-                                Rated& best) {
+  void uniform_proposals(const std::vector<std::vector<Option>>& options, const Cluster& cluster, Rated& best) const {
     for (int type = 0; type < kNumShardingTypes; ++type) {
       Proposal proposal(options.size());
       bool every_table = true;
@@ -431,6 +438,8 @@ class TorchRecPlanner final : public Planner {
 
 }  // namespace
 
-std::unique_ptr<Planner> make_torchrec_planner(bool all_types) { return std::make_unique<TorchRecPlanner>(all_types); }
+std::unique_ptr<Planner> make_torchrec_planner(bool all_types, Deadline deadline) {
+  return std::make_unique<TorchRecPlanner>(all_types, std::move(deadline));
+}
 
 }  // namespace shardplan

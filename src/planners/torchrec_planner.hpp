@@ -1,6 +1,7 @@
 #pragma once
 #include <memory>
 
+#include "shardplan/deadline.hpp"
 #include "shardplan/planner.hpp"
 
 namespace shardplan {
@@ -10,7 +11,7 @@ namespace shardplan {
 int torchrec_column_width(int dim, int min_partition);
 
 // all_types: TorchRec's default choice of sharding types ("torchrec_all_types"); otherwise table-wise and
-// column-wise only ("torchrec").
-std::unique_ptr<Planner> make_torchrec_planner(bool all_types);
+// column-wise only ("torchrec"). Past `deadline` it gives up, throwing DeadlinePassed.
+std::unique_ptr<Planner> make_torchrec_planner(bool all_types, Deadline deadline = {});
 
 }  // namespace shardplan

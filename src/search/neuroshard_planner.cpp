@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <unordered_map>
@@ -16,6 +17,7 @@
 #include "sharding_type_pass.hpp"
 #include "split_estimate.hpp"
 #include "shardplan/dataset/random.hpp"
+#include "shardplan/deadline.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/neuroshard.hpp"
 #include "shardplan/progress.hpp"
@@ -156,6 +158,19 @@ std::vector<std::size_t> split_candidates(const SplitState& state, const ShardCa
   return out;
 }
 
+// Runs place(i) for every child i. Under a deadline, `threads` children at a time, polling it after each
+// batch (a batch costs one placement per thread: at 4,096 GPUs, tens of milliseconds against a step's
+// few hundred); false when it passed with children left. Without one, all at once, as always.
+bool place_each(std::size_t count, int threads, const Deadline& deadline, const std::function<void(std::size_t)>& place) {
+  const std::size_t batch = deadline.set() ? static_cast<std::size_t>(std::max(threads, 1)) : std::max<std::size_t>(count, 1);
+  for (std::size_t begin = 0; begin < count; begin += batch) {
+    const std::size_t n = std::min(batch, count - begin);
+    parallel_for(static_cast<int>(n), threads, [&](int k) { place(begin + static_cast<std::size_t>(k)); });
+    if (begin + n < count && deadline.passed()) return false;
+  }
+  return true;
+}
+
 class NeuroShardPlanner final : public Planner {
  public:
   NeuroShardPlanner(std::shared_ptr<const CostModel> model, const NeuroShardConfig& config)
@@ -175,11 +190,7 @@ class NeuroShardPlanner final : public Planner {
     validate_cluster(cluster);
     check_total_capacity(tables, cluster);
     const auto search_start = Clock::now();
-    std::optional<Clock::time_point> deadline;
-    if (config_.time_limit_seconds > 0) {
-      deadline = search_start + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(config_.time_limit_seconds));
-    }
+    const Deadline deadline = Deadline::after(config_.time_limit_seconds, config_.time_limit_start.value_or(search_start));
     const int threads = resolve_threads(config_.threads);
     ShardCatalog catalog(tables, cluster, *model_, threads);
     GridPlacer placer(catalog, *model_, cluster, GridOptions{config_.grid_points, config_.grid_min, config_.grid_max});
@@ -215,10 +226,13 @@ class NeuroShardPlanner final : public Planner {
         if (progress) progress->update(step - 1, fmt::format("stopped: no better plan in {} steps", config_.patience));
         break;
       }
-      if (deadline && Clock::now() >= *deadline) {
+      auto stop_at_deadline = [&] {
         summary.stopped = "time limit";
         summary.cut_short = true;
         if (progress) progress->update(step - 1, fmt::format("stopped: --time-limit {} s", config_.time_limit_seconds));
+      };
+      if (deadline.passed()) {
+        stop_at_deadline();
         break;
       }
       std::vector<SplitState> children = expand(beam, catalog, large);
@@ -226,8 +240,13 @@ class NeuroShardPlanner final : public Planner {
         summary.stopped = "nothing to split";
         break;
       }
-      evaluated += large ? score_children_large(children, beam, catalog, placer, cluster, threads)
-                         : score_children(children, beam, placer, threads);
+      const std::optional<int> placed = large ? score_children_large(children, beam, catalog, placer, cluster, threads, deadline)
+                                              : score_children(children, beam, placer, threads, deadline);
+      if (!placed) {  // the deadline passed before every child was placed: the step is left out whole
+        stop_at_deadline();
+        break;
+      }
+      evaluated += *placed;
       // Stable: equal scores keep generation order, so the beam does not depend on thread timing.
       std::stable_sort(children.begin(), children.end(), [](const SplitState& a, const SplitState& b) {
         return better_placement(a.placement, b.placement);
@@ -252,8 +271,9 @@ class NeuroShardPlanner final : public Planner {
       }
     }
     if (progress) progress->finish();
-    if (large && summary.steps > 0) {
-      // The steps tried three grid points each; the chosen pieces get the whole grid once.
+    if (large && summary.steps > 0 && !deadline.passed()) {
+      // The steps tried three grid points each; the chosen pieces get the whole grid once (when there is
+      // time: at 4,096 GPUs it costs about two steps).
       Placement full = placer.place(best.pieces);
       if (better_placement(full, best.placement)) best.placement = std::move(full);
     }
@@ -293,7 +313,7 @@ class NeuroShardPlanner final : public Planner {
 
  private:
   RefineStats refine(SplitState& state, const ShardCatalog& catalog, const Cluster& cluster,
-                     std::optional<Clock::time_point> deadline, bool show_progress, bool large, int threads) const {
+                     const Deadline& deadline, bool show_progress, bool large, int threads) const {
     RefineStats stats;
     if (!state.placement.feasible || config_.refine_rounds <= 0) return stats;
     const double searched = state.placement.max_cost;
@@ -312,7 +332,7 @@ class NeuroShardPlanner final : public Planner {
 
   // The sharding-type pass over every plan (sharding_type_pass.hpp); the first plan's summary counts it.
   void convert_types(std::vector<Plan>& plans, const std::vector<Table>& tables,
-                     std::optional<Clock::time_point> deadline, int threads) const {
+                     const Deadline& deadline, int threads) const {
     if (!config_.sharding_types.beyond_table_and_column()) return;
     TypePassOptions options;
     options.allowed = config_.sharding_types;
@@ -338,7 +358,7 @@ class NeuroShardPlanner final : public Planner {
   // second pass would add much of the time after the search.
   void try_unsplit_types(std::vector<Plan>& plans, const SplitState& unsplit, const std::vector<Table>& tables,
                          const Cluster& cluster, const ShardCatalog& catalog,
-                         std::optional<Clock::time_point> deadline, int threads) const {
+                         const Deadline& deadline, int threads) const {
     if (!config_.sharding_types.beyond_table_and_column() || !unsplit.placement.feasible) return;
     // Unrefined: the pass moves shards itself, and a refinement here doubled the planning time on paper-8gpu
     // for 0.4% lower predicted cost.
@@ -423,35 +443,35 @@ class NeuroShardPlanner final : public Planner {
   // parent's best grid point only (a split rarely moves the best width cap), and only the most promising
   // 4k get the full grid: the costliest part of a step shrinks by about the grid's size. Returns how
   // many full placements ran.
-  int score_children(std::vector<SplitState>& children, const std::vector<SplitState>& beam, const GridPlacer& placer,
-                     int threads) const {
+  std::optional<int> score_children(std::vector<SplitState>& children, const std::vector<SplitState>& beam,
+                                    const GridPlacer& placer, int threads, const Deadline& deadline) const {
     const auto shortlist = static_cast<std::size_t>(4 * config_.beam_width);
     if (children.size() > shortlist && config_.grid_points > 1) {
-      parallel_for(static_cast<int>(children.size()), threads, [&](int i) {
-        auto& child = children[static_cast<std::size_t>(i)];
+      const bool all = place_each(children.size(), threads, deadline, [&](std::size_t i) {
+        auto& child = children[i];
         double s = beam[static_cast<std::size_t>(child.parent)].placement.width_cap_multiplier;
         child.placement = placer.place_at(child.pieces, s > 0.0 ? s : config_.grid_max);
       });
+      if (!all) return std::nullopt;
       std::stable_sort(children.begin(), children.end(), [](const SplitState& a, const SplitState& b) {
         return better_placement(a.placement, b.placement);
       });
       children.resize(shortlist);
     }
-    parallel_for(static_cast<int>(children.size()), threads, [&](int i) {
-      auto& child = children[static_cast<std::size_t>(i)];
-      child.placement = placer.place(child.pieces);
-    });
+    const bool all = place_each(children.size(), threads, deadline,
+                                [&](std::size_t i) { children[i].placement = placer.place(children[i].pieces); });
+    if (!all) return std::nullopt;
     return static_cast<int>(children.size());
   }
 
   // score_children for large searches: every child ranked by SplitEstimator on its parent, the best 2k
   // placed over three grid points around the parent's.
-  int score_children_large(std::vector<SplitState>& children, const std::vector<SplitState>& beam,
-                           const ShardCatalog& catalog, const GridPlacer& placer, const Cluster& cluster,
-                           int threads) const {
+  std::optional<int> score_children_large(std::vector<SplitState>& children, const std::vector<SplitState>& beam,
+                                          const ShardCatalog& catalog, const GridPlacer& placer, const Cluster& cluster,
+                                          int threads, const Deadline& deadline) const {
     const auto shortlist = static_cast<std::size_t>(2 * config_.beam_width);
     const bool estimable = std::all_of(beam.begin(), beam.end(), [](const SplitState& s) { return s.placement.feasible; });
-    if (!estimable) return score_children(children, beam, placer, threads);
+    if (!estimable) return score_children(children, beam, placer, threads, deadline);
     if (children.size() > shortlist) {
       std::vector<SplitEstimator> estimators;
       estimators.reserve(beam.size());
@@ -468,10 +488,11 @@ class NeuroShardPlanner final : public Planner {
       });
       children.resize(shortlist);
     }
-    parallel_for(static_cast<int>(children.size()), threads, [&](int i) {
-      auto& child = children[static_cast<std::size_t>(i)];
+    const bool all = place_each(children.size(), threads, deadline, [&](std::size_t i) {
+      auto& child = children[i];
       child.placement = placer.place_near(child.pieces, beam[static_cast<std::size_t>(child.parent)].placement.width_cap_multiplier);
     });
+    if (!all) return std::nullopt;
     return static_cast<int>(children.size());
   }
 

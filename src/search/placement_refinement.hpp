@@ -3,14 +3,13 @@
 // that lowers the plan's predicted maximum. The greedy pass places each piece once, in cost
 // order, by compute alone; it cannot undo an early choice that later leaves one device slowest (on a
 // 10-table, 4-GPU task it put two heavy tables together where TorchRec's planner kept them apart).
-#include <chrono>
-#include <optional>
 #include <vector>
 
 #include "grid_placement.hpp"
 #include "shard_catalog.hpp"
 #include "shardplan/cluster.hpp"
 #include "shardplan/cost_model.hpp"
+#include "shardplan/deadline.hpp"
 
 namespace shardplan {
 
@@ -19,7 +18,9 @@ struct RefineOptions {
   int source_devices = 4;     // pieces leave only the costliest devices (and the one with most compute)
   int target_devices = 16;    // and go only to the cheapest ones: both bound the work per round
   int threads = 1;            // changes evaluated at once; the result does not depend on it
-  std::optional<std::chrono::steady_clock::time_point> deadline;  // no new round starts after it
+  // Polled before each round and after each batch of changes it evaluates (a batch costs about as much
+  // whatever the devices hold), so a round over thousands of pieces per device stops on time too.
+  Deadline deadline;
 };
 
 struct RefineStats {

@@ -45,6 +45,11 @@ ShardCatalog::ShardCatalog(const std::vector<Table>& tables, const Cluster& clus
     model.shard_summary(shard_features(tables[static_cast<std::size_t>(variant.table)], variant.cols), summary);
     variant.alone_cost = model.compute_from_summary(summary);
   });
+  // In order, so the table named is the same whatever the threads did.
+  for (const Variant& variant : variants_) {
+    const Table& table = tables[static_cast<std::size_t>(variant.table)];
+    refuse_unscorable(model, table, variant.cols, variant.alone_cost);
+  }
   // Placements sort their pieces by this order thousands of times; comparing one integer is cheaper.
   auto before = [this](int a, int b) {
     const Variant& va = variant(a);

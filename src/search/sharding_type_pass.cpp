@@ -8,6 +8,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "poll_batch.hpp"
 #include "shardplan/parallel_for.hpp"
 #include "shardplan/cluster.hpp"
 #include "shardplan/validate.hpp"
@@ -98,16 +99,15 @@ class TypePass {
     TypePassStats stats;
     double current = total_costs(costs_);
     while (stats.moves < options_.max_moves) {
-      if (options_.deadline && std::chrono::steady_clock::now() >= *options_.deadline) {
+      if (options_.deadline.passed()) {
         stats.cut_short = true;
         break;
       }
       std::vector<Candidate> candidates = candidates_on_bounding();
       std::vector<double> scores(candidates.size(), kInfinity);
-      parallel_for(static_cast<int>(candidates.size()), options_.threads, [&](int i) {
-        const Candidate& c = candidates[static_cast<std::size_t>(i)];
-        scores[static_cast<std::size_t>(i)] = evaluate(c.table, c.layout);
-      });
+      // Those left unscored when the deadline passes keep an infinite score: the best of the others is
+      // still taken.
+      stats.cut_short = !score_until_deadline(candidates, scores);
       std::size_t best = candidates.size();
       for (std::size_t i = 0; i < candidates.size(); ++i) {
         const bool converts = candidates[i].layout.sharding.type != layouts_[candidates[i].table].sharding.type;
@@ -123,6 +123,7 @@ class TypePass {
       current = total_costs(costs_);
       stats.moves += 1;
       if (converted) stats.converted += 1;
+      if (stats.cut_short) break;
     }
     for (std::size_t t = 0; t < layouts_.size(); ++t) plan_.tables[t] = layouts_[t].sharding;
     stats.predicted_ms = current;
@@ -134,6 +135,21 @@ class TypePass {
     std::size_t table = 0;
     Layout layout;
   };
+
+  // Scores the candidates in order, a batch at a time, polling the deadline after each batch (each
+  // candidate costs an all-to-all prediction over every device); false when it passed first.
+  bool score_until_deadline(const std::vector<Candidate>& candidates, std::vector<double>& scores) const {
+    const std::size_t per_poll = changes_per_poll(static_cast<std::size_t>(devices_), 16);
+    for (std::size_t begin = 0; begin < candidates.size(); begin += per_poll) {
+      const std::size_t count = std::min(per_poll, candidates.size() - begin);
+      parallel_for(static_cast<int>(count), options_.threads, [&](int k) {
+        const std::size_t i = begin + static_cast<std::size_t>(k);
+        scores[i] = evaluate(candidates[i].table, candidates[i].layout);
+      });
+      if (options_.deadline.passed()) return begin + count == candidates.size();
+    }
+    return true;
+  }
 
   // An empty device computes nothing (the model's head over a zero sum need not say 0).
   double device_compute(const float* summary_sum, int count) const {

@@ -2,11 +2,10 @@
 // After the NeuroShard search: converts tables to row-wise, table-row-wise or data-parallel sharding where
 // the cost model predicts a faster slowest device, and moves shards off the slowest device once others
 // have left it (docs/sharding-types.md). Greedy: each move is the best of the slowest device's candidates.
-#include <chrono>
-#include <optional>
 #include <vector>
 
 #include "shardplan/cost_model.hpp"
+#include "shardplan/deadline.hpp"
 #include "shardplan/plan.hpp"
 #include "shardplan/sharding_types.hpp"
 
@@ -17,7 +16,7 @@ struct TypePassOptions {
   int max_moves = 64;
   int relocation_targets = 4;  // the least loaded devices a shard on the slowest one may move to
   int threads = 1;
-  std::optional<std::chrono::steady_clock::time_point> deadline;
+  Deadline deadline;  // polled before each move and between batches of the candidates it scores
 };
 
 struct TypePassStats {

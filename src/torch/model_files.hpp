@@ -4,15 +4,14 @@
 #include <string>
 
 #include "mlp_module.hpp"
+#include "shardplan/cost_model_io.hpp"
 
 namespace shardplan {
 
-inline constexpr const char* kComputeWeightsFile = "compute.pt";
-inline constexpr const char* kCommWeightsFile = "comm.pt";
-
-// Writes the weights and meta.json (each file atomically; meta.json last, so a directory with a
-// meta.json is complete).
-void save_model_directory(const std::string& dir, const nlohmann::json& meta, ComputeNet& compute, MlpNet& comm);
+// Writes the weights and meta.json, all staged before any is renamed into place (meta.json last, so a
+// directory with a meta.json is complete). Records each weights file's SHA-256 in `meta` first
+// (model_verify.hpp), so that a later write of `meta` keeps them.
+void save_model_directory(const std::string& dir, nlohmann::json& meta, ComputeNet& compute, MlpNet& comm);
 
 // A model directory as trainable modules (for fine-tuning, or to carry its communication part into a new
 // model) and as the plain specs inference uses. Missing or corrupt files throw InputError naming the file.

@@ -139,6 +139,7 @@ ZipReader::ZipReader(const RandomAccessFile& file) : file_(file) {
     const unsigned char* h = &dir[pos];
     ZipEntry entry;
     entry.method = le16(h + 10);
+    entry.crc32 = le32(h + 16);
     entry.compressed_size = le32(h + 20);
     entry.uncompressed_size = le32(h + 24);
     std::size_t name_len = le16(h + 28);
@@ -226,6 +227,71 @@ std::string ZipReader::read_small(const ZipEntry& entry, uint64_t max_bytes) con
     throw InputError(fmt::format("{}: zip entry {}: corrupt deflate data", file_.name(), entry.name));
   }
   return out;
+}
+
+namespace {
+
+constexpr std::size_t kCrcChunk = std::size_t{1} << 20;
+
+}  // namespace
+
+void ZipReader::verify_crc(const ZipEntry& entry) const {
+  const uint64_t data = stored_data_offset(entry);
+  auto corrupt = [&](const std::string& why) {
+    return InputError(fmt::format("{}: zip entry {}: {}: the file is corrupt", file_.name(), entry.name, why));
+  };
+  std::vector<unsigned char> in(kCrcChunk);
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  uint64_t produced = 0;
+  if (entry.method == 0) {
+    if (entry.compressed_size != entry.uncompressed_size) throw corrupt("stored with two different sizes");
+    for (uint64_t done = 0; done < entry.compressed_size;) {
+      const auto n = static_cast<std::size_t>(std::min<uint64_t>(in.size(), entry.compressed_size - done));
+      file_.read_exact(data + done, in.data(), n, entry.name.c_str());
+      crc = ::crc32(crc, in.data(), static_cast<uInt>(n));
+      done += n;
+    }
+    produced = entry.compressed_size;
+  } else if (entry.method == 8) {
+    produced = inflate_with_crc(entry, data, in, crc);
+  } else {
+    throw InputError(fmt::format("{}: zip entry {} uses compression method {}; only stored and deflated are supported",
+                                 file_.name(), entry.name, entry.method));
+  }
+  if (produced != entry.uncompressed_size) throw corrupt(fmt::format("{} bytes, but {} recorded", produced, entry.uncompressed_size));
+  if (crc != entry.crc32) throw corrupt(fmt::format("CRC-32 {:08x}, but {:08x} recorded", crc, entry.crc32));
+}
+
+uint64_t ZipReader::inflate_with_crc(const ZipEntry& entry, uint64_t data, std::vector<unsigned char>& in,
+                                     unsigned long& crc) const {
+  std::vector<unsigned char> out(kCrcChunk);
+  z_stream zs{};
+  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw RuntimeFailure("zlib: inflateInit2 failed");
+  uint64_t read = 0;
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    if (zs.avail_in == 0 && read < entry.compressed_size) {
+      const auto n = static_cast<std::size_t>(std::min<uint64_t>(in.size(), entry.compressed_size - read));
+      file_.read_exact(data + read, in.data(), n, entry.name.c_str());
+      read += n;
+      zs.next_in = in.data();
+      zs.avail_in = static_cast<uInt>(n);
+    }
+    zs.next_out = out.data();
+    zs.avail_out = static_cast<uInt>(out.size());
+    rc = inflate(&zs, Z_NO_FLUSH);
+    const std::size_t got = out.size() - zs.avail_out;
+    crc = ::crc32(crc, out.data(), static_cast<uInt>(got));
+    // More than recorded, or no progress on input that is all there: corrupt (and no zip bomb grows here).
+    const bool stuck = got == 0 && zs.avail_in == 0 && read == entry.compressed_size && rc != Z_STREAM_END;
+    if ((rc != Z_OK && rc != Z_STREAM_END) || zs.total_out > entry.uncompressed_size || stuck) {
+      inflateEnd(&zs);
+      throw InputError(fmt::format("{}: zip entry {}: corrupt deflate data", file_.name(), entry.name));
+    }
+  }
+  const uint64_t produced = zs.total_out;
+  inflateEnd(&zs);
+  return produced;
 }
 
 }  // namespace shardplan::torchio

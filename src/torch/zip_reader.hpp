@@ -32,6 +32,7 @@ class RandomAccessFile {
 struct ZipEntry {
   std::string name;
   uint16_t method = 0;  // 0 stored, 8 deflated
+  uint32_t crc32 = 0;   // of the uncompressed data, as the central directory records it
   uint64_t compressed_size = 0;
   uint64_t uncompressed_size = 0;
   uint64_t local_header_offset = 0;
@@ -48,8 +49,15 @@ class ZipReader {
   uint64_t stored_data_offset(const ZipEntry& entry) const;
   // The whole content of a small entry, stored or deflated; refuses entries over `max_bytes`.
   std::string read_small(const ZipEntry& entry, uint64_t max_bytes) const;
+  // Reads the entry through (a megabyte at a time) and throws InputError when its data does not match
+  // its recorded CRC-32 or size: the archive is corrupt.
+  void verify_crc(const ZipEntry& entry) const;
 
  private:
+  // verify_crc's deflated case: the bytes inflated (their CRC-32 added to `crc`).
+  uint64_t inflate_with_crc(const ZipEntry& entry, uint64_t data, std::vector<unsigned char>& in,
+                            unsigned long& crc) const;
+
   const RandomAccessFile& file_;
   std::vector<ZipEntry> entries_;
 };

@@ -14,6 +14,7 @@
 #include "shardplan/model_hardware.hpp"
 #include "shardplan/neural_cost_model.hpp"
 #include "shardplan/pretrain.hpp"
+#include "shardplan/sha256.hpp"
 
 namespace shardplan {
 namespace {
@@ -406,22 +407,24 @@ TEST(Pretrain, BundledH100ModelIsFoundByNameAndPlansItsAllToAllOnNvlink) {
   EXPECT_EQ(model->comm_spec().fabric.batch_size, 65536);
 }
 
+void expect_load_error(const fs::path& model, const std::string& fragment) {
+  try {
+    load_cost_model(model.string());
+    ADD_FAILURE() << "expected an error containing " << fragment;
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
 TEST(ModelFiles, MissingOrCorruptFilesAreBadInput) {
   fs::path data = write_synthetic_data("corrupt", 150, 20);
   fs::path model = data / "model";
   pretrain_cost_models(quick_config(data, model, 1));
-  auto expect_error = [&](const std::string& fragment) {
-    try {
-      load_cost_model(model.string());
-      ADD_FAILURE() << "expected an error containing " << fragment;
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-    }
-  };
+  auto expect_error = [&](const std::string& fragment) { expect_load_error(model, fragment); };
   {
     std::ofstream(model / "comm.pt", std::ios::trunc) << "not a torch file";
   }
-  expect_error("comm.pt: not readable as this model's weights");
+  expect_error("comm.pt: not a torch.save zip archive");
   fs::remove(model / "comm.pt");
   expect_error("comm.pt: missing");
   {
@@ -432,6 +435,55 @@ TEST(ModelFiles, MissingOrCorruptFilesAreBadInput) {
   expect_error("meta.json: no such file");
   EXPECT_THROW(load_cost_model((data / "nowhere").string()), InputError);
   fs::remove_all(data);
+}
+
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes; }
+
+// Issue 43: weights with 64 bytes flipped loaded silently. A model's files are checked on load against
+// their zip CRCs and the SHA-256 the writer records in meta.json; a meta without the record (the bundled
+// models, written before it) still gets the CRC check.
+TEST(ModelFiles, WeightsAreCheckedAgainstTheirCrcsAndRecordedHashes) {
+  fs::path data = write_synthetic_data("verify", 150, 20);
+  fs::path model = data / "model";
+  nlohmann::json meta = pretrain_cost_models(quick_config(data, model, 1));
+  const std::string compute = file_bytes(model / "compute.pt");
+  const nlohmann::json written = nlohmann::json::parse(file_bytes(model / "meta.json"));
+  EXPECT_EQ(written["files"]["compute.pt"]["sha256"], sha256_hex(compute));
+  EXPECT_EQ(written["files"]["comm.pt"]["sha256"], sha256_hex(file_bytes(model / "comm.pt")));
+  EXPECT_EQ(meta["files"], written["files"]) << "the metrics' rewrite of meta.json keeps the record";
+  load_cost_model(model.string());
+
+  auto expect_error = [&](const std::string& fragment) { expect_load_error(model, fragment); };
+  std::string flipped = compute;
+  for (std::size_t i = flipped.size() / 2; i < flipped.size() / 2 + 64; ++i) flipped[i] = static_cast<char>(~flipped[i]);
+  write_bytes(model / "compute.pt", flipped);
+  expect_error("compute.pt: zip entry");
+  expect_error("recorded: the file is corrupt");
+
+  nlohmann::json without_record = written;
+  without_record.erase("files");
+  write_bytes(model / "meta.json", without_record.dump());
+  expect_error("recorded: the file is corrupt");  // the CRCs still catch it
+  write_bytes(model / "compute.pt", compute);
+  load_cost_model(model.string());  // an older model: no record, CRCs fine
+
+  nlohmann::json other_hash = written;
+  other_hash["files"]["compute.pt"]["sha256"] = sha256_hex("another model's weights");
+  write_bytes(model / "meta.json", other_hash.dump());
+  expect_error("compute.pt: its SHA-256 is " + sha256_hex(compute));
+  other_hash["files"]["compute.pt"]["sha256"] = "not hex";
+  write_bytes(model / "meta.json", other_hash.dump());
+  expect_error("files.compute.pt.sha256: must be 64 lowercase hex digits");
+  fs::remove_all(data);
+}
+
+TEST(ModelFiles, TheBundledModelsPassTheirCrcCheck) {
+  for (const char* name : {"default", "h100"}) EXPECT_NO_THROW(load_cost_model(name)) << name;
 }
 
 }  // namespace

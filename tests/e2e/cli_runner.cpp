@@ -10,8 +10,7 @@
 
 namespace shardplan::e2e {
 
-CliResult run_cli(const std::vector<std::string>& args) {
-  TempDir capture;
+int start_cli(const std::vector<std::string>& args, const TempDir& capture) {
   const std::string out_path = capture.path("stdout");
   const std::string err_path = capture.path("stderr");
   pid_t pid = ::fork();
@@ -28,13 +27,22 @@ CliResult run_cli(const std::vector<std::string>& args) {
     ::execv(binary.c_str(), argv.data());
     std::_Exit(127);
   }
+  return pid;
+}
+
+CliResult finish_cli(int pid, const TempDir& capture) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   CliResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = read_file(out_path);
-  result.err = read_file(err_path);
+  result.out = read_file(capture.path("stdout"));
+  result.err = read_file(capture.path("stderr"));
   return result;
+}
+
+CliResult run_cli(const std::vector<std::string>& args) {
+  TempDir capture;
+  return finish_cli(start_cli(args, capture), capture);
 }
 
 std::string read_file(const std::filesystem::path& path) {

@@ -4,7 +4,12 @@
 // message naming the file and field, and leaves no output file behind. (Flag values and table fields
 // are also covered case by case in bad_input_test.cpp; the fuzzers in tests/fuzz/ go further.)
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -12,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "shardplan/sha256.hpp"
 
 namespace shardplan::e2e {
 namespace {
@@ -25,6 +31,7 @@ struct HostileCase {
   int exit_code;
   std::string message;                       // a fragment stderr must contain
   bool needs_torch = false;                  // reads LibTorch files
+  std::map<std::string, std::string> links = {};  // symlinks made beside the files: name -> target
 };
 
 void PrintTo(const HostileCase& c, std::ostream* os) { *os << c.name; }
@@ -41,10 +48,13 @@ std::string plan_text(const std::function<void(nlohmann::json&)>& edit) {
   doc["tables"] = {{{"name", "t0"},
                     {"rows", 2000000},
                     {"dim", 32},
+                    {"dtype", "fp32"},
                     {"sharding_type", "table_wise"},
                     {"ranks", {0}},
                     {"shards",
                      {{{"rank", 0}, {"shard_offsets", {0, 0}}, {"shard_sizes", {2000000, 32}}, {"placement", "rank:0/cuda:0"}}}}}};
+  doc["devices"] = nlohmann::json::array();
+  for (int r = 0; r < 4; ++r) doc["devices"].push_back({{"rank", r}, {"memory_bytes", r == 0 ? 2000000 * 32 * 4 : 0}});
   edit(doc);
   return doc.dump();
 }
@@ -78,30 +88,62 @@ bool built_with_torch() {
   return with_torch;
 }
 
+// `text` with "{dir}" replaced by the test's directory.
+std::string in_dir(std::string text, const TempDir& dir) {
+  for (auto pos = text.find("{dir}"); pos != std::string::npos; pos = text.find("{dir}")) {
+    text.replace(pos, 5, dir.root().string());
+  }
+  return text;
+}
+
+// Every file's content by name (symlinks followed), to prove a run changed nothing.
+std::map<std::string, std::string> contents(const TempDir& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& entry : fs::recursive_directory_iterator(dir.root())) {
+    const std::string name = fs::relative(entry.path(), dir.root()).string();
+    out[name] = entry.is_regular_file() ? read_file(entry.path()) : std::string("(not a file)");
+  }
+  return out;
+}
+
+// models/default with its compute.pt changed as `edit` says (and meta.json as `edit_meta` does).
+std::map<std::string, std::string> damaged_model(const std::function<void(std::string&)>& edit,
+                                                 const std::function<void(nlohmann::json&)>& edit_meta = {}) {
+  std::string compute = read_file(source_path("models/default/compute.pt"));
+  edit(compute);
+  nlohmann::json meta = nlohmann::json::parse(read_file(source_path("models/default/meta.json")));
+  if (edit_meta) edit_meta(meta);
+  return {{"tables.json", R"([{"name": "a", "rows": 1000, "dim": 16}])"},
+          {"m/meta.json", meta.dump(2)},
+          {"m/compute.pt", compute},
+          {"m/comm.pt", read_file(source_path("models/default/comm.pt"))}};
+}
+
+// 64 bytes flipped in the middle, as the hostile pass did: the zip's structure intact, an entry's CRC not.
+void flip_middle(std::string& bytes) {
+  for (std::size_t i = bytes.size() / 2; i < bytes.size() / 2 + 64; ++i) bytes[i] = static_cast<char>(~bytes[i]);
+}
+
 class HostileInput : public ::testing::TestWithParam<HostileCase> {};
 
 TEST_P(HostileInput, ExitsWithCodeAndMessageAndWritesNothing) {
   const HostileCase& c = GetParam();
   TempDir dir;
-  std::vector<std::string> before;
   for (const auto& [name, content] : c.files) {
     fs::create_directories(fs::path(dir.path(name)).parent_path());
     dir.write(name, content);
   }
-  before = dir.files();
+  for (const auto& [name, target] : c.links) fs::create_symlink(target, dir.path(name));
+  const std::map<std::string, std::string> before = contents(dir);
   std::vector<std::string> args;
-  for (std::string arg : c.args) {
-    for (auto pos = arg.find("{dir}"); pos != std::string::npos; pos = arg.find("{dir}")) {
-      arg.replace(pos, 5, dir.root().string());
-    }
-    args.push_back(arg);
-  }
+  for (const std::string& arg : c.args) args.push_back(in_dir(arg, dir));
   if (c.needs_torch && !built_with_torch()) GTEST_SKIP() << "no LibTorch in this build";
   CliResult r = run_cli(args);
+  const std::string message = in_dir(c.message, dir);
   EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
-  EXPECT_NE(r.err.find(c.message), std::string::npos) << "stderr: " << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << "stderr: " << r.err;
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(dir.files(), before);  // no plan, no report, no temporary
+  EXPECT_EQ(contents(dir), before);  // no plan, no report, no temporary, and no file changed
 }
 
 const std::string kCorruptWeights = "PK\x03\x04 this is not the zip LibTorch wrote";
@@ -188,7 +230,60 @@ INSTANTIATE_TEST_SUITE_P(
         HostileCase{"model_weights_corrupt",
                     {{"tables.json", kOkTables}, {"m/meta.json", read_file(source_path("models/default/meta.json"))},
                      {"m/compute.pt", kCorruptWeights}, {"m/comm.pt", kCorruptWeights}},
-                    with(plan_args(), {"--model", "{dir}/m"}), 2, "m/compute.pt: not readable", true},
+                    with(plan_args(), {"--model", "{dir}/m"}), 2, "m/compute.pt: zip archive without its central directory", true},
+        HostileCase{"model_weights_crc_mismatch", damaged_model(flip_middle), with(plan_args(), {"--model", "{dir}/m"}), 2,
+                    "m/compute.pt: zip entry", true},
+        HostileCase{"model_weights_hash_mismatch",
+                    damaged_model([](std::string&) {},
+                                  [](nlohmann::json& meta) {
+                                    meta["files"]["comm.pt"]["sha256"] = sha256_hex(read_file(source_path("models/default/comm.pt")));
+                                    meta["files"]["compute.pt"]["sha256"] = std::string(64, '0');
+                                  }),
+                    with(plan_args(), {"--model", "{dir}/m"}), 2, "m/compute.pt: its SHA-256 is", true},
+        HostileCase{"table_the_model_cannot_score", {{"tables.json", R"([{"name": "x", "rows": 1000, "dim": 65536}])"}},
+                    plan_args(), 2, "table \"x\" (1000 x 65536): the cost model neural:default gives no finite cost",
+                    true},
+        HostileCase{"evaluate_a_table_the_model_cannot_score",
+                    {{"tables.json", R"([{"name": "t0", "rows": 2000000, "dim": 65536}])"},
+                     {"plan.json", plan_text([](nlohmann::json& d) {
+                        d["tables"][0]["dim"] = 65536;
+                        d["tables"][0]["shards"][0]["shard_sizes"] = {2000000, 65536};
+                        d["memory_per_device_bytes"] = int64_t{1} << 40;
+                        d["devices"][0]["memory_bytes"] = int64_t{2000000} * 65536 * 4;
+                      })}},
+                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", "{dir}/tables.json"}, 2,
+                    "table \"t0\" (2000000 x 65536): the cost model neural:default gives no finite cost", true},
+        // --- plans that are not plans ---
+        HostileCase{"plan_without_format", {{"plan.json", plan_text([](nlohmann::json& d) { d.erase("format"); })}},
+                    {"validate", "--plan", "{dir}/plan.json", "--tables", kTables}, 2, "format: missing required field"},
+        HostileCase{"plan_without_devices", {{"plan.json", plan_text([](nlohmann::json& d) { d.erase("devices"); })}},
+                    {"validate", "--plan", "{dir}/plan.json", "--tables", kTables}, 2, "devices: missing required field"},
+        // --- outputs that would destroy a file (issue 43) ---
+        HostileCase{"output_is_the_tables_file", {{"tables.json", kOkTables}},
+                    {"--tables", "{dir}/tables.json", "--gpus", "4", "-o", "{dir}/tables.json"}, 2,
+                    "/tables.json: the same file as --tables"},
+        HostileCase{"output_is_the_tables_file_through_a_symlink", {{"tables.json", kOkTables}},
+                    {"--tables", "{dir}/tables.json", "--gpus", "4", "-o", "{dir}/link.json"}, 2,
+                    "/link.json: the same file as --tables", false, {{"link.json", "tables.json"}}},
+        HostileCase{"chart_is_the_tables_file", {{"tables.svg", kOkTables}},
+                    {"--tables", "{dir}/tables.svg", "--gpus", "4", "-o", "{dir}/p.json", "--report", "{dir}/tables.svg"}, 2,
+                    "--report {dir}/tables.svg: the same file as --tables"},
+        HostileCase{"chart_is_the_plan", {{"tables.json", kOkTables}},
+                    with(plan_args(), {"-o", "{dir}/p.svg", "--report", "{dir}/p.svg"}), 2,
+                    "--report {dir}/p.svg: the same file as -o {dir}/p.svg"},
+        HostileCase{"output_is_a_model_file", damaged_model([](std::string&) {}),
+                    with(plan_args(), {"--model", "{dir}/m", "-o", "{dir}/m/meta.json"}), 2,
+                    "-o {dir}/m/meta.json: the same file as --model {dir}/m/meta.json"},
+        HostileCase{"failed_run_keeps_the_existing_plan", {{"tables.json", kOkTables}, {"out.json", "the old plan"}},
+                    with(plan_args(), {"--algo", "random", "--report", "{dir}/nodir/r.svg"}), 1,
+                    "--report {dir}/nodir/r.svg: directory {dir}/nodir does not exist"},
+        HostileCase{"output_path_empty", {{"tables.json", kOkTables}}, with(plan_args(), {"-o", ""}), 2,
+                    "-o: the output path is empty"},
+        HostileCase{"output_under_a_file", {{"tables.json", kOkTables}, {"afile", "x"}},
+                    with(plan_args(), {"-o", "{dir}/afile/p.json"}), 1, "-o {dir}/afile/p.json: {dir}/afile is not a directory"},
+        HostileCase{"gen_tasks_over_its_pool", {{"pool.json", kOkTables}},
+                    {"gen-tasks", "--pool", "{dir}/pool.json", "--protocol", "paper-4gpu", "-o", "{dir}/pool.json"}, 2,
+                    "the same file as --pool"},
         // --- cost data ---
         HostileCase{"cost_data_torn_line",
                     {{"c/compute/meta.json", read_file(source_path("data/costs/cpu-2core/compute/meta.json"))},
@@ -196,6 +291,86 @@ INSTANTIATE_TEST_SUITE_P(
                     {"eval-cost-model", "--model", source_path("models/default"), "--data", "{dir}/c"}, 2,
                     "samples.jsonl:1: invalid JSON", true}),
     [](const ::testing::TestParamInfo<HostileCase>& param_info) { return param_info.param.name; });
+
+// --- outputs that are not regular files, and runs that end mid-write (issue 43) ---
+
+bool is_character_device(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
+}
+
+// A copy of /dev/null or /dev/full: as root, -o onto it must leave a device, not a JSON file.
+TEST(HostileOutputs, ACharacterDeviceIsWrittenIntoNotReplaced) {
+  TempDir dir;
+  const std::string null = dir.path("null");
+  const std::string full = dir.path("full");
+  if (::geteuid() != 0 || ::mknod(null.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0 ||
+      ::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0) {
+    GTEST_SKIP() << "mknod needs root";
+  }
+  CliResult r = run_cli({"--tables", kTables, "--gpus", "4", "-o", null, "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_cli({"--tables", kTables, "--gpus", "4", "-o", full, "--report", dir.path("chart.svg"), "--quiet"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("full: write failed: No space left on device"), std::string::npos) << r.err;
+  EXPECT_TRUE(is_character_device(null));
+  EXPECT_TRUE(is_character_device(full));
+  EXPECT_EQ(dir.files(), (std::vector<std::string>{"full", "null"})) << "no chart: the plan failed; no temporary";
+}
+
+TEST(HostileOutputs, DevStdoutGetsThePlanAndTheReportGoesToStderr) {
+  CliResult r = run_cli({"--tables", kTables, "--gpus", "4", "-o", "/dev/stdout"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["format"], "shard-plan/1");
+  EXPECT_NE(r.err.find("plan: neuroshard on 4 GPUs"), std::string::npos) << r.err;
+}
+
+TEST(HostileOutputs, ASymlinkKeepsPointingAtTheNewPlan) {
+  TempDir dir;
+  fs::create_directories(dir.path("plans"));
+  const std::string target = dir.write("plans/plan.json", "old");
+  fs::create_symlink("plans/plan.json", dir.path("latest.json"));
+  CliResult r = run_cli({"--tables", kTables, "--gpus", "4", "-o", dir.path("latest.json"), "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(dir.path("latest.json")));
+  EXPECT_EQ(nlohmann::json::parse(read_file(target))["format"], "shard-plan/1");
+  EXPECT_EQ(dir.files(), (std::vector<std::string>{"latest.json", "plans"}));
+}
+
+// The chart is a FIFO nobody reads: the run waits to open it with the plan staged beside its target,
+// which is when the signal comes. Nothing may be left: no plan, no temporary.
+TEST(HostileOutputs, ASignalDuringTheFinalWriteLeavesNoTemporary) {
+  TempDir dir;
+  TempDir capture;
+  const std::string fifo = dir.path("chart.svg");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int pid = start_cli({"--tables", kTables, "--gpus", "4", "-o", dir.path("plan.json"), "--report", fifo}, capture);
+  bool staged = false;
+  for (int waited = 0; waited < 6000 && !staged; ++waited) {  // up to a minute
+    for (const std::string& name : dir.files()) staged = staged || name.rfind(".plan.json.tmp.", 0) == 0;
+    if (!staged) ::usleep(10'000);
+  }
+  ::kill(pid, SIGTERM);
+  CliResult r = finish_cli(pid, capture);
+  ASSERT_TRUE(staged) << "the plan was never staged: " << r.err;
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  EXPECT_EQ(dir.files(), std::vector<std::string>{"chart.svg"});
+}
+
+// Thousands of tiny tables on 8 GPUs: a refinement round lists millions of moves and swaps, and used
+// to run for minutes past --time-limit. Bounds are generous: the point is that it stops at all.
+TEST(HostileOutputs, TimeLimitStopsTheRefinementMidRound) {
+  TempDir dir;
+  nlohmann::json tables = nlohmann::json::array();
+  for (int t = 0; t < 4000; ++t) tables.push_back({{"name", "t" + std::to_string(t)}, {"rows", 1 + t % 50}, {"dim", 4}, {"pooling_factor", 1 + t % 9}});
+  const std::string path = dir.write("tables.json", tables.dump());
+  const auto start = std::chrono::steady_clock::now();
+  CliResult r = run_cli({"--tables", path, "--gpus", "8", "--no-compare", "--time-limit", "1", "-o", dir.path("plan.json"), "--quiet"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(seconds, 30.0);
+  EXPECT_TRUE(nlohmann::json::parse(read_file(dir.path("plan.json")))["search"]["cut_short"].get<bool>());
+}
 
 }  // namespace
 }  // namespace shardplan::e2e

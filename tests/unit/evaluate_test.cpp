@@ -77,11 +77,13 @@ TEST(PlanReader, RowWiseShardsCarryTheirShareOfLookups) {
   doc["tables"] = {{{"name", "r"},
                     {"rows", 1000},
                     {"dim", 8},
+                    {"dtype", "fp32"},
                     {"sharding_type", "row_wise"},
                     {"ranks", {0, 1}},
                     {"shards",
                      {{{"rank", 0}, {"shard_offsets", {0, 0}}, {"shard_sizes", {250, 8}}, {"placement", "rank:0/cuda:0"}},
                       {{"rank", 1}, {"shard_offsets", {250, 0}}, {"shard_sizes", {750, 8}}, {"placement", "rank:1/cuda:1"}}}}}};
+  doc["devices"] = {{{"rank", 0}, {"memory_bytes", 250 * 8 * 4}}, {{"rank", 1}, {"memory_bytes", 750 * 8 * 4}}};
   Plan plan = plan_from_json(doc, tables, "rows.json");
   ASSERT_EQ(plan.tables[0].type, ShardingType::kRowWise);
   Table piece = shard_as_table(tables[0], plan.tables[0].shards[1]);

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 #include <set>
 
 #include "grid_placement.hpp"
@@ -134,6 +135,67 @@ TEST(PlacementRefinement, LeavesAnInfeasiblePlacementAlone) {
   Placement out = refine_placement(pieces, infeasible, catalog, *model, cluster.usable_bytes_per_device());
   EXPECT_FALSE(out.feasible);
   EXPECT_EQ(out.ranks, infeasible.ranks);
+}
+
+// A deadline on a clock of its own that moves one second per poll: it passes at poll `n`, and `polls`
+// counts them. No wall-clock time is involved, so the test is deterministic.
+Deadline after_polls(int n, const std::shared_ptr<int>& polls) {
+  const Deadline::Clock::time_point zero{};
+  return Deadline(zero + std::chrono::seconds(n), [polls, zero] { return zero + std::chrono::seconds(++*polls); });
+}
+
+// 600 one-column tables on two devices: one round lists 2 x 300 x 301 moves and swaps, several batches.
+struct ManyPieces {
+  std::shared_ptr<const CostModel> model = make_analytic_cost_model(AnalyticCostConfig{});
+  std::vector<Table> tables;
+  Cluster cluster = cluster_of(2, int64_t{64} << 30);
+  std::unique_ptr<ShardCatalog> catalog;
+  std::vector<Piece> pieces;
+  Placement start;
+
+  ManyPieces() {
+    for (int t = 0; t < 600; ++t) tables.push_back(make_table("t" + std::to_string(t), 1 + t, 4, 1.0 + t % 7));
+    catalog = std::make_unique<ShardCatalog>(tables, cluster, *model, 1);
+    pieces = pieces_of(*catalog, 600, 0);
+    start.feasible = true;
+    for (int t = 0; t < 600; ++t) start.ranks.push_back(t < 450 ? 0 : 1);  // lopsided: moves pay
+    start.devices.assign(2, DeviceCost{});
+    start.max_cost = rescored_max(start, pieces, *catalog, *model, 2);
+  }
+
+  Placement refine(RefineOptions options, RefineStats& stats) const {
+    return refine_placement(pieces, start, *catalog, *model, cluster.usable_bytes_per_device(), options, &stats);
+  }
+};
+
+TEST(PlacementRefinement, PollsTheDeadlineInsideARoundAndStopsThere) {
+  ManyPieces task;
+  auto polls = std::make_shared<int>(0);
+  RefineOptions options;
+  options.deadline = after_polls(3, polls);  // before the round, after its first batch, after its second
+  RefineStats stats;
+  Placement cut = task.refine(options, stats);
+  EXPECT_TRUE(stats.cut_short);
+  EXPECT_EQ(*polls, 3) << "stopped at the poll where the deadline passed, inside the first round";
+  EXPECT_LE(stats.rounds, 1);
+  EXPECT_LE(cut.max_cost, task.start.max_cost);
+}
+
+TEST(PlacementRefinement, ADeadlineNotReachedChangesNothing) {
+  ManyPieces task;
+  RefineOptions plain;
+  plain.max_rounds = 3;
+  RefineStats plain_stats;
+  const Placement expected = task.refine(plain, plain_stats);
+  auto polls = std::make_shared<int>(0);
+  RefineOptions timed = plain;
+  timed.deadline = after_polls(1'000'000, polls);
+  RefineStats timed_stats;
+  const Placement got = task.refine(timed, timed_stats);
+  EXPECT_EQ(got.ranks, expected.ranks);
+  EXPECT_EQ(got.max_cost, expected.max_cost);
+  EXPECT_FALSE(timed_stats.cut_short);
+  EXPECT_GT(*polls, timed_stats.rounds) << "polled between batches, not only between rounds";
 }
 
 }  // namespace

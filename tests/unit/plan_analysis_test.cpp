@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "shardplan/baseline_comparison.hpp"
 #include "shardplan/bounding_drivers.hpp"
 #include "test_tables.hpp"
@@ -120,6 +122,31 @@ TEST(BaselineComparison, ScoresEachBaselineAndReportsFailuresWithoutThrowing) {
     EXPECT_FALSE(o.max_total_ms) << o.planner;
     EXPECT_FALSE(o.failure.empty()) << o.planner;
   }
+}
+
+// Under a time limit the comparison drops what the limit leaves no time for, and says so.
+TEST(BaselineComparison, PastTheDeadlineBaselinesAreNotRunAndTorchRecGivesUp) {
+  auto tables = testing::varied_tables(40);
+  Cluster cluster;
+  cluster.num_devices = 4;
+  auto config = testing::planner_config();
+  auto polls = std::make_shared<int>(0);
+  const Deadline::Clock::time_point zero{};
+  // Passes at the third look at the clock: after the comparison's own check, inside TorchRec's proposals.
+  config.deadline = Deadline(zero + std::chrono::seconds(3), [polls, zero] { return zero + std::chrono::seconds(++*polls); });
+  auto outcomes = compare_with_baselines({"torchrec_all_types", "size_greedy"}, tables, cluster, config, *config.cost_model);
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_FALSE(outcomes[0].max_total_ms);
+  EXPECT_EQ(outcomes[0].failure, "torchrec_all_types: the time limit passed before it finished");
+  EXPECT_TRUE(outcomes[0].out_of_time);
+  EXPECT_FALSE(outcomes[1].max_total_ms);
+  EXPECT_EQ(outcomes[1].failure, "the time limit passed before it ran");
+  EXPECT_TRUE(outcomes[1].out_of_time);
+
+  config.deadline = Deadline();  // none: the same comparison completes
+  outcomes = compare_with_baselines({"torchrec_all_types", "size_greedy"}, tables, cluster, config, *config.cost_model);
+  EXPECT_TRUE(outcomes[0].max_total_ms);
+  EXPECT_TRUE(outcomes[1].max_total_ms);
 }
 
 }  // namespace

@@ -74,6 +74,13 @@ TEST(Report, ComparesWithTheBestBaselineAndListsFailures) {
   EXPECT_EQ(format_baseline_comparison({{"torchrec", std::nullopt, "infeasible"}}, 1.0),
             "vs baselines: none of them found a plan\nbaseline torchrec: no plan (infeasible)\n");
   EXPECT_EQ(format_baseline_comparison({}, 1.0), "");
+  // Under a time limit: baselines the limit left no time for are not compared, not "no plan".
+  EXPECT_EQ(format_baseline_comparison({{"torchrec", std::nullopt, "torchrec: the time limit passed before it finished", true},
+                                        {"size_greedy", std::nullopt, "the time limit passed before it ran", true}},
+                                       1.0),
+            "vs baselines: none compared, the time limit passed first\n"
+            "baseline torchrec: not compared (torchrec: the time limit passed before it finished)\n"
+            "baseline size_greedy: not compared (the time limit passed before it ran)\n");
 
   Plan plan = plan_on(4);
   plan.device_costs = std::vector<DeviceCost>{{1, 0, 0}, {4, 1, 1}, {2, 0, 0}, {1, 0, 0}};

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "shardplan/errors.hpp"
@@ -41,7 +42,21 @@ class ValidateTest : public ::testing::Test {
     a["shards"] = json::array(
         {{{"rank", r0}, {"shard_offsets", {0, 0}}, {"shard_sizes", {1000, width0}}, {"placement", "rank:" + std::to_string(r0) + "/cuda:" + std::to_string(r0)}},
          {{"rank", r1}, {"shard_offsets", {0, width0}}, {"shard_sizes", {1000, 64 - width0}}, {"placement", "rank:" + std::to_string(r1) + "/cuda:" + std::to_string(r1)}}});
-    plan_.erase("devices");  // its memory summary no longer matches
+    recount_devices();  // its memory summary changed
+  }
+
+  // The plan's devices summary recounted from its shards (fp32 weights without optimizer state, as the
+  // fixture's tables and cluster have them).
+  void recount_devices() {
+    std::vector<int64_t> bytes(plan_["num_devices"].get<std::size_t>(), 0);
+    for (const auto& table : plan_["tables"]) {
+      for (const auto& shard : table["shards"]) {
+        const int rank = shard["rank"].get<int>();
+        if (rank < 0 || rank >= static_cast<int>(bytes.size())) continue;
+        bytes[static_cast<std::size_t>(rank)] += shard["shard_sizes"][0].get<int64_t>() * shard["shard_sizes"][1].get<int64_t>() * 4;
+      }
+    }
+    for (std::size_t r = 0; r < bytes.size(); ++r) plan_["devices"][r]["memory_bytes"] = bytes[r];
   }
 
   std::vector<Table> tables_;
@@ -63,6 +78,7 @@ TEST_F(ValidateTest, FindsGapsAndOverlaps) {
   plan_["tables"][0]["shards"][1]["shard_offsets"] = {0, 16};
   plan_["tables"][0]["shards"][1]["shard_sizes"] = {1000, 48};
   EXPECT_TRUE(has_problem("tables[0].shards[1] overlaps shards[0]"));
+  EXPECT_FALSE(has_problem("(gaps)")) << "an overlap is named as one, not as gaps (issue 43)";
 }
 
 // A grid of shards, each nudged or not: the sweep flags an overlap exactly when some pair overlaps.
@@ -167,12 +183,20 @@ TEST_F(ValidateTest, FindsDevicesOverTheirMemory) {
     t["shards"][0]["placement"] = "rank:0/cuda:0";
   }
   plan_["memory_per_device_bytes"] = 300000;  // the three tables need 256000 + 64000 + 128000
-  plan_.erase("devices");
+  recount_devices();
   EXPECT_TRUE(has_problem("device 0: shards need 437.50 KiB (448000 bytes), over its usable 292.97 KiB (300000 bytes)"));
   plan_["memory_per_device_bytes"] = 448000;
   EXPECT_TRUE(problems().empty());
   plan_["optimizer"] = "adam";  // three times the bytes
   EXPECT_TRUE(has_problem("device 0: shards need"));
+}
+
+// A plan's element type is one shard-plan knows and the tables file's (issue 43: "fp8" passed).
+TEST_F(ValidateTest, FindsAnUnknownOrMismatchedDtype) {
+  plan_["tables"][0]["dtype"] = "fp8";
+  EXPECT_TRUE(has_problem("tables[0].dtype: unknown \"fp8\" (expected fp32 or fp16)"));
+  plan_["tables"][0]["dtype"] = "fp16";
+  EXPECT_TRUE(has_problem("tables[0].dtype: table \"a\" is fp16 in the plan but fp32 in the tables file"));
 }
 
 TEST_F(ValidateTest, FindsADevicesSummaryThatDisagreesWithTheShards) {
@@ -197,6 +221,15 @@ TEST_F(ValidateTest, StructuralErrorsAreBadInput) {
   SetUp();
   plan_["format"] = "other/2";
   expect_input_error("unsupported plan format");
+  // Without these any JSON object with a few right fields passed for a plan (issue 43).
+  for (const char* required : {"format", "devices"}) {
+    SetUp();
+    plan_.erase(required);
+    expect_input_error(fmt::format("plan.json: {}: missing required field", required));
+  }
+  SetUp();
+  plan_["tables"][0].erase("dtype");
+  expect_input_error("plan.json: tables[0].dtype: missing required field");
   SetUp();
   plan_ = json::array();
   expect_input_error("a plan must be a JSON object");
