@@ -14,7 +14,7 @@ namespace shardplan {
 // Runs `program` + `--tables FILE --gpus N --gpus-per-host K --mem-per-gpu BYTES --optimizer NAME
 // --sharding-types LIST -o PLAN` + `arguments` once per plan. Its exit 3 becomes InfeasibleError, 2
 // InputError, anything else but 0 RuntimeFailure, each carrying what it printed on stderr.
-std::unique_ptr<Planner> make_external_planner(std::string name, ExternalPlannerProgram program,
+std::unique_ptr<Planner> make_external_planner(std::string name, ExternalProgram program,
                                                std::vector<std::string> arguments, ShardingTypeSet sharding_types);
 
 }  // namespace shardplan

@@ -1,11 +1,12 @@
 #pragma once
-// A program another planner runs as (see external_planner.hpp).
+// A program shard-plan runs for what it does not do itself: TorchRec's planner (external_planner.hpp), FBGEMM's
+// kernels (the fbgemm-tbe timer).
 #include <string>
 #include <vector>
 
 namespace shardplan {
 
-struct ExternalPlannerProgram {
+struct ExternalProgram {
   std::vector<std::string> command;      // the program and its first arguments
   std::vector<std::string> environment;  // NAME=value entries it needs beyond this process's
 };

@@ -11,6 +11,7 @@ namespace shardplan {
 struct ModelHardware {
   std::string compute_device;        // "cpu" or "cuda"; empty when unknown
   std::string compute_device_model;  // "AMD EPYC", "NVIDIA H100 80GB HBM3"
+  std::string compute_kernel;        // what timed it: "embedding_bag" (LibTorch's) or "fbgemm-tbe" (TorchRec's)
   std::string comm_device_model;     // where the all-to-alls were timed
   std::string comm_backend;          // "gloo", "nccl"
   std::vector<int> comm_world_sizes; // the device counts whose all-to-alls were measured, ascending
@@ -25,16 +26,17 @@ struct ModelHardware {
   int max_comm_world_size() const { return comm_world_sizes.empty() ? 0 : comm_world_sizes.back(); }
 };
 
-// "compute cpu (AMD EPYC); all-to-all gloo on AMD EPYC, 2-8 ranks" (and ", calibrated 2026-11-22"); the
-// note, or "unknown hardware", when nothing was measured.
+// "compute cpu (AMD EPYC), kernel embedding_bag; all-to-all gloo on AMD EPYC, 2-8 ranks" (and ", calibrated
+// 2026-11-22"); the note, or "unknown hardware", when nothing was measured.
 std::string describe_hardware(const ModelHardware& hardware);
 
-// The plan file's and meta.json's form: {"compute": {"device", "device_model"}, "comm": {"device_model",
+// The plan file's and meta.json's form: {"compute": {"device", "device_model", "kernel"}, "comm": {"device_model",
 // "backend", "world_sizes"}, "calibrated_on"}; only what is known.
 nlohmann::ordered_json hardware_to_json(const ModelHardware& hardware);
 
 // Reads a model directory's meta.json: its "hardware" section, or for models written before it, what the
-// training data's provenance says (data.compute.provenance, comm.world_sizes). Unknown fields stay empty.
+// training data's provenance says (data.compute.provenance, comm.world_sizes). Unknown fields stay empty,
+// but for the kernel of a measured model that names none: embedding_bag, the only one before fbgemm-tbe.
 ModelHardware hardware_from_model_meta(const nlohmann::json& meta);
 
 // Whether a measurement on `device_model` describes the hardware the model was measured on. False only

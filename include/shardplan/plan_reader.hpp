@@ -21,4 +21,9 @@ Plan plan_from_json(const nlohmann::json& plan, const std::vector<Table>& tables
 
 Plan read_plan_file(const std::string& path, const std::vector<Table>& tables);
 
+// Another program's plan (TorchRec's planner, through the Python package): its header and shards, with no
+// per-device summary of its own. The plan is completed with shard-plan's (plan_to_json) and that is checked
+// by validate_plan_json, as a plan file is. Throws InputError naming the field, or listing the problems.
+Plan plan_from_program_json(const nlohmann::json& plan, const std::vector<Table>& tables, std::string_view source);
+
 }  // namespace shardplan

@@ -25,7 +25,7 @@ struct PlannerConfig {
   MeasureLoopConfig measure_loop;
   ShardSetMeasurer measure_sets;
   // The program that runs TorchRec's own planner (external_planner_names); no command: unavailable.
-  ExternalPlannerProgram torchrec_program;
+  ExternalProgram torchrec_program;
   // Planners whose proposals take long (TorchRec's) give up past it with DeadlinePassed: a comparison
   // under a time limit drops them. NeuroShard stops at its own time limit (NeuroShardConfig) instead,
   // with the best plan it has.

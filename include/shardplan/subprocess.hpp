@@ -1,5 +1,6 @@
 #pragma once
 // Running another program and waiting for it. No JSON, no LibTorch.
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,9 @@ struct ProcessResult {
   std::string output;   // what it wrote on stdout
   std::string errors;   // what it wrote on stderr
 };
+
+// The end of a program's stderr: its own last words, not the traceback above them.
+std::string tail_of(const std::string& text, std::size_t max_chars = 2000);
 
 // Runs `argv` (argv[0] looked up on PATH when it has no '/') with `environment` (NAME=value entries)
 // added to this process's, stdin closed, and waits for it. Throws RuntimeFailure when it cannot start.
@@ -26,6 +30,35 @@ class TemporaryDirectory {
 
  private:
   std::string path_;
+};
+
+// A program kept running to answer requests: a line to its stdin, a line back from its stdout. Its
+// stderr goes to a file, read back when it fails. Destroying it closes its stdin and waits for it to
+// exit (at most a few seconds, then it is killed).
+class LineProcess {
+ public:
+  LineProcess(const std::vector<std::string>& argv, const std::vector<std::string>& environment);
+  ~LineProcess();
+  LineProcess(const LineProcess&) = delete;
+  LineProcess& operator=(const LineProcess&) = delete;
+
+  // Sends `line` (a newline is added) and returns the next line it writes, without the newline. Throws
+  // RuntimeFailure, carrying the end of its stderr, when it has exited or says nothing within
+  // `timeout_seconds`.
+  std::string ask(const std::string& line, double timeout_seconds);
+  // The next line it writes, as ask() without sending anything.
+  std::string read_line(double timeout_seconds);
+
+ private:
+  [[noreturn]] void fail(const std::string& what);
+
+  std::string program_;
+  TemporaryDirectory streams_{"shard-plan-worker"};  // its stderr, kept to explain a failure
+  std::string stderr_path_;
+  int pid_ = -1;
+  int to_child_ = -1;
+  int from_child_ = -1;
+  std::string pending_;  // read but not yet returned
 };
 
 }  // namespace shardplan

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "python_stack.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/units.hpp"
@@ -15,9 +16,18 @@ void add_bench_options(CLI::App& app, ComputeBenchConfig& config, const std::str
   app.add_option("--" + prefix + "warmup", config.warmup_iterations, "Untimed steps before timing")->capture_default_str();
   app.add_option("--" + prefix + "iterations", config.timed_iterations, "Timed steps")->capture_default_str();
   app.add_option("--" + prefix + "threads", config.threads, "CPU threads for LibTorch's kernels")->capture_default_str();
+  app.add_option("--kernel", config.kernel,
+                 "embedding_bag (LibTorch's, this binary's own) or fbgemm-tbe (FBGEMM's table-batched embedding, as "
+                 "TorchRec trains; needs the Python stack, scripts/setup-python.sh)")
+      ->capture_default_str();
 }
 
-void check_bench_options(const ComputeBenchConfig& config, const std::string& prefix) {
+void check_bench_options(ComputeBenchConfig& config, const std::string& prefix, bool measuring) {
+  if (config.kernel != ComputeBenchConfig::kEmbeddingBagKernel && config.kernel != ComputeBenchConfig::kFbgemmTbeKernel) {
+    throw InputError(fmt::format("--kernel: must be {} or {}, got '{}'", ComputeBenchConfig::kEmbeddingBagKernel,
+                                 ComputeBenchConfig::kFbgemmTbeKernel, config.kernel));
+  }
+  if (measuring && config.kernel == ComputeBenchConfig::kFbgemmTbeKernel) config.tbe_worker = tbe_worker_program();
   if (config.batch_size < 1 || config.batch_size > (1 << 24)) {
     throw InputError(fmt::format("--{}batch-size: must be in [1, 16777216], got {}", prefix, config.batch_size));
   }
@@ -46,7 +56,7 @@ void add_measure_options(CLI::App& app, MeasureFlags& flags) {
 }
 
 void check_measure_options(MeasureFlags& flags, bool measuring) {
-  check_bench_options(flags.bench, "measure-");
+  check_bench_options(flags.bench, "measure-", measuring);
   if (flags.rounds < 1 || flags.rounds > 1000) {
     throw InputError(fmt::format("--measure-rounds: must be in [1, 1000], got {}", flags.rounds));
   }
@@ -70,6 +80,11 @@ void warn_if_measuring_other_hardware(const CostModel& model, const MeasureFlags
                  "measured compute differ by the machines' speed as well as by the model's error (`shard-plan "
                  "calibrate` adapts a model to this machine)",
                  describe_hardware(hardware), flags.bench.device, here);
+  }
+  if (!hardware.compute_kernel.empty() && hardware.compute_kernel != flags.bench.kernel) {
+    spdlog::warn("the cost model's compute was timed with the {} kernel, and this measures with {}: predicted and "
+                 "measured compute differ by the kernels as well (--kernel)",
+                 hardware.compute_kernel, flags.bench.kernel);
   }
 #else
   (void)model, (void)flags;

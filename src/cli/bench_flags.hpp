@@ -13,10 +13,11 @@
 namespace shardplan::cli {
 
 // Flags --<prefix>batch-size, --<prefix>device, ...: collect-costs uses no prefix; commands whose other
-// flags would clash (bench has the search's --threads) use "measure-".
+// flags would clash (bench has the search's --threads) use "measure-". --kernel has no prefix anywhere.
 void add_bench_options(CLI::App& app, ComputeBenchConfig& config, const std::string& prefix = "");
-// Throws InputError naming the flag and value.
-void check_bench_options(const ComputeBenchConfig& config, const std::string& prefix = "");
+// Throws InputError naming the flag and value. When `measuring` with --kernel fbgemm-tbe, finds the
+// Python worker that runs FBGEMM (InputError saying how to install it when there is none).
+void check_bench_options(ComputeBenchConfig& config, const std::string& prefix = "", bool measuring = true);
 
 // What evaluate and bench measure plans with: --measure-mem-cap and the "measure-" benchmark flags.
 struct MeasureFlags {

@@ -3,14 +3,14 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <nlohmann/json.hpp>
-
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "shardplan/atomic_file.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/dataset/trace.hpp"
+#include "shardplan/dataset/trace_file.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/output_paths.hpp"
 #include "shardplan/tables_io.hpp"
 
 namespace shardplan::cli {
@@ -18,12 +18,6 @@ namespace shardplan::cli {
 namespace {
 
 constexpr int64_t kMaxBatch = 1 << 24;
-
-void append_int64s(std::string& out, const std::vector<int64_t>& values) {
-  static_assert(sizeof(int64_t) == 8);
-  // Little-endian on every platform this builds for (x86_64, aarch64); the header says so.
-  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int64_t));
-}
 
 int run_gen_traces(int argc, char** argv) {
   CLI::App app{
@@ -36,7 +30,7 @@ int run_gen_traces(int argc, char** argv) {
 
 The file (shard-plan-traces/1): one line of JSON, then the arrays it points to, as little-endian int64.
   {"format": "shard-plan-traces/1", "batch_size": B, "seed": S, "byte_order": "little",
-   "tables": [{"name", "rows", "lookups", "indices_at", "offsets_at"}, ...]}
+   "tables": [{"name", "rows", "dim", "dtype", "lookups", "indices_at", "offsets_at"}, ...]}
 indices_at and offsets_at count bytes from the end of that line; a table has `lookups` indices in [0, rows)
 and B + 1 offsets (bag i is indices[offsets[i], offsets[i+1])).
 
@@ -57,22 +51,11 @@ Exit codes: 0 success, 1 write failure, 2 bad usage or input.)");
     throw InputError(fmt::format("--batch-size: must be 1 to {}, got {}", kMaxBatch, batch_size));
   }
 
+  check_output_files({{"-o", output}}, {{"--tables", tables_path}});
   std::vector<Table> tables = load_tables(tables_path);
-  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
-  std::string body;
-  for (std::size_t i = 0; i < tables.size(); ++i) {
-    IndexTrace trace = synthesize_trace(tables[i], batch_size, derive_seed(seed, i));
-    entries.push_back({{"name", tables[i].name},
-                       {"rows", tables[i].rows},
-                       {"lookups", trace.indices.size()},
-                       {"indices_at", body.size()},
-                       {"offsets_at", body.size() + trace.indices.size() * sizeof(int64_t)}});
-    append_int64s(body, trace.indices);
-    append_int64s(body, trace.offsets);
-  }
-  nlohmann::ordered_json header{{"format", "shard-plan-traces/1"}, {"batch_size", batch_size}, {"seed", seed},
-                                {"byte_order", "little"}, {"tables", std::move(entries)}};
-  write_file_atomically(output, header.dump() + "\n" + body);
+  std::vector<IndexTrace> traces;
+  for (std::size_t i = 0; i < tables.size(); ++i) traces.push_back(synthesize_trace(tables[i], batch_size, derive_seed(seed, i)));
+  write_file_atomically(output, format_trace_file(tables, traces, batch_size, seed));
   spdlog::info("wrote {} traces of {} samples to {}", tables.size(), batch_size, output);
   return 0;
 }

@@ -38,27 +38,42 @@ std::string last_line(const std::string& text) {
 
 }  // namespace
 
-ExternalPlannerProgram torchrec_program_for(const std::vector<std::string>& algorithms) {
-  const auto& external = external_planner_names();
-  const auto needed = std::find_first_of(algorithms.begin(), algorithms.end(), external.begin(), external.end());
-  if (needed == algorithms.end()) return {};
-  ExternalPlannerProgram program{{python_interpreter(), "-m", "shardplan.torchrec.baseline"}, package_environment()};
-  spdlog::info("{}: checking that {} imports TorchRec", *needed, program.command.front());
+namespace {
+
+ExternalProgram python_module_program(const std::string& module, const std::string& imports, const std::string& who,
+                                      const std::string& needs) {
+  ExternalProgram program{{python_interpreter(), "-m", module}, package_environment()};
+  spdlog::info("{}: checking that {} imports {}", who, program.command.front(), needs);
   ProcessResult check;
   try {
-    check = run_process({program.command.front(), "-c", "import torchrec, shardplan.torchrec.baseline"}, program.environment);
+    check = run_process({program.command.front(), "-c", "import " + imports}, program.environment);
   } catch (const RuntimeFailure& e) {
     check.exit_code = 127;
     check.errors = e.what();
   }
   if (check.exit_code != 0) {
     throw InputError(fmt::format(
-        "--algos/--algo {}: runs TorchRec's own planner, and {} cannot import it ({}). Install shard-plan's Python "
-        "stack with ./scripts/setup-python.sh (a virtual environment in .venv, found beside this build), or set "
-        "SHARDPLAN_PYTHON to a Python that has torch, fbgemm-gpu, torchrec and the shardplan package (docs/torchrec.md)",
-        *needed, program.command.front(), last_line(check.errors)));
+        "{}: needs {}, and {} cannot import it ({}). Install shard-plan's Python stack with ./scripts/setup-python.sh "
+        "(a virtual environment in .venv, found beside this build), or set SHARDPLAN_PYTHON to a Python that has "
+        "torch, fbgemm-gpu, torchrec and the shardplan package (docs/torchrec.md)",
+        who, needs, program.command.front(), last_line(check.errors)));
   }
   return program;
+}
+
+}  // namespace
+
+ExternalProgram torchrec_program_for(const std::vector<std::string>& algorithms) {
+  const auto& external = external_planner_names();
+  const auto needed = std::find_first_of(algorithms.begin(), algorithms.end(), external.begin(), external.end());
+  if (needed == algorithms.end()) return {};
+  return python_module_program("shardplan.torchrec.baseline", "torchrec, shardplan.torchrec.baseline",
+                               "--algos/--algo " + *needed, "TorchRec's own planner");
+}
+
+ExternalProgram tbe_worker_program() {
+  return python_module_program("shardplan.measure.tbe_worker", "fbgemm_gpu, shardplan.measure.tbe",
+                               "--kernel fbgemm-tbe", "FBGEMM's table-batched embedding");
 }
 
 }  // namespace shardplan::cli

@@ -18,11 +18,18 @@ namespace {
 // Problems listed in the error before "and N more".
 constexpr std::size_t kProblemsShown = 5;
 
-Shard read_shard(const nlohmann::json& entry) {
-  const auto& offsets = entry.at("shard_offsets");
-  const auto& sizes = entry.at("shard_sizes");
-  return Shard{static_cast<int>(*json_as_int64(entry.at("rank"))), *json_as_int64(offsets[0]),
-               *json_as_int64(offsets[1]), *json_as_int64(sizes[0]), *json_as_int64(sizes[1])};
+Shard read_shard(const nlohmann::json& entry, std::string_view source, const std::string& path) {
+  read_object(entry, source, path);
+  auto pair = [&](const char* key) {
+    const auto& value = read_array(require_member(entry, key, source, path), source, path + "." + key);
+    if (value.size() != 2) throw InputError(fmt::format("{}: {}.{}: must be a [row, column] pair", source, path, key));
+    return std::make_pair(read_int64(value[0], source, path + "." + key + "[0]", 0, INT64_MAX),
+                          read_int64(value[1], source, path + "." + key + "[1]", 0, INT64_MAX));
+  };
+  const auto [row0, col0] = pair("shard_offsets");
+  const auto [rows, cols] = pair("shard_sizes");
+  const auto rank = read_int64(require_member(entry, "rank", source, path), source, path + ".rank", 0, kMaxDevices - 1);
+  return Shard{static_cast<int>(rank), row0, col0, rows, cols};
 }
 
 }  // namespace
@@ -54,21 +61,25 @@ Cluster plan_cluster_from_json(const nlohmann::json& plan, std::string_view sour
   return cluster;
 }
 
-Plan plan_from_json(const nlohmann::json& doc, const std::vector<Table>& tables, std::string_view source) {
-  ValidationResult validation = validate_plan_json(doc, tables, source);
-  if (!validation.valid()) {
-    std::string message = fmt::format("{}: the plan is invalid for these tables ({} problem{}):", source,
-                                      validation.problems.size(), validation.problems.size() == 1 ? "" : "s");
-    for (std::size_t i = 0; i < validation.problems.size() && i < kProblemsShown; ++i) {
-      message += "\n  - " + validation.problems[i];
-    }
-    if (validation.problems.size() > kProblemsShown) {
-      message += fmt::format("\n  ... and {} more (shard-plan validate lists them all)",
-                             validation.problems.size() - kProblemsShown);
-    }
-    throw InputError(message);
-  }
+namespace {
 
+void throw_if_invalid(const ValidationResult& validation, std::string_view source) {
+  if (validation.valid()) return;
+  std::string message = fmt::format("{}: the plan is invalid for these tables ({} problem{}):", source,
+                                    validation.problems.size(), validation.problems.size() == 1 ? "" : "s");
+  for (std::size_t i = 0; i < validation.problems.size() && i < kProblemsShown; ++i) {
+    message += "\n  - " + validation.problems[i];
+  }
+  if (validation.problems.size() > kProblemsShown) {
+    message += fmt::format("\n  ... and {} more (shard-plan validate lists them all)",
+                           validation.problems.size() - kProblemsShown);
+  }
+  throw InputError(message);
+}
+
+// The plan's header and every table's shards, in the tables file's order. Each field is read with its
+// checks, so a file nobody validated yet fails with InputError naming it, never with a crash.
+Plan assemble_plan(const nlohmann::json& doc, const std::vector<Table>& tables, std::string_view source) {
   Plan plan;
   plan.cluster = plan_cluster_from_json(doc, source);
   if (const auto* algorithm = find_member(doc, "algorithm"); algorithm != nullptr && algorithm->is_string()) {
@@ -79,20 +90,46 @@ Plan plan_from_json(const nlohmann::json& doc, const std::vector<Table>& tables,
   if (const auto* seed = find_member(doc, "seed"); seed != nullptr && seed->is_number_unsigned()) {
     plan.seed = seed->get<uint64_t>();
   }
-
-  // Validation guarantees every plan entry names a distinct table of the file and is well formed.
-  std::unordered_map<std::string, const nlohmann::json*> entries;
-  for (const auto& entry : doc.at("tables")) entries.emplace(entry.at("name").get<std::string>(), &entry);
+  std::unordered_map<std::string, std::pair<const nlohmann::json*, std::string>> entries;
+  const auto& list = read_array(require_member(doc, "tables", source, ""), source, "tables");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string path = fmt::format("tables[{}]", i);
+    read_object(list[i], source, path);
+    entries.emplace(read_string(require_member(list[i], "name", source, path), source, path + ".name"),
+                    std::make_pair(&list[i], path));
+  }
   for (const auto& table : tables) {
-    const nlohmann::json& entry = *entries.at(table.name);
+    const auto found = entries.find(table.name);
+    if (found == entries.end()) throw InputError(fmt::format("{}: table \"{}\" is not in the plan", source, table.name));
+    const auto& [entry, path] = found->second;
     std::vector<Shard> shards;
-    for (const auto& shard : entry.at("shards")) shards.push_back(read_shard(shard));
+    const auto& list_of_shards = read_array(require_member(*entry, "shards", source, path), source, path + ".shards");
+    for (std::size_t k = 0; k < list_of_shards.size(); ++k) {
+      shards.push_back(read_shard(list_of_shards[k], source, fmt::format("{}.shards[{}]", path, k)));
+    }
     TableSharding sharding = sharding_of(table, std::move(shards));
-    // The file's word (validate_plan_json has rejected unknown names): the shards alone cannot tell a
-    // row-wise table on one rank, or a replica on one device, from a table-wise one.
-    sharding.type = parse_sharding_type(entry.at("sharding_type").get<std::string>()).value_or(ShardingType::kTableWise);
+    // The file's word: the shards alone cannot tell a row-wise table on one rank, or a replica on one
+    // device, from a table-wise one.
+    const std::string type = read_string(require_member(*entry, "sharding_type", source, path), source, path + ".sharding_type");
+    const auto parsed = parse_sharding_type(type);
+    if (!parsed) throw InputError(fmt::format("{}: {}.sharding_type: unknown \"{}\"", source, path, type));
+    sharding.type = *parsed;
     plan.tables.push_back(std::move(sharding));
   }
+  return plan;
+}
+
+}  // namespace
+
+Plan plan_from_json(const nlohmann::json& doc, const std::vector<Table>& tables, std::string_view source) {
+  throw_if_invalid(validate_plan_json(doc, tables, source), source);
+  return assemble_plan(doc, tables, source);
+}
+
+Plan plan_from_program_json(const nlohmann::json& doc, const std::vector<Table>& tables, std::string_view source) {
+  Plan plan = assemble_plan(doc, tables, source);
+  // The program's shards with shard-plan's own per-device summary, checked as any plan file is.
+  throw_if_invalid(validate_plan_json(plan_to_json(plan), tables, source), source);
   return plan;
 }
 

@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -48,7 +51,25 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
   return out;
 }
 
+// Waits for `pid` up to `seconds`; returns whether it exited.
+bool wait_for_exit(int pid, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  do {
+    int status = 0;
+    const int done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid || (done < 0 && errno != EINTR)) return true;
+    ::usleep(10'000);
+  } while (std::chrono::steady_clock::now() < until);
+  return false;
+}
+
 }  // namespace
+
+std::string tail_of(const std::string& text, std::size_t max_chars) {
+  std::string trimmed = text;
+  while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == ' ')) trimmed.pop_back();
+  return trimmed.size() <= max_chars ? trimmed : "..." + trimmed.substr(trimmed.size() - max_chars);
+}
 
 ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& environment) {
   if (argv.empty()) throw RuntimeFailure("run_process: no program to run");
@@ -78,6 +99,94 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::vecto
   result.output = read_whole(out_path);
   result.errors = read_whole(err_path);
   return result;
+}
+
+LineProcess::LineProcess(const std::vector<std::string>& argv, const std::vector<std::string>& environment)
+    : program_(argv.empty() ? "" : argv.front()) {
+  if (argv.empty()) throw RuntimeFailure("LineProcess: no program to run");
+  int in[2];
+  int out[2];
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) {
+    throw RuntimeFailure(fmt::format("{}: cannot make pipes: {}", program_, std::strerror(errno)));
+  }
+  stderr_path_ = streams_.path() + "/stderr";
+  const int err = ::open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (err < 0) throw RuntimeFailure(fmt::format("{}: cannot make a file for its stderr: {}", program_, std::strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err, STDERR_FILENO);
+  std::vector<std::string> args = argv;
+  std::vector<std::string> env = merged_environment(environment);
+  std::vector<char*> arg_pointers = pointers(args);
+  std::vector<char*> env_pointers = pointers(env);
+  pid_t pid = 0;
+  const int spawned = ::posix_spawnp(&pid, program_.c_str(), &actions, nullptr, arg_pointers.data(), env_pointers.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(in[0]);
+  ::close(out[1]);
+  ::close(err);
+  to_child_ = in[1];
+  from_child_ = out[0];
+  if (spawned != 0) {
+    ::close(to_child_);
+    ::close(from_child_);
+    to_child_ = from_child_ = -1;
+    throw RuntimeFailure(fmt::format("{}: cannot start: {}", program_, std::strerror(spawned)));
+  }
+  pid_ = pid;
+}
+
+LineProcess::~LineProcess() {
+  if (to_child_ >= 0) ::close(to_child_);  // end of input: a worker's cue to exit
+  if (from_child_ >= 0) ::close(from_child_);
+  if (pid_ > 0 && !wait_for_exit(pid_, 5.0)) {
+    ::kill(pid_, SIGKILL);
+    wait_for_exit(pid_, 5.0);
+  }
+}
+
+void LineProcess::fail(const std::string& what) {
+  std::ifstream in(stderr_path_);
+  std::ostringstream said;
+  said << in.rdbuf();
+  throw RuntimeFailure(fmt::format("{}: {}{}", program_, what, said.str().empty() ? "" : ": " + tail_of(said.str())));
+}
+
+std::string LineProcess::ask(const std::string& line, double timeout_seconds) {
+  std::string message = line + "\n";
+  // A worker that has exited closes its end: the write fails (EPIPE) instead of killing this process.
+  std::signal(SIGPIPE, SIG_IGN);
+  for (std::size_t sent = 0; sent < message.size();) {
+    const ssize_t n = ::write(to_child_, message.data() + sent, message.size() - sent);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("stopped taking requests");
+    sent += static_cast<std::size_t>(n);
+  }
+  return read_line(timeout_seconds);
+}
+
+std::string LineProcess::read_line(double timeout_seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  for (;;) {
+    if (const auto end = pending_.find('\n'); end != std::string::npos) {
+      std::string line = pending_.substr(0, end);
+      pending_.erase(0, end + 1);
+      return line;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) fail(fmt::format("said nothing within {} s", timeout_seconds));
+    pollfd ready{from_child_, POLLIN, 0};
+    const int polled = ::poll(&ready, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    if (polled < 0 && errno != EINTR) fail(fmt::format("cannot wait for it: {}", std::strerror(errno)));
+    if (polled <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = ::read(from_child_, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("exited");
+    pending_.append(buffer, static_cast<std::size_t>(n));
+  }
 }
 
 TemporaryDirectory::TemporaryDirectory(const std::string& prefix) {

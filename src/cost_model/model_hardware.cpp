@@ -45,6 +45,7 @@ std::string describe_hardware(const ModelHardware& h) {
   if (h.compute_device_model.empty()) return h.note.empty() ? "unknown hardware" : h.note;
   std::string out = fmt::format("compute {} ({})", h.compute_device.empty() ? "device" : h.compute_device,
                                 h.compute_device_model);
+  if (!h.compute_kernel.empty()) out += ", kernel " + h.compute_kernel;
   if (!h.calibrated_on.empty()) out += fmt::format(", calibrated {}", h.calibrated_on.substr(0, 10));
   if (!h.comm_world_sizes.empty()) {
     out += fmt::format("; all-to-all {}{}, {}", h.comm_backend.empty() ? "" : h.comm_backend + " on ",
@@ -64,6 +65,7 @@ nlohmann::ordered_json hardware_to_json(const ModelHardware& h) {
   nlohmann::ordered_json doc = nlohmann::ordered_json::object();
   if (!h.compute_device_model.empty() || !h.compute_device.empty()) {
     doc["compute"] = {{"device", h.compute_device}, {"device_model", h.compute_device_model}};
+    if (!h.compute_kernel.empty()) doc["compute"]["kernel"] = h.compute_kernel;
   }
   if (!h.comm_world_sizes.empty() || !h.comm_device_model.empty()) {
     doc["comm"] = {{"device_model", h.comm_device_model}, {"backend", h.comm_backend}, {"world_sizes", h.comm_world_sizes}};
@@ -81,6 +83,15 @@ nlohmann::ordered_json hardware_to_json(const ModelHardware& h) {
   return doc;
 }
 
+namespace {
+
+// Models measured before the kernel was recorded were all timed with LibTorch's embedding_bag.
+void default_kernel(ModelHardware& h) {
+  if (h.compute_kernel.empty() && !h.compute_device_model.empty()) h.compute_kernel = "embedding_bag";
+}
+
+}  // namespace
+
 ModelHardware hardware_from_model_meta(const nlohmann::json& meta) {
   ModelHardware h;
   const nlohmann::json& section = object_at(meta, "hardware");
@@ -89,6 +100,8 @@ ModelHardware hardware_from_model_meta(const nlohmann::json& meta) {
     const nlohmann::json& comm = object_at(section, "comm");
     h.compute_device = string_at(compute, "device");
     h.compute_device_model = string_at(compute, "device_model");
+    h.compute_kernel = string_at(compute, "kernel");
+    default_kernel(h);
     h.comm_device_model = string_at(comm, "device_model");
     h.comm_backend = string_at(comm, "backend");
     if (comm.contains("world_sizes")) h.comm_world_sizes = world_sizes_at(comm["world_sizes"]);
@@ -103,6 +116,7 @@ ModelHardware hardware_from_model_meta(const nlohmann::json& meta) {
   const nlohmann::json& provenance = object_at(object_at(object_at(meta, "data"), "compute"), "provenance");
   h.compute_device = string_at(provenance, "device");
   h.compute_device_model = string_at(provenance, "device_model");
+  default_kernel(h);
   const nlohmann::json& comm = object_at(meta, "comm");
   if (comm.contains("world_sizes")) h.comm_world_sizes = world_sizes_at(comm["world_sizes"]);
   return h;

@@ -13,6 +13,7 @@
 #include "shardplan/costs/timing_memory.hpp"
 #include "shardplan/costs/cost_data.hpp"
 #include "shardplan/costs/provenance.hpp"
+#include "shardplan/costs/tbe_timer.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/interrupt.hpp"
@@ -38,6 +39,14 @@ nlohmann::json collection_meta(const std::vector<Table>& pool, const ComputeColl
   return compute_collection_meta(std::move(settings), config.bench, config.seed, config.command_line);
 }
 
+std::string kernel_detail(const ComputeBenchConfig& bench) {
+  if (bench.kernel == ComputeBenchConfig::kFbgemmTbeKernel) {
+    return "FBGEMM SplitTableBatchedEmbeddingBagsCodegen, one per data type (sum pooling, forward, backward and "
+           "fused EXACT_SGD update), " + tbe_versions(bench);
+  }
+  return "torch embedding_bag (sum, sparse grad) per width group, sparse SGD update";
+}
+
 }  // namespace
 
 nlohmann::json compute_collection_meta(nlohmann::json settings, const ComputeBenchConfig& bench, uint64_t seed,
@@ -61,7 +70,8 @@ nlohmann::json compute_collection_meta(nlohmann::json settings, const ComputeBen
           {"load_average_at_start", load_average()},
           {"date", utc_now()},
           {"command", command_line},
-          {"kernel", "torch embedding_bag (sum, sparse grad) per width group, sparse SGD update"}};
+          {"kernel", bench.kernel},
+          {"kernel_detail", kernel_detail(bench)}};
 }
 
 std::vector<Table> draw_compute_sample(const std::vector<Table>& pool, int max_tables, int64_t memory_cap_bytes,

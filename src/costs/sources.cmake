@@ -2,6 +2,7 @@
 set(SHARDPLAN_COSTS_TORCH_SOURCES
   ${PROJECT_SOURCE_DIR}/src/torch/compute_benchmark.cpp
   ${PROJECT_SOURCE_DIR}/src/costs/timing_memory.cpp
+  ${PROJECT_SOURCE_DIR}/src/costs/tbe_timer.cpp
   ${PROJECT_SOURCE_DIR}/src/costs/compute_collector.cpp
   ${PROJECT_SOURCE_DIR}/src/costs/plan_measurement.cpp
   ${PROJECT_SOURCE_DIR}/src/costs/calibration_sampler.cpp

@@ -3,6 +3,7 @@ set(SHARDPLAN_DATASET_SOURCES
   src/dataset/random.cpp
   src/dataset/access_counts.cpp
   src/dataset/trace.cpp
+  src/dataset/trace_file.cpp
   src/dataset/reuse_calibration.cpp
   src/dataset/pool_generator.cpp
   src/dataset/pool_stats.cpp

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shardplan/errors.hpp"
+#include "shardplan/json_file.hpp"
 #include "shardplan/atomic_file.hpp"
 #include "shardplan/plan_reader.hpp"
 #include "shardplan/subprocess.hpp"
@@ -14,16 +15,9 @@ namespace shardplan {
 
 namespace {
 
-// The last lines of what the program said: its own message, not the Python traceback above it.
-std::string tail_of(const std::string& text, std::size_t max_chars = 2000) {
-  std::string trimmed = text;
-  while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == ' ')) trimmed.pop_back();
-  return trimmed.size() <= max_chars ? trimmed : "..." + trimmed.substr(trimmed.size() - max_chars);
-}
-
 class ExternalPlanner final : public Planner {
  public:
-  ExternalPlanner(std::string name, ExternalPlannerProgram program, std::vector<std::string> arguments,
+  ExternalPlanner(std::string name, ExternalProgram program, std::vector<std::string> arguments,
                   ShardingTypeSet sharding_types)
       : name_(std::move(name)),
         program_(std::move(program)),
@@ -45,7 +39,7 @@ class ExternalPlanner final : public Planner {
     if (done.exit_code != 0) {
       throw RuntimeFailure(fmt::format("{}: {} exited with {}: {}", name_, program_.command.front(), done.exit_code, said));
     }
-    Plan plan = read_plan_file(plan_path, tables);
+    Plan plan = plan_from_program_json(read_json_file(plan_path), tables, plan_path);
     plan.algorithm = name_;
     plan.cluster = cluster;
     return plan;
@@ -69,14 +63,14 @@ class ExternalPlanner final : public Planner {
   }
 
   std::string name_;
-  ExternalPlannerProgram program_;
+  ExternalProgram program_;
   std::vector<std::string> arguments_;
   ShardingTypeSet sharding_types_;
 };
 
 }  // namespace
 
-std::unique_ptr<Planner> make_external_planner(std::string name, ExternalPlannerProgram program,
+std::unique_ptr<Planner> make_external_planner(std::string name, ExternalProgram program,
                                                std::vector<std::string> arguments, ShardingTypeSet sharding_types) {
   if (program.command.empty()) throw InputError(fmt::format("{}: no program to run", name));
   return std::make_unique<ExternalPlanner>(std::move(name), std::move(program), std::move(arguments), sharding_types);

@@ -339,6 +339,7 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   }
   meta["hardware"] = {{"compute", {{"device", source_meta.value("device", "")},
                                    {"device_model", source_meta.value("device_model", "")},
+                                   {"kernel", config.bench.kernel},
                                    {"host", source_meta.value("host", "")},
                                    {"date", source_meta.value("date", "")},
                                    {"batch_size", config.bench.batch_size}}},

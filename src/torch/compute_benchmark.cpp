@@ -1,5 +1,6 @@
 #include "shardplan/median.hpp"
 #include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/costs/tbe_timer.hpp"
 #include "shardplan/costs/timing_memory.hpp"
 
 #include <ATen/Parallel.h>
@@ -107,6 +108,7 @@ void train_step(std::vector<WidthGroup>& groups) {
 
 ComputeTiming measure_compute_step(const std::vector<Table>& shards, const ComputeBenchConfig& config, uint64_t seed) {
   if (shards.empty()) throw InputError("measure_compute_step: no shards");
+  if (config.kernel == ComputeBenchConfig::kFbgemmTbeKernel) return measure_with_tbe(shards, config, seed);
   torch::Device device = parse_device(config.device);
   at::set_num_threads(config.threads);
   prepare_memory_for_timing();

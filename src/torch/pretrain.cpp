@@ -22,6 +22,7 @@
 #include "shardplan/atomic_file.hpp"
 #include "shardplan/cost_features.hpp"
 #include "shardplan/cost_model_io.hpp"
+#include "shardplan/costs/compute_benchmark.hpp"
 #include "shardplan/costs/cost_data.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
@@ -330,8 +331,12 @@ const nlohmann::json& first_source(const nlohmann::json& meta) {
 // Where the compute part was measured, from the compute data's provenance.
 nlohmann::json compute_hardware(const nlohmann::json& compute_meta) {
   const nlohmann::json& meta = first_source(compute_meta);
+  // Data collected before "kernel" named the kernel's id carried a description of embedding_bag there.
+  const std::string kernel = meta.value("kernel", "") == ComputeBenchConfig::kFbgemmTbeKernel
+                                 ? ComputeBenchConfig::kFbgemmTbeKernel
+                                 : ComputeBenchConfig::kEmbeddingBagKernel;
   return {{"device", meta.value("device", "")}, {"device_model", meta.value("device_model", "")},
-          {"host", meta.value("host", "")}, {"date", meta.value("date", "")}};
+          {"kernel", kernel}, {"host", meta.value("host", "")}, {"date", meta.value("date", "")}};
 }
 
 // Where the all-to-alls were timed, from the comm data's provenance.

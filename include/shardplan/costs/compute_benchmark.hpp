@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/external_program.hpp"
 #include "shardplan/table.hpp"
 
 namespace shardplan {
@@ -17,6 +18,13 @@ struct ComputeBenchConfig {
   int warmup_iterations = 1;
   int timed_iterations = 3;    // the median is recorded
   int threads = 1;             // intra-op threads on the CPU: one core, so other work disturbs it less
+  // kEmbeddingBag: LibTorch's embedding_bag per width with a sparse SGD step (this binary's own);
+  // kFbgemmTbe: FBGEMM's table-batched embedding as TorchRec runs it, timed by `tbe_worker`.
+  std::string kernel = kEmbeddingBagKernel;
+  ExternalProgram tbe_worker;  // shardplan.measure.tbe_worker (the CLI finds it for kFbgemmTbe)
+
+  static constexpr const char* kEmbeddingBagKernel = "embedding_bag";
+  static constexpr const char* kFbgemmTbeKernel = "fbgemm-tbe";
 };
 
 struct ComputeTiming {
@@ -25,8 +33,9 @@ struct ComputeTiming {
 };
 
 // `shards` are full tables or column pieces (rows x dim with the table's traffic). Index traces are
-// synthesised from each shard's pooling factor and reuse histogram with `seed`. Throws InputError for an
-// unavailable device, RuntimeFailure when LibTorch fails (out of memory, say).
+// synthesised from each shard's pooling factor and reuse histogram with `seed` (the same for either
+// kernel). Throws InputError for an unavailable device, RuntimeFailure when the kernel fails (out of
+// memory, say).
 ComputeTiming measure_compute_step(const std::vector<Table>& shards, const ComputeBenchConfig& config, uint64_t seed);
 
 // Facts recorded with every measurement.

@@ -4,6 +4,7 @@ A table's trace is one batch of the global batch size B; rank k of W feeds sampl
 of every feature, so the sharded lookups see, after TorchRec's input distribution, the whole batch.
 """
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -38,19 +39,36 @@ class Traces:
             lengths=torch.from_numpy(np.concatenate(lengths)).to(device))
 
 
-def read_traces(path):
+@dataclasses.dataclass
+class Piece:
+    """A table, column slice or row block with one batch of lookups into it."""
+    name: str
+    rows: int
+    dim: int
+    dtype: str
+    indices: np.ndarray
+    offsets: np.ndarray
+
+
+def read_pieces(path):
+    """Every table of a trace file, in file order, with its trace."""
     with open(path, "rb") as f:
         header = json.loads(f.readline())
         body = f.read()
     if header.get("format") != TRACE_FORMAT or header.get("byte_order") != "little":
         raise ValueError(f"{path}: not a {TRACE_FORMAT} file")
     batch = header["batch_size"]
-    tables = {}
+    pieces = []
     for t in header["tables"]:
         indices = np.frombuffer(body, dtype="<i8", count=t["lookups"], offset=t["indices_at"])
         offsets = np.frombuffer(body, dtype="<i8", count=batch + 1, offset=t["offsets_at"])
-        tables[t["name"]] = (indices, offsets)
-    return Traces(batch, tables)
+        pieces.append(Piece(t["name"], t["rows"], t.get("dim", 0), t.get("dtype", "fp32"), indices, offsets))
+    return batch, pieces
+
+
+def read_traces(path):
+    batch, pieces = read_pieces(path)
+    return Traces(batch, {p.name: (p.indices, p.offsets) for p in pieces})
 
 
 def generate_traces(tables_path, batch_size, seed, binary=None):
