@@ -60,3 +60,51 @@ class TbeTimerTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@needs_torchrec
+@needs_binary
+class KernelFlagTest(unittest.TestCase):
+    """The binary's --kernel fbgemm-tbe: collect-costs and evaluate --measure time sets through the worker."""
+
+    def run_binary(self, *args, **env):
+        return subprocess.run([BINARY, *map(str, args)], capture_output=True, text=True, timeout=600,
+                              env=environment(**env))
+
+    def test_collected_samples_name_the_kernel(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "costs"
+            done = self.run_binary("collect-costs", "compute", "--tables", TABLES, "--samples", 3, "--max-tables", 4,
+                                   "--batch-size", 64, "--iterations", 1, "--kernel", "fbgemm-tbe", "--out", out)
+            self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+            meta = json.loads((out / "meta.json").read_text())
+            samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+        self.assertEqual(meta["kernel"], "fbgemm-tbe")
+        self.assertIn("SplitTableBatchedEmbeddingBagsCodegen", meta["kernel_detail"])
+        self.assertIn("fbgemm-gpu-cpu 1.9.0", meta["kernel_detail"])
+        self.assertEqual(len(samples), 3)
+        self.assertTrue(all(s["latency_ms"] > 0 for s in samples), samples)
+
+    def test_evaluate_measures_with_the_kernel_and_warns_of_the_models(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            plan = Path(tmp) / "plan.json"
+            self.assertEqual(self.run_binary("--tables", TABLES, "--gpus", 2, "--mem-per-gpu", "8MiB", "-q", "-o",
+                                             plan).returncode, 0)
+            done = self.run_binary("evaluate", "--plan", plan, "--tables", TABLES, "--measure", "--kernel",
+                                   "fbgemm-tbe", "--measure-batch-size", 64, "--json")
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        measured = json.loads(done.stdout)["measured"]
+        self.assertGreater(measured["max_compute_ms"], 0)
+        self.assertIn("timed with the embedding_bag kernel, and this measures with fbgemm-tbe", done.stderr)
+
+    def test_without_the_python_stack_it_says_how_to_install_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            done = self.run_binary("collect-costs", "compute", "--tables", TABLES, "--samples", 1, "--kernel",
+                                   "fbgemm-tbe", "--out", Path(tmp) / "costs", SHARDPLAN_PYTHON="/nonexistent/python3")
+            self.assertEqual(done.returncode, 2, done.stderr)
+            self.assertIn("scripts/setup-python.sh", done.stderr)
+            self.assertFalse((Path(tmp) / "costs").exists())
+        done = self.run_binary("collect-costs", "compute", "--tables", TABLES, "--samples", 1, "--kernel", "magic",
+                               "--out", "/tmp/never")
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("--kernel: must be embedding_bag or fbgemm-tbe, got 'magic'", done.stderr)

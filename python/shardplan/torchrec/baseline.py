@@ -72,8 +72,9 @@ def plan_with_torchrec(tables, args):
                                               pooling_factors=[pooling],
                                               **({"min_partition": args.min_partition} if args.min_partition else {}))
                    for name, _, _, _, pooling in tables}
+    # On a CPU TorchRec keeps the tables in DDR and counts that: the cap must be the device's memory there.
     topology = Topology(world_size=args.gpus, local_world_size=args.gpus_per_host, compute_device=args.compute_device,
-                        hbm_cap=args.mem_per_gpu)
+                        hbm_cap=args.mem_per_gpu, ddr_cap=args.mem_per_gpu if args.compute_device == "cpu" else None)
     planner = EmbeddingShardingPlanner(topology=topology, batch_size=args.batch_size, constraints=constraints,
                                        debug=False, timeout_seconds=args.timeout_seconds or None)
     return planner.plan(_model(tables), [sharder])

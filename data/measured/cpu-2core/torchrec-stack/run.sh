@@ -12,8 +12,8 @@ D=${1:-/tmp/m40}; mkdir -p "$D"
 types=table_wise,column_wise,data_parallel
 date -u > $D/started
 lscpu | grep -E 'Model name|^CPU\(s\)|Vendor' > $D/cpu.txt
-$B gen-tasks --pool data/pool.json --protocol paper-4gpu --seed 2050 --num-tasks 20 -o $D/fresh-4gpu.json > /dev/null
-$B gen-tasks --pool data/pool.json --protocol paper-4gpu --seed 2051 --num-tasks 20 --gpus 2 -o $D/fresh-2gpu.json > /dev/null
+[ -s $D/fresh-4gpu.json ] || $B gen-tasks --pool data/pool.json --protocol paper-4gpu --seed 2050 --num-tasks 20 -o $D/fresh-4gpu.json > /dev/null
+[ -s $D/fresh-2gpu.json ] || $B gen-tasks --pool data/pool.json --protocol paper-4gpu --seed 2051 --num-tasks 20 --gpus 2 -o $D/fresh-2gpu.json > /dev/null
 python3 - "$D" <<'PY'
 import json, sys
 d = json.load(open("data/tasks/paper-4gpu.json"))
@@ -21,15 +21,16 @@ d["tasks"], d["name"] = d["tasks"][:20], "paper-4gpu-first20"
 json.dump(d, open(sys.argv[1] + "/paper-4gpu-first20.json", "w"))
 PY
 # Predicted cost and planning seconds, side by side (each task planned by each planner in one run).
+# Steps whose output exists are not run again (a stopped run resumes).
 for set in paper-4gpu-first20 fresh-4gpu; do
-  $B bench --tasks $D/$set.json --algos neuroshard,torchrec,torchrec_planner --json --per-task -q > $D/bench-$set.json
+  [ -s $D/bench-$set.json ] || $B bench --tasks $D/$set.json --algos neuroshard,torchrec,torchrec_planner --json --per-task -q > $D/bench-$set.json
 done
 # 856 tables on 128 GPUs: TorchRec's proposers ran past 15 minutes unbounded (tried once); a time
 # limit of 60 s bounds both planners (TorchRec's timeout_seconds, checked between its proposals).
-$B bench --tasks data/tasks/all-128gpu.json --algos neuroshard,torchrec_planner --time-limit 60 --json --per-task -q \
+[ -s $D/bench-all-128gpu.json ] || $B bench --tasks data/tasks/all-128gpu.json --algos neuroshard,torchrec_planner --time-limit 60 --json --per-task -q \
   > $D/bench-all-128gpu.json
 # TorchRec's planner's own seconds (bench's include starting Python and importing TorchRec per task).
-PYTHONPATH=python .venv/bin/python - "$D" <<'PY' > $D/torchrec-planner-seconds.json
+[ -s $D/torchrec-planner-seconds.json ] || PYTHONPATH=python .venv/bin/python - "$D" <<'PY' > $D/torchrec-planner-seconds.json
 import argparse, json, sys, time
 from shardplan.torchrec.baseline import plan_with_torchrec
 from torchrec.distributed.planner.types import PlannerError
