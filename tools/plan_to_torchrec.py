@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Kept for scripts that call it: `python -m shardplan.torchrec PLAN [--check-torchrec]` under its old name.
+"""The command line `python -m shardplan.torchrec PLAN [--check-torchrec]` under its old name, for scripts
+that call it. Its Python API moved: shardplan.plan_file.describe_plan, shardplan.torchrec.build_sharding_plan.
 
 The bridge lives in the `shardplan` package (python/, `pip install ./python`); this wrapper finds it beside
 the tools (a source tree, or an install's share/shard-plan) when it is not installed.

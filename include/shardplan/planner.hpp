@@ -26,6 +26,9 @@ struct PlannerConfig {
   ShardSetMeasurer measure_sets;
   // The program that runs TorchRec's own planner (external_planner_names); no command: unavailable.
   ExternalProgram torchrec_program;
+  // Samples per step over all devices, for planners whose estimates take a batch (TorchRec's planner gets
+  // its share per rank): the global batch of shard-plan's measurements by default.
+  int64_t global_batch_size = 2048;
   // Planners whose proposals take long (TorchRec's) give up past it with DeadlinePassed: a comparison
   // under a time limit drops them. NeuroShard stops at its own time limit (NeuroShardConfig) instead,
   // with the best plan it has.

@@ -1,6 +1,7 @@
 #pragma once
 // Running another program and waiting for it. No JSON, no LibTorch.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,7 @@ namespace shardplan {
 
 struct ProcessResult {
   int exit_code = 0;    // the program's exit status; 128 + N when signal N ended it
+  bool timed_out = false;  // it ran past the timeout and was killed, with everything it started
   std::string output;   // what it wrote on stdout
   std::string errors;   // what it wrote on stderr
 };
@@ -16,8 +18,10 @@ struct ProcessResult {
 std::string tail_of(const std::string& text, std::size_t max_chars = 2000);
 
 // Runs `argv` (argv[0] looked up on PATH when it has no '/') with `environment` (NAME=value entries)
-// added to this process's, stdin closed, and waits for it. Throws RuntimeFailure when it cannot start.
-ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& environment = {});
+// added to this process's, stdin closed, in a process group of its own, and waits for it: at most
+// `timeout_seconds` when given, then the group is killed. Throws RuntimeFailure when it cannot start.
+ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& environment = {},
+                          std::optional<double> timeout_seconds = std::nullopt);
 
 // A private directory under $TMPDIR (else /tmp), removed with everything in it when this goes out of scope.
 class TemporaryDirectory {

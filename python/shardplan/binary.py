@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 ENV_BINARY = "SHARDPLAN_BINARY"
+_ERROR_PREFIX = "shard-plan: error: "  # how the binary's log writes an error on stderr
 
 # shard-plan's exit codes (README): 0 success, 1 runtime failure, 2 bad usage or input, 3 infeasible.
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_INFEASIBLE = 0, 1, 2, 3
@@ -25,10 +26,13 @@ class BinaryNotFound(RuntimeError):
 class BinaryError(RuntimeError):
     """shard-plan exited non-zero; `code` is its exit code and `message` what it printed on stderr."""
 
-    def __init__(self, command, code, message):
-        self.command, self.code, self.message = command, code, message
+    def __init__(self, command, code, stderr):
+        self.command, self.code, self.stderr = command, code, stderr
+        # Its own words: the error lines, without the logger's prefix; else the end of what it said.
+        errors = [line.split(_ERROR_PREFIX, 1)[1] for line in stderr.splitlines() if _ERROR_PREFIX in line]
+        self.message = "\n".join(errors) if errors else stderr.strip()[-2000:] or "(no message)"
         what = {EXIT_USAGE: "refused its input", EXIT_INFEASIBLE: "found no plan that fits"}.get(code, "failed")
-        super().__init__(f"shard-plan {what} (exit {code}): {message.strip() or '(no message)'}")
+        super().__init__(f"shard-plan {what} (exit {code}): {self.message}")
 
 
 def _candidates(explicit):

@@ -129,13 +129,15 @@ def _describe_table(entry, index, world, local):
             if s["shard_sizes"][1] % 4:
                 raise PlanError(f"{label} shards[{i}]: width {s['shard_sizes'][1]} is not a multiple of 4 "
                                 "(FBGEMM's kernels and TorchRec's column_wise need it)")
-        ordered = _contiguous(label, shards, 1, dim, "column")
+        ordered = _same_width_per_rank(_merge_runs(_contiguous(label, shards, 1, dim, "column")))
         ranks = [s["rank"] for s in ordered]
         widths = [s["shard_sizes"][1] for s in ordered]
         # Equal widths are exactly what column_wise(ranks=...) builds; uneven ones need explicit shards.
         call = (f"column_wise(ranks={ranks})" if len(set(widths)) == 1
                 else f"column_wise with explicit shards (uneven widths {widths})")
         out.update(ranks=ranks, widths=widths, shards=ordered, torchrec=call)
+        if len(ordered) != len(shards):
+            out["shards_as_torchrec_runs_them"] = len(ordered)  # merged side by side, or cut to one width
         return out
 
     if kind == "data_parallel":
@@ -175,6 +177,37 @@ def _describe_table(entry, index, world, local):
     ordered = _row_blocks(label, shards, rows, local, hosts[0] * local, call, f" of host {hosts[0]}")
     out.update(ranks=[s["rank"] for s in ordered], rows_per_rank=[s["shard_sizes"][0] for s in ordered],
                host_index=hosts[0], shards=ordered, torchrec=call)
+    return out
+
+
+def _merge_runs(ordered):
+    """Column shards side by side on one rank become one: the rank holds the same columns either way, and
+    TorchRec views a rank's shards of a table at a single width."""
+    merged = []
+    for s in ordered:
+        last = merged[-1] if merged else None
+        if last is not None and last["rank"] == s["rank"]:
+            last["shard_sizes"] = [last["shard_sizes"][0], last["shard_sizes"][1] + s["shard_sizes"][1]]
+        else:
+            merged.append(dict(s, shard_offsets=list(s["shard_offsets"]), shard_sizes=list(s["shard_sizes"])))
+    return merged
+
+
+def _same_width_per_rank(ordered):
+    """A rank's column shards of one table at one width, as TorchRec (1.9) needs (it reshapes them to the
+    first one's width): where a rank holds shards of several widths apart, they are cut into pieces of
+    their greatest common width (a multiple of 4). The rank holds the same columns either way."""
+    widths = {}
+    for s in ordered:
+        widths.setdefault(s["rank"], []).append(s["shard_sizes"][1])
+    piece = {rank: math.gcd(*w) for rank, w in widths.items() if len(set(w)) > 1}
+    if not piece:
+        return ordered
+    out = []
+    for s in ordered:
+        step = piece.get(s["rank"], s["shard_sizes"][1])
+        for col in range(s["shard_offsets"][1], s["shard_offsets"][1] + s["shard_sizes"][1], step):
+            out.append(dict(s, shard_offsets=[s["shard_offsets"][0], col], shard_sizes=[s["shard_sizes"][0], step]))
     return out
 
 

@@ -8,7 +8,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import BINARY, ROOT, needs_binary, needs_torchrec
+from support import BINARY, ROOT, environment, needs_binary, needs_torchrec
 from test_plan_file import sample_plan, two_host_plan
 
 
@@ -39,8 +39,8 @@ class BridgeTest(unittest.TestCase):
         self.assertEqual(ps.ranks, [1, 2, 1])
         self.assertEqual([(list(m.shard_offsets), list(m.shard_sizes), str(m.placement))
                           for m in ps.sharding_spec.shards],
-                         [([0, 0], [50, 8], "rank:1/cuda:1"), ([0, 8], [50, 8], "rank:2/cuda:2"),
-                          ([0, 16], [50, 16], "rank:1/cuda:1")])
+                         [([0, 0], [50, 8], "rank:1/cuda:1"), ([0, 8], [50, 16], "rank:2/cuda:2"),
+                          ([0, 24], [50, 8], "rank:1/cuda:1")])
 
     def test_placements_follow_the_device_type(self):
         ps = self.build(sample_plan(), device_type="cpu")["tw"]
@@ -110,7 +110,8 @@ class BinaryPlansTest(unittest.TestCase):
     def plan(self, *args):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "plan.json"
-            subprocess.run([BINARY, *args, "--no-compare", "-q", "-o", str(path)], check=True, timeout=300)
+            subprocess.run([BINARY, *args, "--no-compare", "-q", "-o", str(path)], check=True, timeout=300,
+                           env=environment())
             return json.loads(path.read_text())
 
     def check(self, plan):
@@ -127,6 +128,19 @@ class BinaryPlansTest(unittest.TestCase):
     def test_small_plans(self):
         self.check(self.plan("--tables", str(ROOT / "tests/fixtures/tables_small.json"), "--gpus", "4",
                              "--mem-per-gpu", "1GiB"))
+
+    def test_torchrecs_own_planner_through_the_binary(self):
+        # Its GPU plans carry row-wise tables here; they come back through the binary's program-plan reader.
+        tables = ROOT / "data/examples/tables-4gpu.json"
+        plan = self.plan("--tables", str(tables), "--gpus", "4", "--mem-per-gpu", "4GiB", "--algo", "torchrec_planner")
+        self.assertEqual(plan["algorithm"], "torchrec_planner")
+        self.assertIn("row_wise", self.check(plan))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "plan.json"
+            path.write_text(json.dumps(plan))
+            done = subprocess.run([BINARY, "validate", "--plan", str(path), "--tables", str(tables)],
+                                  capture_output=True, text=True, timeout=120)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
 
     def test_h100_plans_with_table_row_wise(self):
         for gpus in (8, 64):

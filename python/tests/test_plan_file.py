@@ -39,8 +39,8 @@ def sample_plan():
     return plan(
         table("tw", 100, 16, "table_wise", [shard(3, [0, 0], [100, 16])]),
         # Listed out of column order, uneven widths, rank 1 twice.
-        table("cw", 50, 32, "column_wise", [shard(2, [0, 8], [50, 8]), shard(1, [0, 0], [50, 8]),
-                                            shard(1, [0, 16], [50, 16])]),
+        table("cw", 50, 32, "column_wise", [shard(2, [0, 8], [50, 16]), shard(1, [0, 0], [50, 8]),
+                                            shard(1, [0, 24], [50, 8])]),
         table("cw_even", 10, 16, "column_wise", [shard(0, [0, 0], [10, 8]), shard(3, [0, 8], [10, 8])]),
         # 9 rows over 4 ranks: TorchRec's row_wise() gives 3, 3, 3, 0.
         table("rw", 9, 4, "row_wise", [shard(0, [0, 0], [3, 4]), shard(1, [3, 0], [3, 4]),
@@ -96,9 +96,24 @@ class PureMappingTest(unittest.TestCase):
     def test_column_wise_uneven_widths_in_column_order(self):
         t = self.by_name(sample_plan())["cw"]
         self.assertEqual(t["ranks"], [1, 2, 1])
-        self.assertEqual(t["widths"], [8, 8, 16])
-        self.assertEqual([s["shard_offsets"] for s in t["shards"]], [[0, 0], [0, 8], [0, 16]])
+        self.assertEqual(t["widths"], [8, 16, 8])
+        self.assertEqual([s["shard_offsets"] for s in t["shards"]], [[0, 0], [0, 8], [0, 24]])
         self.assertIn("explicit shards", t["torchrec"])
+
+    def test_column_shards_side_by_side_on_one_rank_are_merged(self):
+        # TorchRec views a rank's shards of a table at one width: 44 + 40 columns on rank 0 become one shard.
+        t = self.by_name(plan(table("cw", 9, 84, "column_wise", [shard(0, [0, 0], [9, 44]), shard(0, [0, 44], [9, 40])])))["cw"]
+        self.assertEqual((t["ranks"], t["widths"], t["shards_as_torchrec_runs_them"]), ([0], [84], 1))
+        t = self.by_name(plan(table("cw", 9, 24, "column_wise", [shard(0, [0, 0], [9, 8]), shard(0, [0, 8], [9, 8]),
+                                                                  shard(1, [0, 16], [9, 8])])))["cw"]
+        self.assertEqual((t["ranks"], t["widths"]), ([0, 1], [16, 8]))
+
+    def test_a_ranks_column_shards_of_two_widths_apart_are_cut_to_one(self):
+        # Rank 0 holds 8 and 12 columns apart: both are cut into 4-wide pieces, rank 1's shard is kept.
+        t = self.by_name(plan(table("cw", 9, 28, "column_wise", [shard(0, [0, 0], [9, 8]), shard(1, [0, 8], [9, 8]),
+                                                                  shard(0, [0, 16], [9, 12])])))["cw"]
+        self.assertEqual((t["ranks"], t["widths"]), ([0, 0, 1, 0, 0, 0], [4, 4, 8, 4, 4, 4]))
+        self.assertEqual([s["shard_offsets"][1] for s in t["shards"]], [0, 4, 8, 16, 20, 24])
 
     def test_column_wise_even_widths_use_the_helper(self):
         t = self.by_name(sample_plan())["cw_even"]
@@ -279,11 +294,14 @@ class CliTest(unittest.TestCase):
         self.assertIn("cannot read", r.stderr)
 
     def test_check_torchrec_without_torchrec(self):
-        try:
-            import torchrec  # noqa: F401
-            self.skipTest("torchrec is installed")
-        except ImportError:
-            pass
-        r = self.run_cli("--check-torchrec", plan_dict=sample_plan())
-        self.assertEqual(r.returncode, 3)
+        # A child in which TorchRec cannot be imported, installed or not.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "plan.json"
+            path.write_text(json.dumps(sample_plan()))
+            code = ("import sys; sys.modules['torchrec'] = None; from shardplan.torchrec.__main__ import main; "
+                    f"sys.exit(main([{str(path)!r}, '--check-torchrec']))")
+            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                               cwd=ROOT / "python")
+        self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("needs TorchRec", r.stderr)
+        self.assertIn("scripts/setup-python.sh", r.stderr)

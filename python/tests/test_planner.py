@@ -6,6 +6,9 @@ from unittest import mock
 
 from support import BINARY, needs_binary, needs_torchrec
 
+# What the binary says when the tables cannot fit (src/planners/capacity.cpp).
+BINARY_SAYS_INFEASIBLE = "the tables need"
+
 
 def two_collections(meta=True):
     import torch
@@ -86,9 +89,58 @@ class PlannerTest(unittest.TestCase):
     def test_validators_run(self):
         planner = self.planner()
         with mock.patch("shardplan.torchrec.planner.validate_rank_assignment") as ranks, \
-                mock.patch("shardplan.torchrec.planner.validate_modules_inclusion_in_sharding_plan") as modules:
+                mock.patch("shardplan.torchrec.planner.validate_modules_inclusion_in_sharding_plan") as modules, \
+                mock.patch("shardplan.torchrec.planner.validate_compute_kernels") as kernels:
             planner.plan(two_collections(), self.sharders)
-        self.assertEqual((ranks.call_count, modules.call_count), (1, 1))
+        self.assertEqual((ranks.call_count, modules.call_count, kernels.call_count), (1, 1, 1))
+
+    def test_selected_options_are_the_plans_shards_with_torchrecs_storage_estimate(self):
+        planner = self.planner()
+        plan = planner.plan(two_collections(), self.sharders)
+        selected = {(o.path, o.name): o for o in planner.get_selected_options()}
+        self.assertEqual(sorted(selected), [("second", "t0"), ("second", "t2"), ("sparse.first", "t0"),
+                                            ("sparse.first", "t1")])
+        for (path, name), option in selected.items():
+            ps = plan.plan[path][name]
+            self.assertEqual((option.sharding_type, option.compute_kernel), (ps.sharding_type, ps.compute_kernel))
+            self.assertEqual([s.rank for s in option.shards], list(ps.ranks))
+            self.assertTrue(all(s.storage is not None and s.storage.hbm > 0 for s in option.shards))
+
+    def test_storage_beyond_the_reservation_is_refused(self):
+        from types import SimpleNamespace as NS
+        from shardplan.torchrec.selected_options import check_storage
+        shard = NS(rank=1, storage=NS(hbm=900))
+        reserved = NS(devices=[NS(storage=NS(hbm=1000)), NS(storage=NS(hbm=800))])
+        with self.assertRaises(self.PlannerError) as ctx:
+            check_storage([NS(shards=[shard])], reserved, "hbm")
+        self.assertEqual(ctx.exception.error_type, self.ErrorType.INSUFFICIENT_STORAGE)
+        self.assertIn("rank 1's shards need 900 bytes of HBM", str(ctx.exception))
+        check_storage([NS(shards=[NS(rank=0, storage=NS(hbm=900))])], reserved, "hbm")
+
+    def test_tables_allowed_other_types_than_the_rest_are_refused_by_name(self):
+        planner = self.planner(constraints={"t2": self.Constraints(sharding_types=["table_wise"])})
+        with self.assertRaises(self.PlannerError) as ctx:
+            planner.plan(two_collections(), self.sharders)
+        self.assertEqual(ctx.exception.error_type, self.ErrorType.STRICT_CONSTRAINTS)
+        self.assertIn('[\'table_wise\'] for table "t2" of module "second"', str(ctx.exception))
+
+    def test_collections_other_than_embedding_bag_ones_are_refused(self):
+        import torch
+        from torchrec import EmbeddingCollection, EmbeddingConfig
+        from torchrec.distributed.embedding import EmbeddingCollectionSharder
+        model = torch.nn.Module()
+        model.seq = EmbeddingCollection(device=torch.device("meta"), tables=[
+            EmbeddingConfig(name="s", num_embeddings=100, embedding_dim=16, feature_names=["f"])])
+        with self.assertRaises(self.PlannerError) as ctx:
+            self.planner().plan(model, [EmbeddingCollectionSharder()])
+        self.assertIn('module "seq" is a EmbeddingCollection', str(ctx.exception))
+
+    def test_embedding_sharding_planners_arguments_are_taken(self):
+        planner = self.Planner(self.Topology(world_size=2, local_world_size=2, compute_device="cuda"), 64, None,
+                               None, object(), None, None, None, None, True, None, 30, binary=BINARY)
+        self.assertEqual(planner._timeout_seconds, 30)  # shard-plan's --time-limit
+        plan = planner.plan(two_collections(), self.sharders)
+        self.assertEqual(sorted(plan.plan), ["second", "sparse.first"])
 
     def test_optimizer_from_the_optimizer_applied_in_backward(self):
         from torch.distributed.optim import _apply_optimizer_in_backward
@@ -117,11 +169,11 @@ class PlannerTest(unittest.TestCase):
         self.assertTrue(all(p.endswith("/cpu") for p in placements), placements)
 
     def test_a_model_that_does_not_fit_carries_the_binarys_message(self):
-        planner = self.planner(hbm=400 << 10)  # 400 KiB a GPU: about 330 KiB after TorchRec's reservation
+        planner = self.planner(hbm=400 << 10)  # 400 KiB a GPU, 20 KiB of it left after TorchRec's reservation
         with self.assertRaises(self.PlannerError) as ctx:
             planner.plan(two_collections(), self.sharders)
         self.assertEqual(ctx.exception.error_type, self.ErrorType.INSUFFICIENT_STORAGE)
-        self.assertIn("shard-plan", str(ctx.exception))
+        self.assertIn(BINARY_SAYS_INFEASIBLE, str(ctx.exception))  # the binary's own words
 
     def test_no_binary(self):
         planner = self.planner()

@@ -58,9 +58,6 @@ class TbeTimerTest(unittest.TestCase):
         self.assertEqual(len(answers[3]["samples_ms"]), 1)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 @needs_torchrec
 @needs_binary
@@ -108,3 +105,7 @@ class KernelFlagTest(unittest.TestCase):
                                "--out", "/tmp/never")
         self.assertEqual(done.returncode, 2)
         self.assertIn("--kernel: must be embedding_bag or fbgemm-tbe, got 'magic'", done.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -102,6 +102,7 @@ its own, so --measure judges its plans on fresh measurements; its planning time 
     config.measure_sets = shard_set_measurer(measure_flags, seed);
   }
   config.torchrec_program = torchrec_program_for(algorithms);
+  config.global_batch_size = measure_flags.bench.batch_size;
   spdlog::info("{}: {} tasks on {} GPUs, {} algorithms", tasks_path, set.tasks.size(), set.num_devices, algorithms.size());
   BenchMeasure measure;
   measure.tasks = measure_tasks;

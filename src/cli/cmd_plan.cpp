@@ -171,6 +171,7 @@ int run_plan(int argc, char** argv) {
     warn_if_measuring_other_hardware(*config.cost_model, measure_flags);
   }
   config.torchrec_program = torchrec_program_for({algorithm});
+  config.global_batch_size = measure_flags.bench.batch_size;
   auto planner = make_planner(algorithm, config);
 
   auto start = std::chrono::steady_clock::now();

@@ -12,4 +12,9 @@ Deadline Deadline::after(double seconds, Clock::time_point start) {
   return Deadline(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(bounded)));
 }
 
+std::optional<double> Deadline::seconds_left() const {
+  if (!at_) return std::nullopt;
+  return std::max(0.0, std::chrono::duration<double>(*at_ - now_()).count());
+}
+
 }  // namespace shardplan

@@ -51,12 +51,12 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
   return out;
 }
 
-// Waits for `pid` up to `seconds`; returns whether it exited.
-bool wait_for_exit(int pid, double seconds) {
+// Waits for `pid` up to `seconds` (its exit status into `status`); returns whether it exited.
+bool wait_for_exit(int pid, double seconds, int* status = nullptr) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int ignored = 0;
   do {
-    int status = 0;
-    const int done = ::waitpid(pid, &status, WNOHANG);
+    const int done = ::waitpid(pid, status != nullptr ? status : &ignored, WNOHANG);
     if (done == pid || (done < 0 && errno != EINTR)) return true;
     ::usleep(10'000);
   } while (std::chrono::steady_clock::now() < until);
@@ -71,7 +71,8 @@ std::string tail_of(const std::string& text, std::size_t max_chars) {
   return trimmed.size() <= max_chars ? trimmed : "..." + trimmed.substr(trimmed.size() - max_chars);
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& environment) {
+ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& environment,
+                          std::optional<double> timeout_seconds) {
   if (argv.empty()) throw RuntimeFailure("run_process: no program to run");
   TemporaryDirectory streams("shard-plan-process");
   const std::string out_path = streams.path() + "/stdout";
@@ -82,19 +83,31 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::vecto
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  // A group of its own, so that a timeout stops what it started as well (Python's workers).
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   std::vector<std::string> args = argv;
   std::vector<std::string> env = merged_environment(environment);
   std::vector<char*> arg_pointers = pointers(args);
   std::vector<char*> env_pointers = pointers(env);
   pid_t pid = 0;
-  const int spawned = ::posix_spawnp(&pid, argv[0].c_str(), &actions, nullptr, arg_pointers.data(), env_pointers.data());
+  const int spawned = ::posix_spawnp(&pid, argv[0].c_str(), &actions, &attributes, arg_pointers.data(), env_pointers.data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   if (spawned != 0) throw RuntimeFailure(fmt::format("{}: cannot start: {}", argv[0], std::strerror(spawned)));
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw RuntimeFailure(fmt::format("{}: cannot wait for it: {}", argv[0], std::strerror(errno)));
-  }
   ProcessResult result;
+  int status = 0;
+  if (timeout_seconds && !wait_for_exit(pid, *timeout_seconds, &status)) {
+    ::kill(-pid, SIGKILL);
+    wait_for_exit(pid, 10.0, &status);
+    result.timed_out = true;
+  } else if (!timeout_seconds) {
+    while (::waitpid(pid, &status, 0) < 0) {
+      if (errno != EINTR) throw RuntimeFailure(fmt::format("{}: cannot wait for it: {}", argv[0], std::strerror(errno)));
+    }
+  }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   result.output = read_whole(out_path);
   result.errors = read_whole(err_path);
@@ -104,14 +117,29 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::vecto
 LineProcess::LineProcess(const std::vector<std::string>& argv, const std::vector<std::string>& environment)
     : program_(argv.empty() ? "" : argv.front()) {
   if (argv.empty()) throw RuntimeFailure("LineProcess: no program to run");
+  // A worker that exits closes its end of the pipe: writing then fails with EPIPE, which fail() reports,
+  // instead of SIGPIPE ending this process. Set once, for the process: nothing here wants SIGPIPE's default.
+  static const bool ignoring_sigpipe = (std::signal(SIGPIPE, SIG_IGN), true);
+  (void)ignoring_sigpipe;
   int in[2];
   int out[2];
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) {
-    throw RuntimeFailure(fmt::format("{}: cannot make pipes: {}", program_, std::strerror(errno)));
+  if (::pipe2(in, O_CLOEXEC) != 0) throw RuntimeFailure(fmt::format("{}: cannot make a pipe: {}", program_, std::strerror(errno)));
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    const int error = errno;
+    ::close(in[0]);
+    ::close(in[1]);
+    throw RuntimeFailure(fmt::format("{}: cannot make a pipe: {}", program_, std::strerror(error)));
   }
+  to_child_ = in[1];
+  from_child_ = out[0];
   stderr_path_ = streams_.path() + "/stderr";
   const int err = ::open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (err < 0) throw RuntimeFailure(fmt::format("{}: cannot make a file for its stderr: {}", program_, std::strerror(errno)));
+  if (err < 0) {
+    const int error = errno;
+    for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
+    to_child_ = from_child_ = -1;
+    throw RuntimeFailure(fmt::format("{}: cannot make a file for its stderr: {}", program_, std::strerror(error)));
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
@@ -127,8 +155,6 @@ LineProcess::LineProcess(const std::vector<std::string>& argv, const std::vector
   ::close(in[0]);
   ::close(out[1]);
   ::close(err);
-  to_child_ = in[1];
-  from_child_ = out[0];
   if (spawned != 0) {
     ::close(to_child_);
     ::close(from_child_);
@@ -156,8 +182,6 @@ void LineProcess::fail(const std::string& what) {
 
 std::string LineProcess::ask(const std::string& line, double timeout_seconds) {
   std::string message = line + "\n";
-  // A worker that has exited closes its end: the write fails (EPIPE) instead of killing this process.
-  std::signal(SIGPIPE, SIG_IGN);
   for (std::size_t sent = 0; sent < message.size();) {
     const ssize_t n = ::write(to_child_, message.data() + sent, message.size() - sent);
     if (n < 0 && errno == EINTR) continue;

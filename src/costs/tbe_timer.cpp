@@ -28,7 +28,16 @@ class TbeWorker {
   nlohmann::json ask(const ExternalProgram& program, const nlohmann::json& request) {
     std::lock_guard<std::mutex> lock(mutex_);
     start(program);
-    nlohmann::json answer = nlohmann::json::parse(process_->ask(request.dump(), kSetSeconds), nullptr, false);
+    std::string line;
+    try {
+      line = process_->ask(request.dump(), kSetSeconds);
+    } catch (const RuntimeFailure&) {
+      // A worker that timed out may still answer later: never ask it again, or its late answer would be
+      // taken for the next set's.
+      process_.reset();
+      throw;
+    }
+    nlohmann::json answer = nlohmann::json::parse(line, nullptr, false);
     if (answer.is_discarded() || !answer.is_object()) throw RuntimeFailure("the fbgemm-tbe worker answered nonsense");
     if (answer.contains("error")) {
       throw RuntimeFailure(fmt::format("the fbgemm-tbe worker failed: {}", answer["error"].get<std::string>()));

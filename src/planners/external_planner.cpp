@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "shardplan/errors.hpp"
@@ -18,11 +20,13 @@ namespace {
 class ExternalPlanner final : public Planner {
  public:
   ExternalPlanner(std::string name, ExternalProgram program, std::vector<std::string> arguments,
-                  ShardingTypeSet sharding_types)
+                  ShardingTypeSet sharding_types, ExternalPlanLimits limit, Deadline deadline)
       : name_(std::move(name)),
         program_(std::move(program)),
         arguments_(std::move(arguments)),
-        sharding_types_(sharding_types) {}
+        sharding_types_(sharding_types),
+        limit_(std::move(limit)),
+        deadline_(std::move(deadline)) {}
 
   std::string_view name() const override { return name_; }
 
@@ -32,7 +36,11 @@ class ExternalPlanner final : public Planner {
     const std::string tables_path = work.path() + "/tables.json";
     const std::string plan_path = work.path() + "/plan.json";
     write_file_atomically(tables_path, tables_to_json(tables).dump());
-    ProcessResult done = run_process(command_line(cluster, tables_path, plan_path), program_.environment);
+    const Deadline deadline = Deadline::earlier(
+        deadline_, Deadline::after(limit_.seconds, limit_.start.value_or(Deadline::Clock::now())));
+    ProcessResult done = run_process(command_line(cluster, tables_path, plan_path), program_.environment,
+                                     deadline.seconds_left());
+    if (done.timed_out) throw DeadlinePassed(fmt::format("{}: the time limit passed before it finished", name_));
     const std::string said = tail_of(done.errors);
     if (done.exit_code == static_cast<int>(ExitCode::kInfeasible)) throw InfeasibleError(fmt::format("{}: {}", name_, said));
     if (done.exit_code == static_cast<int>(ExitCode::kBadInput)) throw InputError(fmt::format("{}: {}", name_, said));
@@ -57,6 +65,10 @@ class ExternalPlanner final : public Planner {
         "--optimizer", std::string(optimizer_name(cluster.optimizer)),
         "--sharding-types", sharding_types_string(sharding_types_),
         "-o", plan_path};
+    if (limit_.global_batch_size > 0) {
+      const int64_t per_rank = std::max<int64_t>(1, limit_.global_batch_size / cluster.num_devices);
+      cluster_args.insert(cluster_args.end(), {"--batch-size", std::to_string(per_rank)});
+    }
     argv.insert(argv.end(), cluster_args.begin(), cluster_args.end());
     argv.insert(argv.end(), arguments_.begin(), arguments_.end());
     return argv;
@@ -66,14 +78,18 @@ class ExternalPlanner final : public Planner {
   ExternalProgram program_;
   std::vector<std::string> arguments_;
   ShardingTypeSet sharding_types_;
+  ExternalPlanLimits limit_;
+  Deadline deadline_;
 };
 
 }  // namespace
 
 std::unique_ptr<Planner> make_external_planner(std::string name, ExternalProgram program,
-                                               std::vector<std::string> arguments, ShardingTypeSet sharding_types) {
+                                               std::vector<std::string> arguments, ShardingTypeSet sharding_types,
+                                               ExternalPlanLimits limit, Deadline deadline) {
   if (program.command.empty()) throw InputError(fmt::format("{}: no program to run", name));
-  return std::make_unique<ExternalPlanner>(std::move(name), std::move(program), std::move(arguments), sharding_types);
+  return std::make_unique<ExternalPlanner>(std::move(name), std::move(program), std::move(arguments), sharding_types,
+                                           std::move(limit), std::move(deadline));
 }
 
 }  // namespace shardplan

@@ -44,7 +44,10 @@ std::unique_ptr<Planner> make_torchrec_program_planner(std::string_view name, co
     arguments.insert(arguments.end(), {"--timeout-seconds", std::to_string(static_cast<int64_t>(seconds))});
   }
   return make_external_planner(std::string(name), config.torchrec_program, std::move(arguments),
-                               config.neuroshard.sharding_types);
+                               config.neuroshard.sharding_types,
+                               {config.neuroshard.time_limit_seconds, config.neuroshard.time_limit_start,
+                                config.global_batch_size},
+                               config.deadline);
 }
 
 }  // namespace

@@ -2,8 +2,12 @@
 // here is a shell script standing in for `python -m shardplan.torchrec.baseline`.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "../support/temp_dir.hpp"
@@ -72,9 +76,25 @@ TEST_F(ExternalPlannerTest, ReadsTheProgramsPlanAndTellsItTheCluster) {
   }
 }
 
+template <typename E>
+std::string message_of(const std::function<void()>& run) {
+  try {
+    run();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no error of the expected type";
+  return "";
+}
+
 TEST_F(ExternalPlannerTest, ExitsBecomeTypedErrorsCarryingTheProgramsLastWords) {
-  EXPECT_THROW(planner({"EXIT=3", "MESSAGE=no plan fits"})->plan(tables, cluster), InfeasibleError);
-  EXPECT_THROW(planner({"EXIT=2", "MESSAGE=bad tables"})->plan(tables, cluster), InputError);
+  auto infeasible = planner({"EXIT=3", "MESSAGE=no plan fits"});
+  EXPECT_NE(message_of<InfeasibleError>([&] { infeasible->plan(tables, cluster); }).find("fake_planner: "),
+            std::string::npos);
+  EXPECT_NE(message_of<InfeasibleError>([&] { infeasible->plan(tables, cluster); }).find("no plan fits"),
+            std::string::npos);
+  auto bad = planner({"EXIT=2", "MESSAGE=bad tables"});
+  EXPECT_NE(message_of<InputError>([&] { bad->plan(tables, cluster); }).find("bad tables"), std::string::npos);
   try {
     planner({"EXIT=1", "MESSAGE=it broke"})->plan(tables, cluster);
     FAIL() << "no error";
@@ -82,6 +102,24 @@ TEST_F(ExternalPlannerTest, ExitsBecomeTypedErrorsCarryingTheProgramsLastWords) 
     EXPECT_NE(std::string(e.what()).find("fake_planner: /bin/sh exited with 1"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("it broke"), std::string::npos) << e.what();
   }
+}
+
+TEST_F(ExternalPlannerTest, TheClusterAndTheBatchPerRankAreItsArguments) {
+  auto with_batch = make_external_planner("fake_planner", {{"/bin/sh", dir.write("fake.sh", kScript)},
+                                                           {"ARGS_FILE=" + dir.path("args"),
+                                                            "PLAN=" + dir.write("plan.json", kPlan)}},
+                                          {}, ShardingTypeSet::all(), {0, std::nullopt, 2048});
+  with_batch->plan(tables, cluster);
+  EXPECT_NE(read_text(dir.path("args")).find("--batch-size 1024"), std::string::npos) << read_text(dir.path("args"));
+}
+
+TEST_F(ExternalPlannerTest, APlanPastItsTimeLimitIsStopped) {
+  const std::string sleeper = dir.write("sleep.sh", "#!/bin/sh\nsleep 30\n");
+  auto slow = make_external_planner("slow_planner", {{"/bin/sh", sleeper}, {}}, {}, ShardingTypeSet::all(), {0.3});
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_NE(message_of<DeadlinePassed>([&] { slow->plan(tables, cluster); }).find("slow_planner: the time limit passed"),
+            std::string::npos);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
 }
 
 TEST_F(ExternalPlannerTest, APlanForOtherTablesIsRefused) {
@@ -98,6 +136,30 @@ TEST(RunProcess, CapturesBothStreamsAndTheExitCode) {
             "x y\n");
   EXPECT_EQ(run_process({"/bin/sh", "-c", "kill -TERM $$"}).exit_code, 128 + 15);
   EXPECT_THROW(run_process({"/nonexistent/program"}), RuntimeFailure);
+}
+
+TEST(RunProcess, ATimeoutKillsItAndWhatItStarted) {
+  TempDir dir;
+  const std::string marker = dir.path("child-survived");
+  // The child outlives its parent's kill unless the whole group goes.
+  ProcessResult r = run_process({"/bin/sh", "-c", "(sleep 2; touch " + marker + ") & sleep 30"}, {}, 0.3);
+  EXPECT_TRUE(r.timed_out);
+  ::sleep(3);
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+TEST(LineProcess, AnswersLineByLineAndReportsItsEnd) {
+  LineProcess echo({"/bin/sh", "-c", "while read line; do echo \"got $line\"; done; echo bye >&2"}, {});
+  EXPECT_EQ(echo.ask("one", 10), "got one");
+  EXPECT_EQ(echo.ask("two", 10), "got two");
+  LineProcess quiet({"/bin/sh", "-c", "read line; sleep 30"}, {});
+  EXPECT_NE(message_of<RuntimeFailure>([&] { quiet.ask("hello", 0.3); }).find("said nothing within 0.3 s"),
+            std::string::npos);
+  LineProcess gone({"/bin/sh", "-c", "echo it failed >&2; exit 1"}, {});
+  const std::string said = message_of<RuntimeFailure>([&] { gone.read_line(10); });
+  EXPECT_NE(said.find("exited"), std::string::npos) << said;
+  EXPECT_NE(said.find("it failed"), std::string::npos) << said;
+  EXPECT_THROW(gone.ask("more", 1), RuntimeFailure);  // its pipe is closed: EPIPE, not SIGPIPE
 }
 
 TEST(TemporaryDirectory, IsRemovedWithItsContent) {

@@ -16,7 +16,8 @@ distribution gave them: the rank's compute (forward, and backward with the fused
   per-rank  the same steps with each lookup replaced by a sleep of its measured time: the step holds
             TorchRec's real input and output distributions and data-parallel all-reduces, and the
             compute as measured alone, so four or eight ranks can share two cores.
-A rank's comm figures are its step's forward and backward minus its compute (waiting included).
+A rank's comm figures are its step's forward and backward minus its compute (waiting included); the
+output all-to-all is also timed alone, all ranks together (measured_output_a2a_fw_ms / _bw_ms).
 """
 
 import argparse
@@ -55,8 +56,8 @@ def _parser():
 
 def _relaunch(args, argv):
     """Not under torchrun: start the plan's ranks on this host with torchrun's own module."""
-    from shardplan.plan_file import read_plan
-    world = read_plan(args.plan).get("num_devices")
+    from shardplan.plan_file import describe_plan, read_plan
+    world = describe_plan(read_plan(args.plan))["world_size"]  # PlanError names what is wrong
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world}",
                "-m", "shardplan.measure"] + list(argv)
     return subprocess.run(command, check=False).returncode
@@ -98,15 +99,22 @@ def run(args):
     import torch.distributed as dist
     from shardplan.measure.report import measurement_document
     from shardplan.measure.sharded import shard_plan_model
-    from shardplan.measure.timing import capture_lookups, replace_with_sleep, time_lookups, time_steps
+    from shardplan.measure.checks import check_plan
+    from shardplan.measure.timing import (capture_lookups, replace_with_sleep, time_lookups, time_output_dists,
+                                          time_steps)
     from shardplan.measure.traces import generate_traces
     from shardplan.plan_file import read_plan
 
     device = _device(args.device)
     torch.set_num_threads(args.threads)
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
     plan = read_plan(args.plan)
+    check_plan(plan, args.tables, device)
+    if device.type == "cuda":
+        # Every rank its own GPU: NCCL and the collectives' object tensors use the current device.
+        torch.cuda.set_device(device)
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+                            device_id=device if device.type == "cuda" else None)
+    rank, world = dist.get_rank(), dist.get_world_size()
     if plan.get("num_devices") != world:
         raise ValueError(f"the plan is for {plan.get('num_devices')} ranks (num_devices), this job has {world}")
     sharded = shard_plan_model(plan, device)
@@ -117,18 +125,24 @@ def run(args):
         dist.barrier()
         if turn == rank:
             time_lookups(lookups, args.warmup, args.steps, device)
-    dist.barrier()
+    a2a_fw, a2a_bw = time_output_dists(lookups, args.warmup, args.steps, device)
     if args.mode == "per-rank":
         replace_with_sleep(lookups)
     fw, bw, total = time_steps(sharded.model, features, args.warmup, args.steps, device)
     mine = {"lookup_fw_ms": sum(lk.fw_ms for lk in lookups), "lookup_bw_ms": sum(lk.bw_ms for lk in lookups),
-            "step_fw_ms": fw, "step_bw_ms": bw, "step_ms": total}
+            "output_a2a_fw_ms": a2a_fw, "output_a2a_bw_ms": a2a_bw, "step_fw_ms": fw, "step_bw_ms": bw,
+            "step_ms": total}
     gathered = [None] * world
     dist.all_gather_object(gathered, mine)
     dist.destroy_process_group()
     if rank != 0:
         return None
+    cores = os.cpu_count() or 1
+    if args.mode == "step" and device.type == "cpu" and world > cores:
+        print(f"shardplan.measure: {world} ranks share {cores} cores: whole steps measure the sharing too "
+              "(--mode per-rank times each rank's compute alone)", file=sys.stderr)
     setup = {"stack": "torchrec", "mode": args.mode, "device": _describe_device(device), "world_size": world,
+             "ranks_per_core": world / cores if device.type == "cpu" else None,
              "batch_size": args.batch_size, "seed": args.seed, "warmup": args.warmup, "steps": args.steps,
              "threads": args.threads, "versions": _versions(),
              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}
@@ -139,11 +153,16 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
     if "RANK" not in os.environ:
-        return _relaunch(args, argv)
+        from shardplan.plan_file import PlanError
+        try:
+            return _relaunch(args, argv)
+        except PlanError as e:
+            print(f"shardplan.measure: {e}", file=sys.stderr)
+            return EXIT_USAGE
     warnings.filterwarnings("ignore")
     try:
         doc = run(args)
-    except (ValueError, OSError, RuntimeError) as e:
+    except (ValueError, OSError, RuntimeError, KeyError) as e:
         print(f"shardplan.measure (rank {os.environ.get('RANK')}): {e}", file=sys.stderr)
         return EXIT_USAGE if isinstance(e, ValueError) else EXIT_FAILED
     if doc is not None:

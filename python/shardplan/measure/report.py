@@ -29,6 +29,9 @@ def measurement_document(plan, ranks, setup):
             # Comm as the step saw it: the forward and backward beyond this rank's own compute.
             "measured_fw_comm_ms": max(0.0, m["step_fw_ms"] - m["lookup_fw_ms"]),
             "measured_bw_comm_ms": max(0.0, m["step_bw_ms"] - m["lookup_bw_ms"]),
+            # The output all-to-all alone, all ranks together: a part of the comm above.
+            "measured_output_a2a_fw_ms": m["output_a2a_fw_ms"],
+            "measured_output_a2a_bw_ms": m["output_a2a_bw_ms"],
             "measured_total_ms": m["step_ms"]})
     computes = [d["measured_compute_ms"] for d in devices]
     steps = [d["measured_total_ms"] for d in devices]

@@ -116,8 +116,10 @@ class _Sleep(torch.autograd.Function):
     def backward(ctx, grad):
         time.sleep(ctx.bw_seconds)
         if ctx.replica_elements:
-            # What DDP does with a replica's gradient: an all-reduce of every element.
-            dist.all_reduce(torch.zeros(ctx.replica_elements, device=grad.device))
+            # What DDP does with a replica's gradient: an all-reduce of every element, overlapping the rest
+            # of the backward and waited for at its end.
+            work = dist.all_reduce(torch.zeros(ctx.replica_elements, device=grad.device), async_op=True)
+            torch.autograd.Variable._execution_engine.queue_callback(work.wait)
         return torch.zeros(1, device=grad.device), None, None, None, None
 
 
@@ -158,3 +160,27 @@ def time_steps(model, features, warmup, steps, device):
     if not torch.isfinite(loss.detach()):
         raise RuntimeError(f"the training loss is {loss.item()}")
     return statistics.median(fw), statistics.median(bw), statistics.median(a + b for a, b in zip(fw, bw))
+
+
+def time_output_dists(lookups, warmup, steps, device):
+    """This rank's median forward and backward milliseconds of the output distributions alone: each
+    collection's pooled-embedding all-to-all (and its gradients' in backward) on its lookups' outputs,
+    all ranks together, a barrier before each step."""
+    inputs = [lk.output.detach().clone().requires_grad_() for lk in lookups]
+    fw, bw = [], []
+    for step in range(warmup + steps):
+        dist.barrier()
+        synchronize(device)
+        start = time.perf_counter()
+        results = [lk.owner._output_dists[lk.index](x, None).wait() for lk, x in zip(lookups, inputs)]
+        synchronize(device)
+        middle = time.perf_counter()
+        sum(r.float().sum() for r in results).backward()
+        synchronize(device)
+        end = time.perf_counter()
+        for x in inputs:
+            x.grad = None
+        if step >= warmup:
+            fw.append(1e3 * (middle - start))
+            bw.append(1e3 * (end - middle))
+    return statistics.median(fw), statistics.median(bw)

@@ -20,11 +20,13 @@ def torchrec_summary(plan):
     from shardplan.torchrec.bridge import build_sharding_plan
     from shardplan.torchrec.plan_model import UNQUALIFIED, model_of_plan
     description = describe_plan(plan)
-    sharding_plan = build_sharding_plan(plan, model_of_plan(description), device_type="cuda")
+    model = model_of_plan(description)
+    plain = getattr(model, "unqualified_path", UNQUALIFIED)  # where the plain-named tables are
+    sharding_plan = build_sharding_plan(plan, model, device_type="cuda")
     out = {}
     for path, module_plan in sharding_plan.plan.items():
         for name, ps in module_plan.items():
-            out[f"{path}/{name}" if path and path != UNQUALIFIED else name] = {
+            out[name if path == plain else f"{path}/{name}"] = {
                 "sharding_type": ps.sharding_type, "compute_kernel": ps.compute_kernel, "ranks": ps.ranks}
     return out
 

@@ -9,7 +9,8 @@ reads it), so that `shard-plan bench --algos ...,torchrec_planner` scores, valid
 its own. TorchRec is offered the sharding types a shard-plan plan can hold that its sharders offer for
 the compute device and --sharding-types allows (on "cuda": table-, column-, row-, table-row-wise and data-parallel; on "cpu": table-,
 column-wise and data-parallel), and the kernels shard-plan plans (fused; dense for data-parallel).
-Exit codes as shard-plan's: 0 ok, 2 bad input, 3 TorchRec found no plan that fits (its message on stderr).
+Exit codes as shard-plan's: 0 ok, 1 TorchRec failed, 2 bad input, 3 TorchRec found no plan that fits (its
+message on stderr). TorchRec's table-column-wise type is not offered: a shard-plan plan cannot hold it.
 """
 
 import argparse
@@ -22,7 +23,7 @@ import warnings
 from shardplan.files import write_json_atomically
 from shardplan.plan_file import SHARDING_TYPES, expected_kernel
 
-EXIT_OK, EXIT_USAGE, EXIT_INFEASIBLE = 0, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFEASIBLE = 0, 1, 2, 3
 ALGORITHM = "torchrec_planner"
 
 
@@ -135,13 +136,16 @@ def main(argv=None):
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"torchrec_planner: {args.tables}: cannot read the tables ({e})", file=sys.stderr)
         return EXIT_USAGE
-    from torchrec.distributed.planner.types import PlannerError
+    from torchrec.distributed.planner.types import PlannerError, PlannerErrorType
     start = time.perf_counter()
     try:
         sharding_plan = plan_with_torchrec(tables, args)
     except PlannerError as e:
-        print(f"torchrec_planner: TorchRec's planner found no plan: {e}", file=sys.stderr)
-        return EXIT_INFEASIBLE
+        # Only a model that does not fit is infeasible; TorchRec's own failures are failures.
+        unplaceable = e.error_type in (PlannerErrorType.INSUFFICIENT_STORAGE, PlannerErrorType.STRICT_CONSTRAINTS,
+                                       PlannerErrorType.PARTITION)
+        print(f"torchrec_planner: TorchRec's planner found no plan ({e.error_type.value}): {e}", file=sys.stderr)
+        return EXIT_INFEASIBLE if unplaceable else EXIT_FAILED
     except ValueError as e:
         print(f"torchrec_planner: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -78,19 +78,21 @@ def _module_tables(modules):
     return {names[k]: (k[0], k[1]) + shapes[k] for k in keys}
 
 
-def build_sharding_plan(plan, model, device_type=None, sharders=None):
+def build_sharding_plan(plan, model, device_type=None, sharders=None, check_launch=True):
     """The ShardingPlan of every EmbeddingBagCollection in `model` (a plan dict or path).
 
     Tables are matched by name: a table's own name, or "module.path/name" where two modules have tables
     of one name (what ShardPlanPlanner writes). device_type defaults to "cuda" when CUDA is available,
-    else "cpu"; the plan's ranks and devices_per_host hold for either.
+    else "cpu"; the plan's ranks and devices_per_host hold for either. check_launch: refuse a running job
+    whose world size or local world size is not the plan's (off when planning for another job).
     """
     description = describe_plan(plan if isinstance(plan, dict) else read_plan(plan))
     device_type = device_type or ("cuda" if torch.cuda.is_available() else "cpu")
     modules = embedding_bag_collections(model)
     if not modules:
         raise PlanError("the model has no EmbeddingBagCollection to shard")
-    _check_launch(description)
+    if check_launch:
+        _check_launch(description)
     by_path = _assign_tables(description, _module_tables(modules))
     sharders = {type(m): s for s in (sharders or []) for m in modules.values() if isinstance(m, s.module_type)}
     result = {}

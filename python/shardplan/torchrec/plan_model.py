@@ -6,7 +6,7 @@ DistributedModelParallel (python -m shardplan.measure) or only sharded (--check-
 import torch
 from torchrec import EmbeddingBagCollection, EmbeddingBagConfig
 
-UNQUALIFIED = "ebc"  # the module path of the plain-named tables' collection
+UNQUALIFIED = "ebc"  # the module path of the plain-named tables' collection, unless a qualified name takes it
 
 
 def split_plan_name(name):
@@ -30,14 +30,20 @@ class PlanTables(torch.nn.Module):
 def model_of_plan(description, data_types=None):
     """The model of a described plan; every table's one feature is named after its plan name."""
     groups = {}
+    qualified_paths = {split_plan_name(t["table"])[0] for t in description["tables"]} - {None}
+    unqualified = UNQUALIFIED
+    while unqualified in qualified_paths:
+        unqualified = "_" + unqualified
     for t in description["tables"]:
         path, name = split_plan_name(t["table"])
+        path = unqualified if path is None else path
         extra = {"data_type": data_types[t["table"]]} if data_types else {}
         groups.setdefault(path, []).append(EmbeddingBagConfig(
             name=name, num_embeddings=t["rows"], embedding_dim=t["dim"], feature_names=[t["table"]], **extra))
     root = PlanTables()
+    root.unqualified_path = unqualified
     for path, configs in groups.items():
-        parent, parts = root, (path or UNQUALIFIED).split(".")
+        parent, parts = root, path.split(".")
         for part in parts[:-1]:
             if not hasattr(parent, part):
                 parent.add_module(part, torch.nn.Module())

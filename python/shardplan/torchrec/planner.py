@@ -5,9 +5,9 @@
     plan = planner.collective_plan(model, sharders)        # rank 0 plans, every rank gets the plan
     model = DistributedModelParallel(model, device=device, plan=plan, sharders=sharders)
 
-It is built like TorchRec's EmbeddingShardingPlanner (topology, batch size, constraints, enumerator, storage
-reservation) and reads the model through TorchRec's own enumerator and storage reservation; the plan comes
-from the `shard-plan` binary, and TorchRec's helpers and validators turn it into the ShardingPlan.
+It is built like TorchRec's EmbeddingShardingPlanner and reads the model through TorchRec's own enumerator
+and storage reservation; the plan comes from the `shard-plan` binary; TorchRec's helpers turn it into the
+ShardingPlan, and TorchRec's validators and storage estimate check it.
 """
 
 import json
@@ -15,41 +15,62 @@ import logging
 import os
 import tempfile
 
-from torchrec.distributed.planner.planners import (EmbeddingPlannerBase, validate_modules_inclusion_in_sharding_plan,
+from torchrec.distributed.planner.planners import (EmbeddingPlannerBase, validate_compute_kernels,
+                                                   validate_modules_inclusion_in_sharding_plan,
                                                    validate_rank_assignment)
 from torchrec.distributed.planner.types import PlannerError, PlannerErrorType
 from torchrec.distributed.types import ShardingPlan
 
 from shardplan.binary import EXIT_INFEASIBLE, EXIT_USAGE, BinaryError, BinaryNotFound, run_binary
 from shardplan.files import write_json_atomically
+from shardplan.plan_file import PlanError
 from shardplan.torchrec.bridge import build_sharding_plan
 from shardplan.torchrec.optimizer import planned_optimizer
-from shardplan.torchrec.tables import common_sharding_types, describe_module, tables_document
+from shardplan.torchrec.selected_options import check_storage, selected_options
+from shardplan.torchrec.tables import TableError, common_sharding_types, describe_module, tables_document
 
 logger = logging.getLogger("shardplan")
+
+# EmbeddingShardingPlanner's own search parts: shard-plan's search replaces them.
+_SEARCH_PARTS = ("proposer", "partitioner", "performance_model", "callbacks", "plan_loader")
 
 
 class ShardPlanPlanner(EmbeddingPlannerBase):
     """A TorchRec ShardingPlanner whose plans come from shard-plan's neural cost model and search.
 
-    Beyond EmbeddingShardingPlanner's arguments: `model` (a model directory or bundled name; None: the
-    binary's default), `hardware` (a profile name or file), `optimizer` ("sgd", "adagrad",
-    "rowwise_adagrad", "adam"; None: read from the optimizer applied in backward, else the sharders'
-    fused_params), `time_limit` (seconds; None: none), `seed`, `extra_args` (more shard-plan flags),
-    `binary` (the shard-plan executable; None: shardplan.binary's search) and `plan_path` (where to keep the
-    shard-plan plan file; None: not kept). The last plan and report are in `last_plan` and `last_report`.
+    Takes EmbeddingShardingPlanner's arguments, in its order: topology, batch_size, enumerator,
+    storage_reservation, proposer, partitioner, performance_model, stats, constraints, debug, callbacks,
+    timeout_seconds (shard-plan's time limit), plan_loader. The search parts (proposer, partitioner,
+    performance_model, callbacks, plan_loader) are shard-plan's own and are ignored with a warning.
+    Beyond them, by keyword: `model` (a model directory or bundled name; None: the binary's default),
+    `hardware` (a profile name or file), `optimizer` ("sgd", "adagrad", "rowwise_adagrad", "adam"; None:
+    read from the optimizer applied in backward, else the sharders' fused_params), `seed`, `extra_args`
+    (more shard-plan flags), `binary` (None: shardplan.binary's search) and `plan_path` (where to keep the
+    shard-plan plan file). After plan(): `last_plan`, `last_report`, and get_selected_options().
     """
 
-    def __init__(self, topology=None, batch_size=None, enumerator=None, storage_reservation=None, stats=None,
-                 constraints=None, debug=True, timeout_seconds=None, *, model=None, hardware=None, optimizer=None,
-                 time_limit=None, seed=0, extra_args=(), binary=None, plan_path=None):
+    def __init__(self, topology=None, batch_size=None, enumerator=None, storage_reservation=None, proposer=None,
+                 partitioner=None, performance_model=None, stats=None, constraints=None, debug=True, callbacks=None,
+                 timeout_seconds=None, plan_loader=None, *, model=None, hardware=None, optimizer=None, seed=0,
+                 extra_args=(), binary=None, plan_path=None):
         super().__init__(topology=topology, batch_size=batch_size, enumerator=enumerator,
                          storage_reservation=storage_reservation, stats=stats, constraints=constraints, debug=debug,
                          timeout_seconds=timeout_seconds)
+        given = dict(proposer=proposer, partitioner=partitioner, performance_model=performance_model,
+                     callbacks=callbacks, plan_loader=plan_loader)
+        ignored = [name for name in _SEARCH_PARTS if given[name]]
+        if ignored:
+            logger.warning("ShardPlanPlanner: %s are EmbeddingShardingPlanner's search; shard-plan searches "
+                           "itself and ignores them", ", ".join(ignored))
         self.model, self.hardware, self.optimizer = model, hardware, optimizer
-        self.time_limit, self.seed, self.extra_args = time_limit, seed, list(extra_args)
+        self.seed, self.extra_args = seed, list(extra_args)
         self.binary, self.plan_path = binary, plan_path
         self.last_plan, self.last_report = None, None
+        self._selected = None
+
+    def get_selected_options(self):
+        """The plan's shards as TorchRec's ShardingOptions, with its storage estimates (after plan())."""
+        return self._selected or []
 
     def plan(self, module, sharders):
         try:
@@ -58,7 +79,9 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
             kind = {EXIT_INFEASIBLE: PlannerErrorType.INSUFFICIENT_STORAGE,
                     EXIT_USAGE: PlannerErrorType.INPUT_VALIDATION}.get(e.code, PlannerErrorType.OTHER)
             raise PlannerError(f"shard-plan: {e.message.strip()}", kind) from e
-        except (ValueError, BinaryNotFound) as e:  # TableError, PlanError and optimizer errors among them
+        except TableError as e:
+            raise PlannerError(f"shard-plan: {e}", PlannerErrorType.STRICT_CONSTRAINTS) from e
+        except (PlanError, BinaryNotFound) as e:
             raise PlannerError(f"shard-plan: {e}", PlannerErrorType.OTHER) from e
 
     def _plan(self, module, sharders):
@@ -80,11 +103,19 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
         if memory <= 0:
             raise PlannerError(f"no {kind.upper()} is left per rank after TorchRec's storage reservation "
                                f"({memory} bytes)", PlannerErrorType.INSUFFICIENT_STORAGE)
-        optimizer = self.optimizer or planned_optimizer(module, sharders)
+        try:
+            optimizer = self.optimizer or planned_optimizer(module, sharders)
+        except ValueError as e:
+            raise PlannerError(f"shard-plan: {e}", PlannerErrorType.INPUT_VALIDATION) from e
         plan = self._run_binary(tables, topology, memory, optimizer)
-        sharding_plan = build_sharding_plan(plan, module, device_type=topology.compute_device, sharders=sharders)
+        # Planning a topology is not running in one: the plan is for `topology`, whatever job plans it.
+        sharding_plan = build_sharding_plan(plan, module, device_type=topology.compute_device, sharders=sharders,
+                                            check_launch=False)
         validate_modules_inclusion_in_sharding_plan(sharding_plan, module, sharders)
         validate_rank_assignment(sharding_plan, topology)
+        self._selected = selected_options(options, tables, plan, topology, self._constraints, sharders)
+        validate_compute_kernels(self._selected)
+        check_storage(self._selected, reserved, kind)
         return sharding_plan
 
     def _cluster_args(self, topology, memory, optimizer, tables):
@@ -95,8 +126,8 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
             args += ["--model", self.model]
         if self.hardware:
             args += ["--hardware", self.hardware]
-        if self.time_limit:
-            args += ["--time-limit", self.time_limit]
+        if self._timeout_seconds:
+            args += ["--time-limit", self._timeout_seconds]
         return args + self.extra_args
 
     def _run_binary(self, tables, topology, memory, optimizer):
@@ -105,7 +136,8 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
             plan_path = os.path.join(work, "plan.json")
             with open(tables_path, "w", encoding="utf-8") as f:
                 json.dump(tables_document(tables), f)
-            args = ["plan", "--tables", tables_path, "-o", plan_path, "--log-level", "warn"]
+            # No comparison with shard-plan's own baselines: a training job wants its plan.
+            args = ["plan", "--tables", tables_path, "-o", plan_path, "--log-level", "warn", "--no-compare"]
             self.last_report = run_binary(args + self._cluster_args(topology, memory, optimizer, tables),
                                           binary=self.binary)
             logger.info("shard-plan's plan:\n%s", self.last_report)

@@ -7,11 +7,8 @@ from.
 """
 
 import dataclasses
-import logging
 
 from shardplan.plan_file import SHARDING_TYPES, expected_kernel
-
-logger = logging.getLogger("shardplan")
 
 # shard-plan's tables file holds fp32 and fp16 tables (docs/formats.md).
 _DTYPES = {"torch.float32": "fp32", "torch.float16": "fp16"}
@@ -49,8 +46,13 @@ def plan_names(keys):
 
 def describe_module(search_space):
     """The module's tables, in enumeration order, from TorchRec's enumerated sharding options."""
+    from torchrec import EmbeddingBagCollection
     found = {}
     for option in search_space:
+        module = option.module[1]
+        if type(module) is not EmbeddingBagCollection:  # subclasses (feature-processed ones) shard otherwise
+            raise TableError(f'module "{option.path}" is a {type(module).__name__}: shard-plan plans '
+                             "EmbeddingBagCollections only; leave its sharder out of the sharders")
         key = (option.path, option.name)
         entry = found.setdefault(key, {"option": option, "types": [], "kernels": []})
         if option.sharding_type not in entry["types"]:
@@ -82,16 +84,18 @@ def _table(path, name, plan_name, entry):
 
 
 def common_sharding_types(tables):
-    """The sharding types every table allows: shard-plan's --sharding-types applies to all tables alike."""
-    common = [t for t in SHARDING_TYPES if all(t in table.sharding_types for table in tables)]
-    narrower = [table.where for table in tables if set(table.sharding_types) != set(common)]
-    if narrower:
-        logger.warning("shard-plan applies one set of sharding types to every table; planning with %s, "
-                       "which %d table(s) narrow (%s)", common, len(narrower), ", ".join(narrower[:3]))
-    if not common:
-        raise TableError("no sharding type is allowed for every table: " +
-                         "; ".join(f"{t.where}: {t.sharding_types}" for t in tables[:5]))
-    return common
+    """The sharding types every table allows: shard-plan's --sharding-types applies to all tables alike, so
+    tables whose constraints allow different types are refused, naming them, rather than all narrowed."""
+    groups = {}
+    for table in tables:
+        groups.setdefault(tuple(t for t in SHARDING_TYPES if t in table.sharding_types), []).append(table.where)
+    if len(groups) > 1:
+        shown = "; ".join(f"{list(types)} for {', '.join(where[:3])}{' and more' if len(where) > 3 else ''}"
+                          for types, where in sorted(groups.items(), key=lambda g: len(g[1])))
+        raise TableError("shard-plan applies one set of sharding types to every table, and the tables' "
+                         f"constraints allow different ones ({shown}): give every table the same "
+                         "ParameterConstraints.sharding_types, or none")
+    return list(next(iter(groups)))
 
 
 def tables_document(tables):
