@@ -10,6 +10,7 @@
 #include <functional>
 #include <sstream>
 
+#include "../support/message_of.hpp"
 #include "../support/temp_dir.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/external_planner.hpp"
@@ -20,6 +21,7 @@ namespace shardplan {
 namespace {
 
 using testing::TempDir;
+using testing::message_of;
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
@@ -74,17 +76,6 @@ TEST_F(ExternalPlannerTest, ReadsTheProgramsPlanAndTellsItTheCluster) {
                                "--sharding-types table_wise,column_wise ", " --compute-device cpu"}) {
     EXPECT_NE(args.find(expected), std::string::npos) << expected << " not in: " << args;
   }
-}
-
-template <typename E>
-std::string message_of(const std::function<void()>& run) {
-  try {
-    run();
-  } catch (const E& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no error of the expected type";
-  return "";
 }
 
 TEST_F(ExternalPlannerTest, ExitsBecomeTypedErrorsCarryingTheProgramsLastWords) {

@@ -13,6 +13,7 @@
 #include <functional>
 #include <sstream>
 
+#include "../support/message_of.hpp"
 #include "../support/temp_dir.hpp"
 #include "shardplan/atomic_file.hpp"
 #include "shardplan/errors.hpp"
@@ -23,23 +24,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::TempDir;
+using testing::message_of;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream out;
   out << in.rdbuf();
   return out.str();
-}
-
-template <typename Error>
-std::string message_of(const std::function<void()>& run) {
-  try {
-    run();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no error thrown";
-  return "";
 }
 
 TEST(OutputPaths, AnEmptyPathIsBadUsage) {

@@ -103,6 +103,14 @@ def time_lookups(lookups, warmup, steps, device):
         run.lookup.fw_ms, run.lookup.bw_ms = statistics.median(fw), statistics.median(bw)
 
 
+_PENDING = []  # the emulated replica all-reduces of the step under way
+
+
+def _finish_pending():
+    while _PENDING:
+        _PENDING.pop().wait()
+
+
 class _Sleep(torch.autograd.Function):
     """Takes a lookup's measured time without computing: the step then holds only the collectives."""
 
@@ -117,9 +125,8 @@ class _Sleep(torch.autograd.Function):
         time.sleep(ctx.bw_seconds)
         if ctx.replica_elements:
             # What DDP does with a replica's gradient: an all-reduce of every element, overlapping the rest
-            # of the backward and waited for at its end.
-            work = dist.all_reduce(torch.zeros(ctx.replica_elements, device=grad.device), async_op=True)
-            torch.autograd.Variable._execution_engine.queue_callback(work.wait)
+            # of the backward; time_steps waits for it once the backward returns.
+            _PENDING.append(dist.all_reduce(torch.zeros(ctx.replica_elements, device=grad.device), async_op=True))
         return torch.zeros(1, device=grad.device), None, None, None, None
 
 
@@ -152,6 +159,7 @@ def time_steps(model, features, warmup, steps, device):
         synchronize(device)
         middle = time.perf_counter()
         loss.backward()
+        _finish_pending()
         synchronize(device)
         end = time.perf_counter()
         if step >= warmup:
