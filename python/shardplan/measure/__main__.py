@@ -30,9 +30,11 @@ import sys
 import warnings
 
 from shardplan.files import write_text_atomically
+from shardplan.versions import installed_versions
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MODES = ("per-rank", "step")
+STACK_PACKAGES = ("torch", "torchrec", "fbgemm-gpu", "fbgemm-gpu-cpu")
 
 
 def _parser():
@@ -81,17 +83,6 @@ def _describe_device(device):
     except (OSError, StopIteration):
         pass
     return f"cpu ({model}, {os.cpu_count()} cores)"
-
-
-def _versions():
-    from importlib import metadata
-    out = {}
-    for name in ("torch", "torchrec", "fbgemm-gpu", "fbgemm-gpu-cpu"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
 
 
 def run(args):
@@ -144,7 +135,7 @@ def run(args):
     setup = {"stack": "torchrec", "mode": args.mode, "device": _describe_device(device), "world_size": world,
              "ranks_per_core": world / cores if device.type == "cpu" else None,
              "batch_size": args.batch_size, "seed": args.seed, "warmup": args.warmup, "steps": args.steps,
-             "threads": args.threads, "versions": _versions(),
+             "threads": args.threads, "versions": installed_versions(STACK_PACKAGES),
              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}
     return measurement_document(plan, gathered, setup)
 

@@ -12,28 +12,19 @@ import json
 import sys
 import warnings
 
+from shardplan.versions import installed_versions
+
 
 def _answer(doc):
     sys.stdout.write(json.dumps(doc) + "\n")
     sys.stdout.flush()
 
 
-def _versions():
-    from importlib import metadata
-    out = {}
-    for name in ("torch", "fbgemm-gpu", "fbgemm-gpu-cpu"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
-
-
 def serve(lines):
     import torch
     from shardplan.measure.tbe import time_set
     from shardplan.measure.traces import read_pieces
-    _answer({"ready": True, "versions": _versions()})
+    _answer({"ready": True, "versions": installed_versions(("torch", "fbgemm-gpu", "fbgemm-gpu-cpu"))})
     for line in lines:
         if not line.strip():
             continue

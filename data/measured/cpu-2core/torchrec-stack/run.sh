@@ -21,7 +21,7 @@ d["tasks"], d["name"] = d["tasks"][:20], "paper-4gpu-first20"
 json.dump(d, open(sys.argv[1] + "/paper-4gpu-first20.json", "w"))
 PY
 # Predicted cost and planning seconds, side by side (each task planned by each planner in one run).
-# Steps whose output exists are not run again (a stopped run resumes).
+# Steps whose output exists are not run again, and paired-measure --resume keeps what a stopped run timed.
 for set in paper-4gpu-first20 fresh-4gpu; do
   [ -s $D/bench-$set.json ] || $B bench --tasks $D/$set.json --algos neuroshard,torchrec,torchrec_planner --json --per-task -q > $D/bench-$set.json
 done
@@ -54,11 +54,11 @@ for name in ("paper-4gpu-first20", "fresh-4gpu"):
 json.dump(out, sys.stdout, indent=1)
 PY
 # The real stack.
-tools/paired-measure --tasks $D/fresh-4gpu.json --out $D/pm4 --passes 2 --measurer torchrec-per-rank \
+tools/paired-measure --tasks $D/fresh-4gpu.json --out $D/pm4 --passes 2 --resume --measurer torchrec-per-rank \
   --planner "neuroshard=--sharding-types $types" \
-  --planner "torchrec_planner=--algo torchrec_planner_cpu --sharding-types $types" > $D/pm4.out 2> $D/pm4.err
-tools/paired-measure --tasks $D/fresh-2gpu.json --out $D/pm2 --passes 2 --measurer torchrec-step \
+  --planner "torchrec_planner=--algo torchrec_planner_cpu --sharding-types $types" > $D/pm4.out 2>> $D/pm4.err
+tools/paired-measure --tasks $D/fresh-2gpu.json --out $D/pm2 --passes 2 --resume --measurer torchrec-step \
   --planner "neuroshard=--sharding-types $types" \
-  --planner "torchrec_planner=--algo torchrec_planner_cpu --sharding-types $types" > $D/pm2.out 2> $D/pm2.err
+  --planner "torchrec_planner=--algo torchrec_planner_cpu --sharding-types $types" > $D/pm2.out 2>> $D/pm2.err
 for n in 4 2; do tools/paired_compare.py $D/pm$n/measured.json neuroshard torchrec_planner > $D/compare-$n.json; done
 date -u > $D/finished
