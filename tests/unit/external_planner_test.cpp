@@ -14,6 +14,7 @@
 #include "../support/temp_dir.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/external_planner.hpp"
+#include "shardplan/planner.hpp"
 #include "shardplan/subprocess.hpp"
 #include "test_tables.hpp"
 
@@ -104,9 +105,21 @@ TEST_F(ExternalPlannerTest, TheClusterAndTheBatchPerRankAreItsArguments) {
   EXPECT_NE(read_text(dir.path("args")).find("--batch-size 1024"), std::string::npos) << read_text(dir.path("args"));
 }
 
+TEST_F(ExternalPlannerTest, TorchRecsOwnTimeoutIsHalfTheTimeLimit) {
+  PlannerConfig config;
+  config.torchrec_program = {{"/bin/sh", dir.write("fake.sh", kScript)},
+                             {"ARGS_FILE=" + dir.path("args"), "PLAN=" + dir.write("plan.json", kPlan)}};
+  config.neuroshard.time_limit_seconds = 120;
+  make_planner("torchrec_planner_cpu", config)->plan(tables, cluster);
+  const std::string args = read_text(dir.path("args"));
+  EXPECT_NE(args.find("--compute-device cpu"), std::string::npos) << args;
+  EXPECT_NE(args.find("--timeout-seconds 60"), std::string::npos) << args;
+}
+
 TEST_F(ExternalPlannerTest, APlanPastItsTimeLimitIsStopped) {
   const std::string sleeper = dir.write("sleep.sh", "#!/bin/sh\nsleep 30\n");
-  auto slow = make_external_planner("slow_planner", {{"/bin/sh", sleeper}, {}}, {}, ShardingTypeSet::all(), {0.3});
+  auto slow = make_external_planner("slow_planner", {{"/bin/sh", sleeper}, {}}, {}, ShardingTypeSet::all(),
+                                    {0.3, std::nullopt});
   const auto start = std::chrono::steady_clock::now();
   EXPECT_NE(message_of<DeadlinePassed>([&] { slow->plan(tables, cluster); }).find("slow_planner: the time limit passed"),
             std::string::npos);
