@@ -15,7 +15,7 @@
 namespace shardplan {
 
 const std::vector<std::string>& planner_names() {
-  static const std::vector<std::string> names = {"neuroshard", "torchrec", "torchrec_all_types", "size_lookup_greedy", "lookup_greedy", "dim_greedy",
+  static const std::vector<std::string> names = {"neuroshard", "torchrec", "torchrec_cw32", "torchrec_all_types", "size_lookup_greedy", "lookup_greedy", "dim_greedy",
                                                  "size_greedy", "random"};
   return names;
 }
@@ -74,6 +74,7 @@ std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig
     return make_torchrec_program_planner(name, config);
   }
   if (name == "torchrec") return make_torchrec_planner(/*all_types=*/false, config.deadline);
+  if (name == "torchrec_cw32") return make_torchrec_cw32_planner(config.deadline);
   if (name == "torchrec_all_types") return make_torchrec_planner(/*all_types=*/true, config.deadline);
   if (name == "random") return make_random_baseline(config.seed);
   if (name == "size_greedy") {

@@ -7,6 +7,7 @@
 #include "shardplan/planner.hpp"
 #include "shardplan/validate.hpp"
 #include "test_tables.hpp"
+#include "torchrec_planner.hpp"
 
 namespace shardplan {
 namespace {
@@ -24,6 +25,8 @@ ValidationResult validate(const Plan& plan, const std::vector<Table>& tables) {
 class EveryPlanner : public ::testing::TestWithParam<std::string> {};
 // Planners that may split tables and give them the other sharding types.
 bool chooses_types(const std::string& planner) { return planner == "neuroshard" || planner == "torchrec_all_types"; }
+// Planners that may split a table column-wise.
+bool splits_columns(const std::string& planner) { return chooses_types(planner) || planner == "torchrec_cw32"; }
 
 TEST_P(EveryPlanner, ProducesValidPlans) {
   auto tables = varied_tables(60);
@@ -45,7 +48,9 @@ TEST_P(EveryPlanner, ProducesValidPlans) {
         next_col += shard.cols;
       }
       EXPECT_EQ(next_col, tables[i].dim);
-      if (!chooses_types(GetParam())) {
+      if (GetParam() == "torchrec_cw32" && type == ShardingType::kColumnWise) {
+        for (const auto& shard : plan.tables[i].shards) EXPECT_EQ(shard.cols, torchrec_column_width(tables[i].dim, 32));
+      } else if (!chooses_types(GetParam())) {
         ASSERT_EQ(plan.tables[i].shards.size(), 1u);
         EXPECT_EQ(plan.tables[i].type, ShardingType::kTableWise);
       }
@@ -67,7 +72,7 @@ TEST_P(EveryPlanner, RespectsTightMemoryWithOptimizerState) {
 }
 
 TEST_P(EveryPlanner, RefusesATableLargerThanAnyDevice) {
-  if (chooses_types(GetParam())) GTEST_SKIP() << "splits such a table (neuroshard_test, torchrec_planner_test)";
+  if (splits_columns(GetParam())) GTEST_SKIP() << "splits such a table (neuroshard_test, torchrec_planner_test)";
   std::vector<Table> tables = {make_table("small", 100, 4), make_table("huge", 1'000'000, 128)};
   try {
     make_planner(GetParam(), testing::planner_config())->plan(tables, cluster_of(4, 100ll << 20));

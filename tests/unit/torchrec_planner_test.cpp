@@ -10,6 +10,7 @@
 #include "shardplan/validate.hpp"
 #include "test_tables.hpp"
 #include "torchrec_estimates.hpp"
+#include "torchrec_planner.hpp"
 
 namespace shardplan {
 namespace {
@@ -163,6 +164,30 @@ TEST(TorchRecAllTypes, PlansTablesOfFewerRowsThanGpus) {
   for (int i = 0; i < 8; ++i) tables.push_back(make_table("t" + std::to_string(i), 100'000, 128, 1.0));
   const Cluster cluster = cluster_of(8, 1ll << 30);
   const Plan plan = make_planner("torchrec_all_types", testing::planner_config())->plan(tables, cluster);
+  const auto result = validate(plan, tables);
+  EXPECT_TRUE(result.valid()) << result.problems.front();
+}
+
+// "torchrec_cw32" splits column-wise from 32 columns, where TorchRec's default 128 leaves a table whole.
+TEST(TorchRecCw32, SplitsFrom32Columns) {
+  EXPECT_EQ(torchrec_column_width(64, 32), 32);
+  EXPECT_EQ(torchrec_column_width(96, 32), 32);
+  EXPECT_EQ(torchrec_column_width(40, 32), 40);  // no smaller divisor of 4s
+  EXPECT_EQ(torchrec_column_width(32, 32), 32);
+  EXPECT_EQ(torchrec_column_width(256, kTorchRecMinPartition), 128);
+  EXPECT_EQ(make_planner("torchrec_cw32", testing::planner_config())->name(), "torchrec_cw32");
+}
+
+// A 64-column table no GPU holds whole: the default width cannot split it, 32 columns can.
+TEST(TorchRecCw32, PlansATableOnlyItsShardsFit) {
+  std::vector<Table> tables = {make_table("wide", 1'000'000, 64, 20.0), make_table("small", 1000, 16)};
+  const Cluster cluster = cluster_of(4, 200'000'000);  // the table's 256 MB do not fit; 128 MB halves do
+  EXPECT_THROW(make_planner("torchrec", testing::planner_config())->plan(tables, cluster), InfeasibleError);
+  const Plan plan = make_planner("torchrec_cw32", testing::planner_config())->plan(tables, cluster);
+  ASSERT_EQ(plan.tables[0].type, ShardingType::kColumnWise);
+  ASSERT_EQ(plan.tables[0].shards.size(), 2u);
+  EXPECT_NE(plan.tables[0].shards[0].rank, plan.tables[0].shards[1].rank);
+  for (const auto& shard : plan.tables[0].shards) EXPECT_EQ(shard.cols, 32);
   const auto result = validate(plan, tables);
   EXPECT_TRUE(result.valid()) << result.problems.front();
 }
