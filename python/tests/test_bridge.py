@@ -20,19 +20,37 @@ class BridgeTest(unittest.TestCase):
         from shardplan.torchrec import bridge, plan_model
         self.bridge, self.plan_model, self.describe, self.PlanError = bridge, plan_model, describe_plan, PlanError
 
-    def build(self, plan, device_type="cuda"):
+    def build(self, plan, device_type="cuda", one_group=True):
         model = self.plan_model.model_of_plan(self.describe(plan))
-        return self.bridge.build_sharding_plan(plan, model, device_type=device_type).plan["ebc"]
+        return self.bridge.build_sharding_plan(plan, model, device_type=device_type, one_group=one_group).plan["ebc"]
 
     def test_every_type_is_built_as_planned_with_its_kernel(self):
         for plan in (sample_plan(), two_host_plan()):
-            built = self.build(plan)
+            built = self.build(plan, one_group=False)
             for t in plan["tables"]:
                 ps = built[t["name"]]
                 self.assertEqual(ps.sharding_type, t["sharding_type"])
                 self.assertEqual(ps.compute_kernel, "dense" if t["sharding_type"] == "data_parallel" else "fused")
                 if t["sharding_type"] == "data_parallel":
                     self.assertEqual(ps.ranks, t["ranks"])
+
+    def test_table_wise_beside_column_wise_is_one_group(self):
+        # sample_plan's "tw" sits beside column-wise tables: one column-wise shard, on its rank, whole.
+        built = self.build(sample_plan())
+        ps = built["tw"]
+        self.assertEqual((ps.sharding_type, ps.compute_kernel, ps.ranks), ("column_wise", "fused", [3]))
+        self.assertEqual([(list(m.shard_offsets), list(m.shard_sizes), str(m.placement))
+                          for m in ps.sharding_spec.shards], [([0, 0], [100, 16], "rank:3/cuda:3")])
+        self.assertEqual(built["rw"].sharding_type, "row_wise")
+        # Without column-wise tables, and where the width is no multiple of 4, table-wise stays.
+        self.assertEqual(self.build(two_host_plan())["tw"].sharding_type, "table_wise")
+        tables = [{"table": "a", "sharding_type": "table_wise", "compute_kernel": "fused", "dim": 6},
+                  {"table": "b", "sharding_type": "column_wise", "compute_kernel": "fused", "dim": 8},
+                  {"table": "c", "sharding_type": "table_wise", "compute_kernel": "fused", "dim": 8}]
+        self.assertEqual(self.bridge.built_types(tables),
+                         {"a": "table_wise", "b": "column_wise", "c": "column_wise"})
+        self.assertEqual(self.bridge.built_types(tables, one_group=False),
+                         {"a": "table_wise", "b": "column_wise", "c": "table_wise"})
 
     def test_uneven_column_shards_and_two_shards_on_one_rank(self):
         ps = self.build(sample_plan())["cw"]
@@ -118,11 +136,13 @@ class BinaryPlansTest(unittest.TestCase):
         from shardplan.plan_file import describe_plan
         from shardplan.torchrec.bridge import build_sharding_plan
         from shardplan.torchrec.plan_model import model_of_plan
+        from shardplan.torchrec.bridge import built_types
         built = build_sharding_plan(plan, model_of_plan(describe_plan(plan)), device_type="cuda").plan["ebc"]
         self.assertEqual(sorted(built), sorted(t["name"] for t in plan["tables"]))
+        types = built_types(describe_plan(plan)["tables"])
         for t in plan["tables"]:
             self.assertEqual((built[t["name"]].sharding_type, built[t["name"]].compute_kernel),
-                             (t["sharding_type"], t["compute_kernel"]))
+                             (types[t["name"]], t["compute_kernel"]))
         return {t["sharding_type"] for t in plan["tables"]}
 
     def test_small_plans(self):

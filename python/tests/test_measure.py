@@ -37,7 +37,7 @@ def first_task(tmp):
 @needs_torchrec
 @needs_binary
 class MeasureTest(unittest.TestCase):
-    def measure(self, mode, replica=False):
+    def measure(self, mode, replica=False, *extra):
         with tempfile.TemporaryDirectory() as tmp:
             tables, plan = first_task(tmp)
             if replica:
@@ -45,7 +45,7 @@ class MeasureTest(unittest.TestCase):
                                                        "analytic")
             out = Path(tmp) / "measured.json"
             done = torchrun("-m shardplan.measure", "--plan", plan, "--tables", tables, "--mode", mode,
-                            "--batch-size", 256, "--warmup", 1, "--steps", 2, "-o", out)
+                            "--batch-size", 256, "--warmup", 1, "--steps", 2, "-o", out, *extra)
             self.assertEqual(done.returncode, 0, failure_text(done.stderr))
             return json.loads(out.read_text()), json.loads(plan.read_text())
 
@@ -74,10 +74,14 @@ class MeasureTest(unittest.TestCase):
         self.check_layout(doc, plan, "per-rank")
 
     def test_per_rank_with_a_replica_and_uneven_column_slices(self):
-        doc, plan = self.measure("per-rank", replica=True)
+        doc, plan = self.measure("per-rank", True)
         types = {t["sharding_type"] for t in plan["tables"]}
         self.assertTrue({"data_parallel", "column_wise"} <= types, types)
         self.check_layout(doc, plan, "per-rank")
+        self.assertEqual(doc["measured_with"]["sharding_groups"], "one")
+        doc, plan = self.measure("per-rank", True, "--separate-groups")
+        self.check_layout(doc, plan, "per-rank")
+        self.assertEqual(doc["measured_with"]["sharding_groups"], "as planned")
 
 
 @needs_torchrec

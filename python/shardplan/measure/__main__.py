@@ -51,6 +51,9 @@ def _parser():
     p.add_argument("--threads", type=int, default=1, help="intra-op threads per rank on a CPU")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="auto: CUDA when available (NCCL), else the CPU (Gloo)")
+    p.add_argument("--separate-groups", action="store_true",
+                   help="build table-wise tables as table-wise beside column-wise ones (TorchRec runs two "
+                        "groups of all-to-alls); by default they are built as single-shard column-wise tables")
     p.add_argument("-o", "--output", default="-", help="JSON file to write ('-': stdout)")
     p.add_argument("--binary", default=None, help="the shard-plan executable (for the traces)")
     return p
@@ -108,7 +111,7 @@ def run(args):
     rank, world = dist.get_rank(), dist.get_world_size()
     if plan.get("num_devices") != world:
         raise ValueError(f"the plan is for {plan.get('num_devices')} ranks (num_devices), this job has {world}")
-    sharded = shard_plan_model(plan, device)
+    sharded = shard_plan_model(plan, device, one_group=not args.separate_groups)
     traces = generate_traces(args.tables, args.batch_size, args.seed, args.binary)
     features = traces.local_features(sharded.feature_names, rank, world, device)
     lookups = capture_lookups(sharded.model, features)
@@ -135,7 +138,8 @@ def run(args):
     setup = {"stack": "torchrec", "mode": args.mode, "device": _describe_device(device), "world_size": world,
              "ranks_per_core": world / cores if device.type == "cpu" else None,
              "batch_size": args.batch_size, "seed": args.seed, "warmup": args.warmup, "steps": args.steps,
-             "threads": args.threads, "versions": installed_versions(STACK_PACKAGES),
+             "threads": args.threads, "sharding_groups": "as planned" if args.separate_groups else "one",
+             "versions": installed_versions(STACK_PACKAGES),
              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}
     return measurement_document(plan, gathered, setup)
 

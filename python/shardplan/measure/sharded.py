@@ -25,8 +25,9 @@ class ShardedPlanModel:
     feature_names: list  # one feature per table, named after the plan's table
 
 
-def shard_plan_model(plan, device):
-    """Every rank calls this with the same plan (a dict); the process group must be up."""
+def shard_plan_model(plan, device, one_group=True):
+    """Every rank calls this with the same plan (a dict); the process group must be up. one_group: as
+    build_sharding_plan's."""
     description = describe_plan(plan)
     optimizer = plan.get("optimizer", "sgd")
     if optimizer not in OPTIMIZER_CLASSES:
@@ -36,6 +37,6 @@ def shard_plan_model(plan, device):
     # The fused kernel: TorchRec fuses the optimizer applied in backward into FBGEMM's update.
     _apply_optimizer_in_backward(OPTIMIZER_CLASSES[optimizer], model.parameters(), OPTIMIZER_KWARGS[optimizer])
     sharders = [EmbeddingBagCollectionSharder()]
-    sharding_plan = build_sharding_plan(plan, model, device_type=device.type, sharders=sharders)
+    sharding_plan = build_sharding_plan(plan, model, device_type=device.type, sharders=sharders, one_group=one_group)
     dmp = DistributedModelParallel(model, device=device, plan=sharding_plan, sharders=sharders)
     return ShardedPlanModel(model=dmp, feature_names=[t["table"] for t in description["tables"]])

@@ -4,6 +4,11 @@ Every ParameterSharding names its compute kernel explicitly: since TorchRec 0.5 
 for a parameter without an optimizer applied in backward, which would silently train a sharded table
 another way (TorchRec's own planner refuses `dense` for anything but data-parallel). What TorchRec built
 is then compared with the plan, shard for shard and kernel for kernel.
+
+TorchRec runs each sharding type of a module as a group of its own, with its own input and output
+all-to-alls. A table-wise table is a column-wise table of one shard, so where a module has both, its
+table-wise tables are built as single-shard column-wise ones (`one_group`): the same shards on the same
+ranks, one group fewer (data/measured/cpu-2core/torchrec-groups).
 """
 
 import dataclasses
@@ -16,13 +21,31 @@ from shardplan.plan_file import PlanError, describe_plan, read_plan
 from shardplan.torchrec.tables import plan_names
 
 
-def per_param_sharding(tables):
+def built_types(tables, one_group=True):
+    """{table: the sharding type TorchRec builds it with}, for described tables of one module.
+
+    one_group: a table-wise table of a module that also has column-wise tables of its kernel is built as
+    column-wise with one shard, unless its width is not a multiple of 4 (FBGEMM's column-wise rule)."""
+    out = {t["table"]: t["sharding_type"] for t in tables}
+    if not one_group:
+        return out
+    column_kernels = {t["compute_kernel"] for t in tables if t["sharding_type"] == "column_wise"}
+    for t in tables:
+        if t["sharding_type"] == "table_wise" and t["compute_kernel"] in column_kernels and t["dim"] % 4 == 0:
+            out[t["table"]] = "column_wise"
+    return out
+
+
+def per_param_sharding(tables, one_group=True):
     """{table name: ParameterShardingGenerator} for construct_module_sharding_plan, from described tables."""
     out = {}
+    types = built_types(tables, one_group)
     for t in tables:
         kernel = t["compute_kernel"]
         kind = t["sharding_type"]
-        if kind == "table_wise":
+        if kind == "table_wise" and types[t["table"]] == "column_wise":
+            out[t["name_in_module"]] = _uneven_column_wise(t["ranks"], [t["dim"]], kernel)
+        elif kind == "table_wise":
             out[t["name_in_module"]] = helpers.table_wise(rank=t["ranks"][0], compute_kernel=kernel)
         elif kind == "row_wise":
             out[t["name_in_module"]] = helpers.row_wise(compute_kernel=kernel)
@@ -78,13 +101,15 @@ def _module_tables(modules):
     return {names[k]: (k[0], k[1]) + shapes[k] for k in keys}
 
 
-def build_sharding_plan(plan, model, device_type=None, sharders=None, check_launch=True):
+def build_sharding_plan(plan, model, device_type=None, sharders=None, check_launch=True, one_group=True):
     """The ShardingPlan of every EmbeddingBagCollection in `model` (a plan dict or path).
 
     Tables are matched by name: a table's own name, or "module.path/name" where two modules have tables
     of one name (what ShardPlanPlanner writes). device_type defaults to "cuda" when CUDA is available,
     else "cpu"; the plan's ranks and devices_per_host hold for either. check_launch: refuse a running job
     whose world size or local world size is not the plan's (off when planning for another job).
+    one_group: build table-wise tables as single-shard column-wise ones beside column-wise tables
+    (built_types); the shards and ranks are the plan's either way.
     """
     description = describe_plan(plan if isinstance(plan, dict) else read_plan(plan))
     device_type = device_type or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -98,9 +123,9 @@ def build_sharding_plan(plan, model, device_type=None, sharders=None, check_laun
     result = {}
     for path, tables in by_path.items():
         module_plan = helpers.construct_module_sharding_plan(
-            modules[path], per_param_sharding(tables), sharder=sharders.get(type(modules[path])),
+            modules[path], per_param_sharding(tables, one_group), sharder=sharders.get(type(modules[path])),
             local_size=description["local_size"], world_size=description["world_size"], device_type=device_type)
-        check_module_plan(tables, module_plan, device_type, description["local_size"], path)
+        check_module_plan(tables, module_plan, device_type, description["local_size"], path, one_group)
         result[path] = module_plan
     return ShardingPlan(result)
 
@@ -139,8 +164,10 @@ def _check_launch(description):
                         f"{description['world_size']} (num_devices)")
 
 
-def check_module_plan(tables, module_plan, device_type, local_size, path=""):
-    """Raises PlanError where what TorchRec built differs from the plan: type, kernel, ranks or shards."""
+def check_module_plan(tables, module_plan, device_type, local_size, path="", one_group=True):
+    """Raises PlanError where what TorchRec built differs from the plan: type (as built_types has it),
+    kernel, ranks or shards."""
+    types = built_types(tables, one_group)
     for t in tables:
         ps = module_plan[t["name_in_module"]]
         where = f'table "{t["table"]}"' + (f' of module "{path}"' if path else "")
@@ -156,7 +183,7 @@ def check_module_plan(tables, module_plan, device_type, local_size, path=""):
             # row_wise() and table_row_wise() also list empty shards on trailing ranks; the plan has none.
             got = [(r, list(m.shard_offsets), list(m.shard_sizes), str(m.placement))
                    for r, m in zip(ps.ranks, ps.sharding_spec.shards) if 0 not in list(m.shard_sizes)]
-        if ps.sharding_type != t["sharding_type"] or got != want:
+        if ps.sharding_type != types[t["table"]] or got != want:
             what = "on ranks" if ps.sharding_spec is None else "shards"
             raise PlanError(f"{where}: TorchRec built {ps.sharding_type} {what} {got}, "
-                            f"the plan has {t['sharding_type']} {what} {want}")
+                            f"the plan has {types[t['table']]} {what} {want}")

@@ -113,7 +113,9 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
                                             check_launch=False)
         validate_modules_inclusion_in_sharding_plan(sharding_plan, module, sharders)
         validate_rank_assignment(sharding_plan, topology)
-        self._selected = selected_options(options, tables, plan, topology, self._constraints, sharders)
+        built = {(path, name): ps.sharding_type for path, module_plan in sharding_plan.plan.items()
+                 for name, ps in module_plan.items()}
+        self._selected = selected_options(options, tables, plan, topology, self._constraints, sharders, built)
         validate_compute_kernels(self._selected)
         check_storage(self._selected, reserved, kind)
         return sharding_plan

@@ -9,9 +9,10 @@ from torchrec.distributed.planner.types import PlannerError, PlannerErrorType, S
 from torchrec.distributed.planner.utils import build_sharder_data_map, sharder_name
 
 
-def selected_options(options, tables, plan, topology, constraints, sharders):
-    """For each planned table, TorchRec's enumerated option of the planned type and kernel, holding the
-    plan's shards, with TorchRec's storage estimate per shard."""
+def selected_options(options, tables, plan, topology, constraints, sharders, built=None):
+    """For each planned table, TorchRec's enumerated option of the type it was built with (`built`:
+    {(module path, name): sharding type}, else the planned one) and the planned kernel, holding the plan's
+    shards, with TorchRec's storage estimate per shard."""
     offered = {}
     for option in options:
         offered.setdefault((option.path, option.name, option.sharding_type, option.compute_kernel), option)
@@ -19,9 +20,10 @@ def selected_options(options, tables, plan, topology, constraints, sharders):
     selected = []
     for table in tables:
         entry = planned[table.plan_name]
-        option = offered.get((table.path, table.name, entry["sharding_type"], entry["compute_kernel"]))
+        kind = (built or {}).get((table.path, table.name), entry["sharding_type"])
+        option = offered.get((table.path, table.name, kind, entry["compute_kernel"]))
         if option is None:
-            raise PlannerError(f"shard-plan: {table.where} was planned {entry['sharding_type']} with kernel "
+            raise PlannerError(f"shard-plan: {table.where} was planned {kind} with kernel "
                                f"{entry['compute_kernel']}, which TorchRec's sharders and constraints do not offer it",
                                PlannerErrorType.STRICT_CONSTRAINTS)
         # A shallow copy: the option keeps its module and tensor, and gets the plan's shards.
