@@ -27,6 +27,9 @@ struct NeuroShardConfig {
   // to the other allowed types where the cost model predicts a faster slowest device.
   ShardingTypeSet sharding_types = ShardingTypeSet::all();
   int type_moves = 64;           // changes the conversion pass may make
+  // Also plan with the baselines and start from the best of their plans where it scores better than the
+  // search's, or where the search finds none (baseline_starts.hpp): never worse than a baseline.
+  bool baseline_starts = true;
 };
 
 // The step budget when --steps is 0: 10 (the paper's) on small clusters, growing with the devices and

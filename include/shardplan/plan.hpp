@@ -101,6 +101,10 @@ struct SearchSummary {
   std::string sharding_types;  // the types it was allowed (--sharding-types), comma-separated
   bool cut_short = false; // --time-limit ended the search or the refinement early
   double time_limit_seconds = 0.0;  // 0: none
+  // The baseline whose plan the returned one starts from, where that scored better than the search's own
+  // or the search found none (baseline_starts.hpp); empty: the search's own.
+  std::string started_from;
+  double search_max_ms = 0.0;  // the search's own plan's predicted cost then (0: it found none)
 };
 
 struct Plan {

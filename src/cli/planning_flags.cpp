@@ -122,6 +122,11 @@ void add_search_options(CLI::App& app, NeuroShardConfig& config) {
          "table_wise, column_wise, row_wise, table_row_wise, data_parallel (docs/sharding-types.md)")
       ->default_str("all")
       ->group(group);
+  app.add_flag_function(
+         "--no-baseline-starts", [&config](std::int64_t) { config.baseline_starts = false; },
+         "Return the search's own plan even where a baseline's (after the sharding-type pass) scores better, and "
+         "refuse what the search cannot place; by default the baselines' plans are other starting points")
+      ->group(group);
   app.add_option("--type-moves", config.type_moves,
                  "Changes the sharding-type pass may make after the search (conversions to row-wise, table-row-wise "
                  "or data-parallel, and moves of shards off the slowest device); 0: none")

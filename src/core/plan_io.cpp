@@ -74,7 +74,10 @@ ojson search_to_json(const SearchSummary& search) {
                {"type_moves", search.type_moves},
                {"converted_tables", search.converted},
                {"cut_short", search.cut_short},
-               {"time_limit_seconds", search.time_limit_seconds > 0 ? ojson(search.time_limit_seconds) : ojson(nullptr)}};
+               {"time_limit_seconds", search.time_limit_seconds > 0 ? ojson(search.time_limit_seconds) : ojson(nullptr)},
+               {"started_from", search.started_from.empty() ? ojson("search") : ojson(search.started_from)},
+               {"search_max_total_ms", search.started_from.empty() ? ojson(nullptr)
+                                       : search.search_max_ms > 0 ? ojson(search.search_max_ms) : ojson("no plan")}};
 }
 
 }  // namespace

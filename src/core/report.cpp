@@ -127,6 +127,13 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
     out += "cost: not predicted (no cost model was used)\n";
   }
   out += fmt::format("planned {} tables in {:.3f} s\n", plan.tables.size(), plan.planning_seconds);
+  if (plan.search && !plan.search->started_from.empty()) {
+    out += plan.search->search_max_ms > 0
+               ? fmt::format("start: {}'s plan, after the sharding-type pass, scored below the search's own ({:.3f} ms)\n",
+                             plan.search->started_from, plan.search->search_max_ms)
+               : fmt::format("start: {}'s plan; the search found none (--no-baseline-starts shows why)\n",
+                             plan.search->started_from);
+  }
   if (plan.search && plan.search->cut_short) {
     out += fmt::format("note: --time-limit {} s cut the search short after {} of {} split steps and {} refinement "
                        "moves: this is the best plan found by then, not the search's answer\n",

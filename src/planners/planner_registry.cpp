@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "baseline_starts.hpp"
 #include "greedy_baselines.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/external_planner.hpp"
@@ -55,7 +56,10 @@ std::unique_ptr<Planner> make_torchrec_program_planner(std::string_view name, co
 }  // namespace
 
 std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig& config) {
-  if (name == "neuroshard") return make_neuroshard_planner(config.cost_model, config.neuroshard);
+  if (name == "neuroshard") {
+    auto search = make_neuroshard_planner(config.cost_model, config.neuroshard);
+    return config.neuroshard.baseline_starts ? make_baseline_checked_planner(std::move(search), config) : std::move(search);
+  }
   if (name == "neuroshard_measured") {
     std::vector<std::shared_ptr<const Planner>> rivals;
     for (const std::string& rival : config.measure_loop.rivals) {

@@ -581,4 +581,15 @@ std::vector<Plan> neuroshard_candidate_plans(const std::vector<Table>& tables, c
   return NeuroShardPlanner(std::move(model), config).search(tables, cluster, max_plans);
 }
 
+Plan neuroshard_type_pass(Plan plan, const std::vector<Table>& tables, const CostModel& model,
+                          const NeuroShardConfig& config, std::chrono::steady_clock::time_point start) {
+  if (!config.sharding_types.beyond_table_and_column()) return plan;
+  TypePassOptions options;
+  options.allowed = config.sharding_types;
+  options.max_moves = config.type_moves;
+  options.threads = resolve_threads(config.threads);
+  options.deadline = Deadline::after(config.time_limit_seconds, config.time_limit_start.value_or(start));
+  return choose_sharding_types(std::move(plan), tables, model, options);
+}
+
 }  // namespace shardplan

@@ -42,6 +42,22 @@ TEST(PlanCli, PlansTheBundledExampleOn128Gpus) {
   expect_valid(out, kExample);
 }
 
+// A 4-column table larger than any GPU: the search alone refuses it (bad_input_test), and TorchRec's
+// all-types proposals plan it in row blocks, so the planner does, saying where it started.
+TEST(PlanCli, PlansATableOnlyRowBlocksHold) {
+  TempDir dir;
+  const std::string tables = dir.write("tables.json", R"([{"name": "narrow", "rows": 100000000, "dim": 4},
+                                                         {"name": "small", "rows": 1000, "dim": 16}])");
+  const std::string out = dir.path("plan.json");
+  CliResult r = run_cli({"--tables", tables, "--gpus", "4", "--mem-per-gpu", "1GiB", "--model", "analytic", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("start: torchrec_all_types's plan; the search found none"), std::string::npos) << r.out;
+  auto plan = nlohmann::json::parse(read_file(out));
+  EXPECT_EQ(plan["tables"][0]["sharding_type"], "row_wise");
+  EXPECT_EQ(plan["search"]["started_from"], "torchrec_all_types");
+  expect_valid(out, tables);
+}
+
 TEST(PlanCli, TimeLimitCutsTheSearchShortAndSaysSo) {
   TempDir dir;
   std::string out = dir.path("plan.json");

@@ -41,6 +41,20 @@ TEST(Report, ShowsPredictedCostsAndTheBoundingDevice) {
       << report;
 }
 
+TEST(Report, SaysWhichBaselineThePlanStartedFrom) {
+  Plan plan = plan_on(4);
+  EXPECT_EQ(format_report(plan, ReportOptions{}).find("start:"), std::string::npos);
+  plan.search = SearchSummary{};
+  plan.search->started_from = "torchrec_cw32";
+  plan.search->search_max_ms = 12.5;
+  EXPECT_NE(format_report(plan, ReportOptions{}).find(
+                "start: torchrec_cw32's plan, after the sharding-type pass, scored below the search's own (12.500 ms)"),
+            std::string::npos);
+  plan.search->search_max_ms = 0.0;
+  EXPECT_NE(format_report(plan, ReportOptions{}).find("start: torchrec_cw32's plan; the search found none"),
+            std::string::npos);
+}
+
 TEST(Report, NamesTheBoundingDeviceAndItsCostDrivers) {
   Plan plan = plan_on(4);
   plan.cost_model = "m";
