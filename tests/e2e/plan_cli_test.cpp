@@ -58,6 +58,26 @@ TEST(PlanCli, PlansATableOnlyRowBlocksHold) {
   expect_valid(out, tables);
 }
 
+// HugeCTR's 470B benchmark (data/configs): 5 billion rows of 32 columns fit no 80 GB GPU but in row
+// blocks. It plans on 64 GPUs; on 16 the message names the shortfall.
+TEST(PlanCli, PlansHugeCtrs470BBenchmarkOrNamesTheShortfall) {
+  TempDir dir;
+  const std::string tables = source_path("data/configs/hugectr-7table-470b.json");
+  const std::vector<std::string> common = {"--tables", tables, "--mem-per-gpu", "80GB", "--optimizer",
+                                           "rowwise_adagrad", "--model", "analytic", "-o", dir.path("plan.json")};
+  std::vector<std::string> args = common;
+  args.insert(args.end(), {"--gpus", "64"});
+  CliResult r = run_cli(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_valid(dir.path("plan.json"), tables);
+  args = common;
+  args.insert(args.end(), {"--gpus", "16", "-o", dir.path("none.json")});
+  r = run_cli(args);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("the tables need 1.65 TiB in total but 16 devices offer 1.16 TiB"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path("none.json")));
+}
+
 TEST(PlanCli, TimeLimitCutsTheSearchShortAndSaysSo) {
   TempDir dir;
   std::string out = dir.path("plan.json");
