@@ -50,7 +50,14 @@ def main():
     p.add_argument("mode", choices=("per-rank", "step"))
     p.add_argument("out")
     p.add_argument("--passes", type=int, default=1)
+    p.add_argument("--variants", default=",".join(v for v, _, _ in VARIANTS),
+                   help="the builds to time, comma-separated (default: all three)")
     a = p.parse_args()
+    chosen = a.variants.split(",")
+    unknown = [v for v in chosen if v not in {v for v, _, _ in VARIANTS}]
+    if unknown:
+        raise SystemExit(f"--variants: unknown {unknown}")
+    variants = [v for v in VARIANTS if v[0] in chosen]
     with open(a.tasks) as f:
         tasks = json.load(f)["tasks"]
     n_tasks = len(tasks)
@@ -61,14 +68,14 @@ def main():
             done = json.load(f)["measured"]
     for pass_ in range(a.passes):
         for i in range(n_tasks):
-            plans = {v: os.path.join(a.plans, f"{src}-{i}.json") for v, src, _ in VARIANTS}
+            plans = {v: os.path.join(a.plans, f"{src}-{i}.json") for v, src, _ in variants}
             if not all(os.path.exists(x) for x in plans.values()):
                 continue
             tables = os.path.join(scratch_dir, f"tables-{i}.json")
             with open(tables, "w") as f:
                 json.dump({"tables": tasks[i]["tables"]}, f)
-            k = (i + pass_) % len(VARIANTS)
-            for label, _, extra in VARIANTS[k:] + VARIANTS[:k]:
+            k = (i + pass_) % len(variants)
+            for label, _, extra in variants[k:] + variants[:k]:
                 key = f"{i}/{pass_}/{label}"
                 if key in done:
                     continue

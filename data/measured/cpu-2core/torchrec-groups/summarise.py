@@ -41,6 +41,8 @@ def paired(a, b):
     tasks = sorted(set(a) & set(b))
     logs = [math.log(a[t] / b[t]) for t in tasks]
     n = len(logs)
+    if n < 2:
+        return {"tasks": n}
     mean = statistics.fmean(logs)
     t = mean / (statistics.stdev(logs) / math.sqrt(n)) if n > 1 and statistics.stdev(logs) > 0 else float("nan")
     return {"tasks": n, "ratio": round(math.exp(mean), 4), "t": round(t, 2), "first_faster": sum(x < 0 for x in logs)}
@@ -61,8 +63,9 @@ def main():
             for figure in ("max_step_ms", "max_compute_ms"):
                 res[f"{figure}: neuroshard_one_group / neuroshard_as_planned, {name}"] = paired(
                     per_task(m, "neuroshard_one_group", figure, only), per_task(m, "neuroshard_as_planned", figure, only))
-        means = {label: round(statistics.fmean(per_task(m, label, "max_step_ms").values()), 2)
-                 for label in ("neuroshard_one_group", "neuroshard_as_planned", "torchrec_planner")}
+        means = {label: round(statistics.fmean(values.values()), 2)
+                 for label in ("neuroshard_one_group", "neuroshard_as_planned", "torchrec_planner")
+                 if (values := per_task(m, label, "max_step_ms"))}
         out[path] = {"mode": doc["mode"], "mean_max_step_ms": means, "pairs": res}
     json.dump(out, sys.stdout, indent=1)
     print()
