@@ -16,8 +16,9 @@
 namespace shardplan {
 
 const std::vector<std::string>& planner_names() {
-  static const std::vector<std::string> names = {"neuroshard", "torchrec", "torchrec_cw32", "torchrec_all_types", "size_lookup_greedy", "lookup_greedy", "dim_greedy",
-                                                 "size_greedy", "random"};
+  static const std::vector<std::string> names = {"neuroshard",         "torchrec",      "torchrec_cw32",
+                                                 "torchrec_all_types", "size_lookup_greedy", "lookup_greedy",
+                                                 "dim_greedy",         "size_greedy",   "random"};
   return names;
 }
 
