@@ -90,6 +90,15 @@ struct MeasureLoopSummary {
 };
 
 // How the NeuroShard search ended (only its plans carry one). Deterministic unless cut_short.
+// Another planner's plan for the same tables, scored by the same model (compare_with_baselines in
+// baseline_comparison.hpp).
+struct BaselineOutcome {
+  std::string planner;
+  std::optional<double> max_total_ms;  // nullopt: it found no plan
+  std::string failure;                 // why not, when it did not
+  bool out_of_time = false;            // a time limit passed before it ran or finished: not compared
+};
+
 struct SearchSummary {
   int steps = 0;          // split steps run
   int step_budget = 0;    // steps it could run (--steps, or auto_split_steps)
@@ -105,6 +114,9 @@ struct SearchSummary {
   // or the search found none (baseline_starts.hpp); empty: the search's own.
   std::string started_from;
   double search_max_ms = 0.0;  // the search's own plan's predicted cost then (0: it found none)
+  // Every baseline the starts planned, scored as it planned (before the type pass). Not written to the
+  // plan file: the report's comparison reuses them instead of planning them again.
+  std::vector<BaselineOutcome> baselines;
 };
 
 struct Plan {

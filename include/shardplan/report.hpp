@@ -22,15 +22,6 @@ struct BoundingDevice {
   std::vector<CostDriver> drivers;  // largest saving first; empty when the device holds no tables
 };
 
-// Another planner's plan for the same tables, scored by the same model (compare_with_baselines in
-// baseline_comparison.hpp).
-struct BaselineOutcome {
-  std::string planner;
-  std::optional<double> max_total_ms;  // nullopt: it found no plan
-  std::string failure;                 // why not, when it did not
-  bool out_of_time = false;            // a time limit passed before it ran or finished: not compared
-};
-
 // What the report says beyond the plan itself. It needs a cost model or the other planners, so it is
 // worked out by the caller and handed in, which keeps the formatting free of both.
 struct PlanAnalysis {

@@ -75,7 +75,10 @@ PlanAnalysis analyse_plan(const Plan& plan, const std::vector<Table>& tables, co
   PlanAnalysis analysis;
   analysis.bound = bounding_drivers(plan, tables, *config.cost_model);
   if (compare) {
-    analysis.baselines = compare_with_baselines(baseline_planner_names(), tables, cluster, config, *config.cost_model);
+    // What the plan's baseline starts planned already is not planned again.
+    const std::vector<BaselineOutcome> known = plan.search ? plan.search->baselines : std::vector<BaselineOutcome>{};
+    analysis.baselines =
+        compare_with_baselines(baseline_planner_names(), tables, cluster, config, *config.cost_model, known);
   }
   return analysis;
 }

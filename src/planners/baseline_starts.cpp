@@ -79,7 +79,16 @@ class BaselineCheckedPlanner final : public Planner {
                           (name == "torchrec_cw32" && work > kColumnProposalsWork);
       if (!costly || !best) names.push_back(name);
     }
-    std::vector<Candidate> starts = baseline_plans(names, tables, cluster, baseline_config);
+    std::vector<BaselineRun> runs =
+        run_baselines(names, tables, cluster, baseline_config, model, resolve_threads(search.threads));
+    std::vector<Candidate> starts;
+    std::vector<BaselineOutcome> outcomes;
+    for (BaselineRun& run : runs) {
+      outcomes.push_back(run.outcome);
+      if (run.plan && uses_only(*run.plan, search.sharding_types)) {
+        starts.push_back(Candidate{std::move(*run.plan), *run.outcome.max_total_ms, run.outcome.planner});
+      }
+    }
     improve_the_best(starts, tables, start);
     std::string winner;
     for (Candidate& candidate : starts) {
@@ -89,41 +98,16 @@ class BaselineCheckedPlanner final : public Planner {
       }
     }
     if (!best) throw *refused;
-    if (winner.empty()) return std::move(best->plan);
-    spdlog::debug("neuroshard: {}'s plan scores {:.4f} ms against the search's {}", winner, best->max_ms,
-                  refused ? std::string("none") : fmt::format("{:.4f} ms", search_ms));
-    return as_own(std::move(best->plan), winner, search_ms, own_summary);
+    if (!winner.empty()) {
+      spdlog::debug("neuroshard: {}'s plan scores {:.4f} ms against the search's {}", winner, best->max_ms,
+                    refused ? std::string("none") : fmt::format("{:.4f} ms", search_ms));
+      best->plan = as_own(std::move(best->plan), winner, search_ms, own_summary);
+    }
+    if (best->plan.search) best->plan.search->baselines = std::move(outcomes);
+    return std::move(best->plan);
   }
 
  private:
-  // Each named baseline's plan that uses only the allowed types, scored, in planner order; a baseline that
-  // fails or runs out of time gives none. The baselines plan on the search's threads, each into its own
-  // slot (deterministic for any thread count); the model scores them one after another.
-  std::vector<Candidate> baseline_plans(const std::vector<std::string>& names, const std::vector<Table>& tables,
-                                        const Cluster& cluster, const PlannerConfig& config) const {
-    std::vector<std::optional<Plan>> planned(names.size());
-    parallel_for(static_cast<int>(names.size()), resolve_threads(config_.neuroshard.threads), [&](int i) {
-      const auto& name = names[static_cast<std::size_t>(i)];
-      if (config.deadline.passed()) return;
-      const auto began = std::chrono::steady_clock::now();
-      try {
-        planned[static_cast<std::size_t>(i)] = make_planner(name, config)->plan(tables, cluster);
-      } catch (const InfeasibleError&) {
-      } catch (const DeadlinePassed&) {
-      } catch (const InputError& e) {
-        spdlog::debug("neuroshard: baseline {} gave no start: {}", name, e.what());
-      }
-      spdlog::debug("neuroshard: baseline {} planned in {:.3f} s", name, seconds_since(began));
-    });
-    std::vector<Candidate> plans;
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      if (!planned[i] || !uses_only(*planned[i], config_.neuroshard.sharding_types)) continue;
-      const double ms = max_total_ms(score_plan(*planned[i], tables, *config_.cost_model));
-      plans.push_back(Candidate{std::move(*planned[i]), ms, names[i]});
-    }
-    return plans;
-  }
-
   // The search's sharding-type pass on the kImprovedStarts best table- and column-wise plans (a pass
   // costs about what the search's own does; the others rarely overtake the best).
   void improve_the_best(std::vector<Candidate>& starts, const std::vector<Table>& tables,

@@ -104,13 +104,10 @@ struct Rated {
 
 class TorchRecPlanner final : public Planner {
  public:
-  TorchRecPlanner(bool all_types, int min_partition, Deadline deadline)
-      : all_types_(all_types), min_partition_(min_partition), deadline_(std::move(deadline)) {}
+  TorchRecPlanner(std::string_view name, bool all_types, int min_partition, Deadline deadline)
+      : name_(name), all_types_(all_types), min_partition_(min_partition), deadline_(std::move(deadline)) {}
 
-  std::string_view name() const override {
-    if (all_types_) return "torchrec_all_types";
-    return min_partition_ == kTorchRecMinPartition ? "torchrec" : "torchrec_cw32";
-  }
+  std::string_view name() const override { return name_; }
 
   Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const override {
     validate_cluster(cluster);
@@ -143,6 +140,7 @@ class TorchRecPlanner final : public Planner {
   }
 
  private:
+  std::string_view name_;  // a literal
   bool all_types_;
   int min_partition_;
   Deadline deadline_;
@@ -444,11 +442,12 @@ class TorchRecPlanner final : public Planner {
 }  // namespace
 
 std::unique_ptr<Planner> make_torchrec_planner(bool all_types, Deadline deadline) {
-  return std::make_unique<TorchRecPlanner>(all_types, kTorchRecMinPartition, std::move(deadline));
+  return std::make_unique<TorchRecPlanner>(all_types ? "torchrec_all_types" : "torchrec", all_types,
+                                           kTorchRecMinPartition, std::move(deadline));
 }
 
 std::unique_ptr<Planner> make_torchrec_cw32_planner(Deadline deadline) {
-  return std::make_unique<TorchRecPlanner>(/*all_types=*/false, 32, std::move(deadline));
+  return std::make_unique<TorchRecPlanner>("torchrec_cw32", /*all_types=*/false, 32, std::move(deadline));
 }
 
 }  // namespace shardplan

@@ -171,6 +171,16 @@ bool place_each(std::size_t count, int threads, const Deadline& deadline, const 
   return true;
 }
 
+// The sharding-type pass as the search runs it (convert_types, neuroshard_type_pass).
+TypePassOptions type_pass_options(const NeuroShardConfig& config, int threads, const Deadline& deadline) {
+  TypePassOptions options;
+  options.allowed = config.sharding_types;
+  options.max_moves = config.type_moves;
+  options.threads = threads;
+  options.deadline = deadline;
+  return options;
+}
+
 class NeuroShardPlanner final : public Planner {
  public:
   NeuroShardPlanner(std::shared_ptr<const CostModel> model, const NeuroShardConfig& config)
@@ -334,11 +344,7 @@ class NeuroShardPlanner final : public Planner {
   void convert_types(std::vector<Plan>& plans, const std::vector<Table>& tables,
                      const Deadline& deadline, int threads) const {
     if (!config_.sharding_types.beyond_table_and_column()) return;
-    TypePassOptions options;
-    options.allowed = config_.sharding_types;
-    options.max_moves = config_.type_moves;
-    options.threads = threads;
-    options.deadline = deadline;
+    const TypePassOptions options = type_pass_options(config_, threads, deadline);
     for (std::size_t i = 0; i < plans.size(); ++i) {
       TypePassStats stats;
       plans[i] = choose_sharding_types(std::move(plans[i]), tables, *model_, options, &stats);
@@ -584,12 +590,9 @@ std::vector<Plan> neuroshard_candidate_plans(const std::vector<Table>& tables, c
 Plan neuroshard_type_pass(Plan plan, const std::vector<Table>& tables, const CostModel& model,
                           const NeuroShardConfig& config, std::chrono::steady_clock::time_point start) {
   if (!config.sharding_types.beyond_table_and_column()) return plan;
-  TypePassOptions options;
-  options.allowed = config.sharding_types;
-  options.max_moves = config.type_moves;
-  options.threads = resolve_threads(config.threads);
-  options.deadline = Deadline::after(config.time_limit_seconds, config.time_limit_start.value_or(start));
-  return choose_sharding_types(std::move(plan), tables, model, options);
+  const Deadline deadline = Deadline::after(config.time_limit_seconds, config.time_limit_start.value_or(start));
+  return choose_sharding_types(std::move(plan), tables, model,
+                               type_pass_options(config, resolve_threads(config.threads), deadline));
 }
 
 }  // namespace shardplan

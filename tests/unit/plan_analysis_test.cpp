@@ -97,6 +97,33 @@ TEST(BaselineComparison, LeavesOutNeuroShardAndRandom) {
   }
 }
 
+// Outcomes a plan's baseline starts found are reused, in the planners' order; only the rest are planned.
+TEST(BaselineComparison, ReusesKnownOutcomesAndPlansTheRest) {
+  auto tables = testing::varied_tables(40);
+  Cluster cluster;
+  cluster.num_devices = 4;
+  auto config = testing::planner_config();
+  const std::vector<BaselineOutcome> known = {{"no_such_planner", 1.5, "", false}};
+  auto outcomes = compare_with_baselines({"no_such_planner", "size_greedy"}, tables, cluster, config,
+                                         *config.cost_model, known);
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0].planner, "no_such_planner");
+  EXPECT_EQ(outcomes[0].max_total_ms, 1.5);  // not planned: that planner does not exist
+  EXPECT_EQ(outcomes[1].planner, "size_greedy");
+  EXPECT_TRUE(outcomes[1].max_total_ms);
+
+  // A plan's baseline starts record what the report would plan again, the same outcomes.
+  const Plan plan = make_planner("neuroshard", config)->plan(tables, cluster);
+  ASSERT_TRUE(plan.search.has_value());
+  const auto& recorded = plan.search->baselines;
+  const auto fresh = compare_with_baselines({"torchrec", "size_greedy"}, tables, cluster, config, *config.cost_model);
+  for (const auto& outcome : fresh) {
+    auto it = std::find_if(recorded.begin(), recorded.end(), [&](const auto& o) { return o.planner == outcome.planner; });
+    ASSERT_NE(it, recorded.end()) << outcome.planner;
+    EXPECT_EQ(it->max_total_ms, outcome.max_total_ms) << outcome.planner;
+  }
+}
+
 TEST(BaselineComparison, ScoresEachBaselineAndReportsFailuresWithoutThrowing) {
   auto tables = testing::varied_tables(40);
   Cluster cluster;
