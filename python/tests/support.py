@@ -43,7 +43,8 @@ def needs_binary(cls):
 def environment(**extra):
     """This process's environment with the package and the binary found, for subprocesses."""
     path = os.pathsep.join(filter(None, [str(PYTHON_DIR), os.environ.get("PYTHONPATH")]))
-    return dict(os.environ, PYTHONPATH=path, SHARDPLAN_BINARY=BINARY, **extra)
+    # Faulthandler: a rank that aborts prints every thread's Python stack, so a failure says where.
+    return dict(os.environ, PYTHONPATH=path, SHARDPLAN_BINARY=BINARY, PYTHONFAULTHANDLER="1", **extra)
 
 
 def torchrun(script_or_module, *args, ranks=2, timeout=600):
