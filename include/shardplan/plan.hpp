@@ -8,19 +8,10 @@
 
 #include "shardplan/cluster.hpp"
 #include "shardplan/model_hardware.hpp"
+#include "shardplan/sharding_type.hpp"
 #include "shardplan/table.hpp"
 
 namespace shardplan {
-
-// TorchRec's sharding types (docs/sharding-types.md). Row-wise blocks span every rank, table-row-wise
-// blocks the ranks of one host, and a data-parallel table has a whole replica on every rank.
-enum class ShardingType { kTableWise, kColumnWise, kRowWise, kTableRowWise, kDataParallel };
-
-inline constexpr int kNumShardingTypes = 5;
-
-// TorchRec's names: "table_wise", "column_wise", "row_wise", "table_row_wise", "data_parallel".
-std::string_view sharding_type_name(ShardingType type);
-std::optional<ShardingType> parse_sharding_type(std::string_view name);
 
 // A rectangle of a table, [row_offset, row_offset + rows) x [col_offset, col_offset + cols), on a rank.
 struct Shard {
@@ -151,8 +142,8 @@ std::vector<DeviceUsage> device_usage(const Plan& plan);
 // "rank:5/cuda:5" for rank 5 with 8 devices per host; the local device index is rank mod K.
 std::string placement_string(int rank, int devices_per_host);
 
-// A table's sharding from its shards (in column order): table-wise when one shard holds every column,
-// column-wise otherwise.
+// A table's sharding from its shards (in column order): table-wise when one shard holds every column
+// (column-wise when the table's constraints allow only that), column-wise otherwise.
 TableSharding sharding_of(const Table& table, std::vector<Shard> shards);
 
 // A shard as a table of its own: its rows and columns, with the lookups that fall in its rows (ids are
@@ -199,7 +190,7 @@ std::string shard_piece_key(const Table& piece);
 // A device's shard set as a key: the same for the same pieces in any order, in any plan.
 std::string shard_set_key(const std::vector<Table>& pieces);
 
-// A table placed whole on one rank.
+// A table placed whole on one rank (as sharding_of types it).
 TableSharding table_wise_sharding(const Table& table, int rank);
 
 // The layouts TorchRec's helpers build (tools/plan_to_torchrec.py), so that plans load there unchanged:

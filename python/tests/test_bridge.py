@@ -162,6 +162,24 @@ class BinaryPlansTest(unittest.TestCase):
                                   capture_output=True, text=True, timeout=120)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
 
+    def test_torchrecs_own_planner_honours_the_tables_constraints(self):
+        doc = json.loads((ROOT / "data/examples/tables-4gpu.json").read_text())
+        tables = doc["tables"] if isinstance(doc, dict) else doc
+        tables[0]["sharding_types"] = ["column_wise"]
+        tables[1]["sharding_types"] = ["data_parallel"]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "tables.json"
+            path.write_text(json.dumps({"tables": tables}))
+            plan = self.plan("--tables", str(path), "--gpus", "4", "--mem-per-gpu", "4GiB", "--algo", "torchrec_planner")
+            self.assertEqual([t["sharding_type"] for t in plan["tables"][:2]], ["column_wise", "data_parallel"])
+            tables[2]["ranks"] = [1]  # TorchRec's planner takes no ranks: refused by name
+            path.write_text(json.dumps({"tables": tables}))
+            done = subprocess.run([BINARY, "--tables", str(path), "--gpus", "4", "--mem-per-gpu", "4GiB", "--algo",
+                                   "torchrec_planner", "-q", "-o", str(Path(tmp) / "p.json")], capture_output=True,
+                                  text=True, timeout=300, env=environment())
+        self.assertEqual(done.returncode, 3, done.stderr)
+        self.assertIn(f'table "{tables[2]["name"]}" is pinned to ranks [1]', done.stderr)
+
     def test_h100_plans_with_table_row_wise(self):
         for gpus in (8, 64):
             plan = self.plan("--tables", str(ROOT / "data/configs/mlperf-dlrmv2.json"), "--gpus", str(gpus),

@@ -22,6 +22,7 @@
 #include "shardplan/bounding_drivers.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/plan_io.hpp"
+#include "shardplan/sharding_types.hpp"
 #include "shardplan/planner.hpp"
 #include "shardplan/report.hpp"
 #include "shardplan/svg_report.hpp"
@@ -179,6 +180,10 @@ int run_plan(int argc, char** argv) {
 
   auto start = std::chrono::steady_clock::now();
   Plan plan = planner->plan(tables, cluster);
+  // Every planner honours the tables' constraints; a plan that does not is a bug, never a plan to write.
+  if (std::string broken = constraint_violation(plan, tables); !broken.empty()) {
+    throw RuntimeFailure(fmt::format("{}: its plan breaks the tables file's constraints: {}", algorithm, broken));
+  }
   plan.seed = seed;
   plan.planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // Every planner's plan is scored by the same model, so reports compare like with like.

@@ -7,25 +7,6 @@
 
 namespace shardplan {
 
-std::string_view sharding_type_name(ShardingType type) {
-  switch (type) {
-    case ShardingType::kColumnWise: return "column_wise";
-    case ShardingType::kRowWise: return "row_wise";
-    case ShardingType::kTableRowWise: return "table_row_wise";
-    case ShardingType::kDataParallel: return "data_parallel";
-    case ShardingType::kTableWise: break;
-  }
-  return "table_wise";
-}
-
-std::optional<ShardingType> parse_sharding_type(std::string_view name) {
-  for (int i = 0; i < kNumShardingTypes; ++i) {
-    auto type = static_cast<ShardingType>(i);
-    if (sharding_type_name(type) == name) return type;
-  }
-  return std::nullopt;
-}
-
 namespace {
 
 // Each rank's pooled output width from one table: its shards' columns; a row-wise table's full width on
@@ -78,8 +59,11 @@ TableSharding sharding_of(const Table& table, std::vector<Shard> shards) {
   sharding.rows = table.rows;
   sharding.dim = table.dim;
   sharding.dtype = table.dtype;
-  bool whole = shards.size() == 1 && shards.front().cols == table.dim;
-  sharding.type = whole ? ShardingType::kTableWise : ShardingType::kColumnWise;
+  // A table the tables file keeps column-wise stays so in one slice (TorchRec's column_wise(ranks=[r])).
+  const ShardingTypeSet own = table.constraints.sharding_types;
+  const bool whole = shards.size() == 1 && shards.front().cols == table.dim;
+  sharding.type = whole && (own.empty() || own.allows(ShardingType::kTableWise)) ? ShardingType::kTableWise
+                                                                                  : ShardingType::kColumnWise;
   sharding.shards = std::move(shards);
   return sharding;
 }

@@ -1,10 +1,32 @@
 #include "shardplan/sharding_types.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <unordered_map>
 
 #include "shardplan/errors.hpp"
 
 namespace shardplan {
+
+std::string_view sharding_type_name(ShardingType type) {
+  switch (type) {
+    case ShardingType::kColumnWise: return "column_wise";
+    case ShardingType::kRowWise: return "row_wise";
+    case ShardingType::kTableRowWise: return "table_row_wise";
+    case ShardingType::kDataParallel: return "data_parallel";
+    case ShardingType::kTableWise: break;
+  }
+  return "table_wise";
+}
+
+std::optional<ShardingType> parse_sharding_type(std::string_view name) {
+  for (int i = 0; i < kNumShardingTypes; ++i) {
+    auto type = static_cast<ShardingType>(i);
+    if (sharding_type_name(type) == name) return type;
+  }
+  return std::nullopt;
+}
 
 ShardingTypeSet ShardingTypeSet::all() { return ShardingTypeSet{(1u << kNumShardingTypes) - 1u}; }
 
@@ -50,6 +72,50 @@ std::string sharding_types_string(ShardingTypeSet set) {
     out += sharding_type_name(type);
   }
   return out;
+}
+
+ShardingTypeSet table_sharding_types(const Table& table, ShardingTypeSet allowed) {
+  const ShardingTypeSet own = table.constraints.sharding_types;
+  return own.empty() ? allowed : own & allowed;
+}
+
+void check_table_constraints(const std::vector<Table>& tables, int num_devices, ShardingTypeSet allowed) {
+  for (const Table& table : tables) {
+    const TableConstraints& c = table.constraints;
+    if (!c.ranks.empty() && c.ranks.back() >= num_devices) {
+      throw InputError(fmt::format("table \"{}\": ranks: rank {} is not a device (the cluster has {}: ranks 0 to {})",
+                                   table.name, c.ranks.back(), num_devices, num_devices - 1));
+    }
+    if (table_sharding_types(table, allowed).empty()) {
+      throw InputError(fmt::format("table \"{}\": sharding_types: none of \"{}\" is among the types the plan allows "
+                                   "(\"{}\")", table.name, sharding_types_string(c.sharding_types),
+                                   sharding_types_string(allowed)));
+    }
+  }
+}
+
+std::string constraint_violation(const Plan& plan, const std::vector<Table>& tables) {
+  std::unordered_map<std::string_view, const Table*> by_name;
+  for (const Table& table : tables) {
+    if (table.constraints.any()) by_name.emplace(table.name, &table);
+  }
+  if (by_name.empty()) return {};
+  for (const TableSharding& sharding : plan.tables) {
+    const auto found = by_name.find(sharding.name);
+    if (found == by_name.end()) continue;
+    const TableConstraints& c = found->second->constraints;
+    if (!c.sharding_types.empty() && !c.sharding_types.allows(sharding.type)) {
+      return fmt::format("table \"{}\" is {}, but may only be {}", sharding.name, sharding_type_name(sharding.type),
+                         sharding_types_string(c.sharding_types));
+    }
+    for (const Shard& shard : sharding.shards) {
+      if (!c.allows_rank(shard.rank)) {
+        return fmt::format("table \"{}\" has a shard on rank {}, off its ranks [{}]", sharding.name, shard.rank,
+                           fmt::join(c.ranks, ", "));
+      }
+    }
+  }
+  return {};
 }
 
 }  // namespace shardplan

@@ -1,5 +1,7 @@
 #include "shardplan/table.hpp"
 
+#include <algorithm>
+
 namespace shardplan {
 
 int dtype_bytes(DType dtype) { return dtype == DType::kFp16 ? 2 : 4; }
@@ -10,6 +12,10 @@ std::optional<DType> parse_dtype(std::string_view name) {
   if (name == "fp32") return DType::kFp32;
   if (name == "fp16") return DType::kFp16;
   return std::nullopt;
+}
+
+bool TableConstraints::allows_rank(int rank) const {
+  return ranks.empty() || std::binary_search(ranks.begin(), ranks.end(), rank);
 }
 
 const ReuseHist& Table::reuse_hist_or_default() const {

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <set>
 #include <unordered_map>
 
@@ -17,7 +18,8 @@ namespace {
 
 const std::set<std::string>& known_table_keys() {
   static const std::set<std::string> keys = {"name", "rows", "num_embeddings", "dim", "embedding_dim",
-                                             "pooling_factor", "reuse_hist", "dtype"};
+                                             "pooling_factor", "reuse_hist", "dtype",
+                                             "sharding_types", "ranks"};
   return keys;
 }
 
@@ -48,6 +50,57 @@ ReuseHist parse_reuse_hist(const nlohmann::json& value, std::string_view source,
     for (double& h : hist) h /= sum;
   }
   return hist;
+}
+
+// Pinned ranks are at most this (a sanity bound; the cluster checks the real one).
+constexpr int64_t kMaxPinnedRank = 1'000'000;
+
+ShardingTypeSet parse_table_sharding_types(const nlohmann::json& value, std::string_view source, const std::string& path) {
+  const nlohmann::json& list = read_array(value, source, path);
+  if (list.empty()) throw_field_error(source, path, "must list at least one sharding type", value);
+  ShardingTypeSet set;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string item_path = fmt::format("{}[{}]", path, i);
+    const std::string name = read_string(list[i], source, item_path);
+    const auto type = parse_sharding_type(name);
+    if (!type) {
+      throw_field_error(source, item_path, "must be one of table_wise, column_wise, row_wise, table_row_wise, data_parallel",
+                        list[i]);
+    }
+    if (set.allows(*type)) throw_field_error(source, item_path, "is listed twice", list[i]);
+    set.add(*type);
+  }
+  return set;
+}
+
+std::vector<int> parse_pinned_ranks(const nlohmann::json& value, std::string_view source, const std::string& path) {
+  const nlohmann::json& list = read_array(value, source, path);
+  if (list.empty()) throw_field_error(source, path, "must list at least one rank (leave it out to allow any)", value);
+  std::vector<int> ranks;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    ranks.push_back(static_cast<int>(read_int64(list[i], source, fmt::format("{}[{}]", path, i), 0, kMaxPinnedRank)));
+  }
+  std::sort(ranks.begin(), ranks.end());
+  if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) throw_field_error(source, path, "lists a rank twice", value);
+  return ranks;
+}
+
+// A table's sharding_types and ranks. Pinned tables take table- or column-wise shards only.
+TableConstraints parse_constraints(const nlohmann::json& obj, std::string_view source, const std::string& path) {
+  TableConstraints c;
+  if (const auto* types = find_member(obj, "sharding_types")) {
+    c.sharding_types = parse_table_sharding_types(*types, source, path + ".sharding_types");
+  }
+  if (const auto* ranks = find_member(obj, "ranks")) c.ranks = parse_pinned_ranks(*ranks, source, path + ".ranks");
+  if (!c.pinned()) return c;
+  if (c.sharding_types.empty()) return TableConstraints{ShardingTypeSet::table_and_column(), c.ranks};
+  if (c.sharding_types.beyond_table_and_column()) {
+    throw_field_error(source, path + ".sharding_types",
+                      "must be table_wise or column_wise for a table with ranks (row-wise, table-row-wise and "
+                      "data-parallel shards span ranks the cluster fixes)",
+                      *find_member(obj, "sharding_types"));
+  }
+  return c;
 }
 
 }  // namespace
@@ -94,6 +147,7 @@ Table parse_table(const nlohmann::json& obj, std::string_view source, const std:
     if (!parsed) throw_field_error(source, path + ".dtype", "must be \"fp32\" or \"fp16\"", *dtype);
     table.dtype = *parsed;
   }
+  table.constraints = parse_constraints(obj, source, path);
   return table;
 }
 
@@ -140,6 +194,15 @@ nlohmann::json table_to_json(const Table& table) {
                         {"pooling_factor", table.pooling_factor}};
   if (table.reuse_hist) obj["reuse_hist"] = *table.reuse_hist;
   if (table.dtype != DType::kFp32) obj["dtype"] = std::string(dtype_name(table.dtype));
+  const TableConstraints& c = table.constraints;
+  if (!c.sharding_types.empty()) {
+    nlohmann::json types = nlohmann::json::array();
+    for (int i = 0; i < kNumShardingTypes; ++i) {
+      if (c.sharding_types.allows(static_cast<ShardingType>(i))) types.push_back(sharding_type_name(static_cast<ShardingType>(i)));
+    }
+    obj["sharding_types"] = types;
+  }
+  if (c.pinned()) obj["ranks"] = c.ranks;
   return obj;
 }
 

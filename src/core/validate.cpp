@@ -1,6 +1,7 @@
 #include "shardplan/validate.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -13,6 +14,7 @@
 #include "shardplan/errors.hpp"
 #include "shardplan/json_fields.hpp"
 #include "shardplan/plan_reader.hpp"
+#include "shardplan/sharding_types.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan {
@@ -100,6 +102,7 @@ class Validator {
     }
     check_ranks_list(ranks, rects, path);
     check_geometry(rects, type, rows, dim, path, name);
+    if (table != nullptr) check_constraints(*table, type, rects, path);
     if (table != nullptr) {
       for (const auto& r : rects) {
         if (r.rank >= 0 && r.rank < cluster_.num_devices) {
@@ -108,6 +111,23 @@ class Validator {
           // A replica keeps its dense gradient too (replica_memory_bytes in plan.hpp).
           if (type == "data_parallel") used = saturating_add(used, r.rows * r.cols * dtype_bytes(table->dtype));
         }
+      }
+    }
+  }
+
+  // The tables file's per-table sharding_types and ranks.
+  void check_constraints(const Table& table, const std::string& type, const std::vector<Rect>& rects,
+                         const std::string& path) {
+    const TableConstraints& c = table.constraints;
+    const auto parsed = parse_sharding_type(type);
+    if (parsed && !c.sharding_types.empty() && !c.sharding_types.allows(*parsed)) {
+      problem("{}.sharding_type: table \"{}\" is {}, but the tables file allows it only {}", path, table.name, type,
+              sharding_types_string(c.sharding_types));
+    }
+    for (std::size_t i = 0; i < rects.size(); ++i) {
+      if (!c.allows_rank(rects[i].rank)) {
+        problem("{}.shards[{}].rank: {} is not among table \"{}\"'s ranks [{}] in the tables file", path, i,
+                rects[i].rank, table.name, fmt::join(c.ranks, ", "));
       }
     }
   }

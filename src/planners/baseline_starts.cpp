@@ -63,7 +63,7 @@ class BaselineCheckedPlanner final : public Planner {
       Plan own = search_->plan(tables, cluster);
       own_summary = own.search;
       const double ms = max_total_ms(score_plan(own, tables, model));
-      best = Candidate{std::move(own), ms};
+      best = Candidate{std::move(own), ms, {}};
     } catch (const InfeasibleError& e) {
       refused = e;  // a baseline may still plan it (row-wise blocks of a table no GPU holds whole)
     }
@@ -85,7 +85,7 @@ class BaselineCheckedPlanner final : public Planner {
     std::vector<BaselineOutcome> outcomes;
     for (BaselineRun& run : runs) {
       outcomes.push_back(run.outcome);
-      if (run.plan && uses_only(*run.plan, search.sharding_types)) {
+      if (run.plan && uses_only(*run.plan, search.sharding_types) && constraint_violation(*run.plan, tables).empty()) {
         starts.push_back(Candidate{std::move(*run.plan), *run.outcome.max_total_ms, run.outcome.planner});
       }
     }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shardplan/errors.hpp"
+#include "shardplan/sharding_types.hpp"
 #include "shardplan/json_file.hpp"
 #include "shardplan/atomic_file.hpp"
 #include "shardplan/plan_reader.hpp"
@@ -31,6 +32,7 @@ class ExternalPlanner final : public Planner {
   std::string_view name() const override { return name_; }
 
   Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const override {
+    check_table_constraints(tables, cluster.num_devices, sharding_types_);
     check_total_capacity(tables, cluster);
     TemporaryDirectory work("shard-plan-" + name_);
     const std::string tables_path = work.path() + "/tables.json";

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "shardplan/errors.hpp"
+#include "shardplan/sharding_types.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan {
@@ -49,6 +50,19 @@ Plan empty_plan(std::string_view algorithm, const std::vector<Table>& tables, co
   return plan;
 }
 
+// These baselines place tables whole: table-wise, or as one column-wise slice where a table may only be
+// column-wise (sharding_of). A table that may be neither is beyond them.
+void refuse_tables_not_whole(const std::vector<Table>& tables, const Cluster& cluster, std::string_view algorithm) {
+  check_table_constraints(tables, cluster.num_devices, ShardingTypeSet::all());
+  for (const Table& table : tables) {
+    const ShardingTypeSet own = table_sharding_types(table, ShardingTypeSet::table_and_column());
+    if (own.empty()) {
+      throw InfeasibleError(fmt::format("{}: table \"{}\" may only be {}, and this planner places tables whole", algorithm,
+                                        table.name, sharding_types_string(table.constraints.sharding_types)));
+    }
+  }
+}
+
 // Largest tables first, ties in input order: the order in which memory is hardest to find.
 std::vector<std::size_t> order_by_descending(const std::vector<double>& key) {
   std::vector<std::size_t> order(key.size());
@@ -65,6 +79,7 @@ class GreedyBaseline final : public Planner {
 
   Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const override {
     validate_cluster(cluster);
+    refuse_tables_not_whole(tables, cluster, name_);
     check_table_wise_capacity(tables, cluster);
     std::vector<double> weight(tables.size());
     for (std::size_t i = 0; i < tables.size(); ++i) weight[i] = weight_(tables[i], cluster);
@@ -76,7 +91,7 @@ class GreedyBaseline final : public Planner {
       int64_t bytes = table_memory_bytes(tables[t], cluster.optimizer);
       int best = -1;
       for (int r = 0; r < cluster.num_devices; ++r) {
-        if (!memory.fits(r, bytes)) continue;
+        if (!memory.fits(r, bytes) || !tables[t].constraints.allows_rank(r)) continue;
         if (best < 0 || load[r] < load[best] || (load[r] == load[best] && memory.used(r) < memory.used(best))) {
           best = r;
         }
@@ -108,6 +123,7 @@ class RandomBaseline final : public Planner {
   // Largest tables first, each on a uniformly drawn device among those where it still fits.
   Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const override {
     validate_cluster(cluster);
+    refuse_tables_not_whole(tables, cluster, "random");
     check_table_wise_capacity(tables, cluster);
     std::vector<double> bytes(tables.size());
     for (std::size_t i = 0; i < tables.size(); ++i) {
@@ -121,7 +137,7 @@ class RandomBaseline final : public Planner {
       auto size = static_cast<int64_t>(bytes[t]);
       fitting.clear();
       for (int r = 0; r < cluster.num_devices; ++r) {
-        if (memory.fits(r, size)) fitting.push_back(r);
+        if (memory.fits(r, size) && tables[t].constraints.allows_rank(r)) fitting.push_back(r);
       }
       if (fitting.empty()) memory.throw_no_fit(tables[t], size, "random");
       int rank = fitting[static_cast<std::size_t>(uniform_index(rng, static_cast<int>(fitting.size())))];

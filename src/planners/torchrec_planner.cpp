@@ -23,6 +23,8 @@
 #include "torchrec_estimates.hpp"
 #include "torchrec_planner.hpp"
 
+#include "shardplan/sharding_types.hpp"
+
 namespace shardplan {
 
 int torchrec_column_width(int dim, int min_partition) {
@@ -59,6 +61,9 @@ struct Option {
   double block_perf_ms = 0.0;
   int64_t block_bytes = 0;
   int64_t last_bytes = 0;
+  std::vector<int> pinned;  // the table's pinned ranks (table- and column-wise shards; empty: any)
+
+  bool allows_rank(int rank) const { return pinned.empty() || std::binary_search(pinned.begin(), pinned.end(), rank); }
 
   // Row-wise and data-parallel blocks have their ranks; TorchRec places them before everything else.
   bool uniform() const { return type == ShardingType::kRowWise || type == ShardingType::kDataParallel; }
@@ -111,6 +116,7 @@ class TorchRecPlanner final : public Planner {
 
   Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const override {
     validate_cluster(cluster);
+    check_table_constraints(tables, cluster.num_devices, ShardingTypeSet::all());
     if (all_types_) {
       check_total_capacity(tables, cluster);  // row-wise blocks can hold a table no GPU holds whole
     } else {
@@ -155,22 +161,29 @@ class TorchRecPlanner final : public Planner {
     for (std::size_t t = 0; t < tables.size(); ++t) {
       const Table& table = tables[t];
       auto add_slices = [&](ShardingType type, int width) {
-        Option option{type, {}};
+        Option option;
+        option.type = type;
         for (int offset = 0; offset < table.dim; offset += width) {
           option.shards.push_back(OptionShard{Shard{-1, 0, offset, table.rows, width},
                                               shard_memory_bytes(table.rows, width, table.dtype, cluster.optimizer),
                                               torchrec_shard_perf_ms(type, table, width, world, estimate)});
         }
+        option.pinned = table.constraints.ranks;
         options[t].push_back(std::move(option));
       };
+      const ShardingTypeSet own = table.constraints.sharding_types;
+      // A table kept column-wise whose width TorchRec does not split: one column-wise slice, as TorchRec's
+      // enumerator offers it.
+      const bool only_columns = !own.empty() && !own.allows(ShardingType::kTableWise) && own.allows(ShardingType::kColumnWise);
       add_slices(ShardingType::kTableWise, table.dim);
       const int width = torchrec_column_width(table.dim, min_partition_);
-      if (width < table.dim) add_slices(ShardingType::kColumnWise, width);
+      if (width < table.dim || only_columns) add_slices(ShardingType::kColumnWise, std::min(width, table.dim));
       if (!all_types_ || world < 2) continue;
 
       // Row blocks as row_wise_sharding and table_row_wise_sharding lay them out (empty blocks left out).
       auto add_blocks = [&](ShardingType type, int ranks) {
-        Option option{type, {}};
+        Option option;
+        option.type = type;
         const int64_t rows = (table.rows + ranks - 1) / ranks;
         option.ranks = ranks;
         option.blocks = static_cast<int>((table.rows + rows - 1) / rows);
@@ -182,13 +195,27 @@ class TorchRecPlanner final : public Planner {
       };
       add_blocks(ShardingType::kRowWise, world);
       if (world > per_host && world % per_host == 0) add_blocks(ShardingType::kTableRowWise, per_host);
-      Option replicas{ShardingType::kDataParallel, {}};
+      Option replicas;
+      replicas.type = ShardingType::kDataParallel;
       replicas.ranks = replicas.blocks = world;
       replicas.block_perf_ms = torchrec_shard_perf_ms(ShardingType::kDataParallel, table, table.dim, world, estimate);
       replicas.block_bytes = replicas.last_bytes = replica_memory_bytes(table, cluster.optimizer);
       options[t].push_back(std::move(replicas));
     }
+    for (std::size_t t = 0; t < tables.size(); ++t) keep_allowed_options(tables[t], options[t]);
     return options;
+  }
+
+  // The options the table's own sharding_types allow (TorchRec's ParameterConstraints.sharding_types).
+  void keep_allowed_options(const Table& table, std::vector<Option>& options) const {
+    const ShardingTypeSet own = table.constraints.sharding_types;
+    if (own.empty()) return;
+    options.erase(std::remove_if(options.begin(), options.end(), [&](const Option& o) { return !own.allows(o.type); }),
+                  options.end());
+    if (options.empty()) {
+      throw InfeasibleError(fmt::format("{}: table \"{}\" may only be {}, which this planner does not offer", name(),
+                                        table.name, sharding_types_string(own)));
+    }
   }
 
   static int option_of_type(const std::vector<Option>& options, ShardingType type) {
@@ -363,7 +390,7 @@ class TorchRecPlanner final : public Planner {
       if (item.shard >= 0) {
         const OptionShard& shard = option.shards[static_cast<std::size_t>(item.shard)];
         auto fit = std::find_if(by_load.begin(), by_load.end(), [&](const auto& entry) {
-          return used[static_cast<std::size_t>(entry.second)] + shard.bytes <= usable;
+          return used[static_cast<std::size_t>(entry.second)] + shard.bytes <= usable && option.allows_rank(entry.second);
         });
         if (fit == by_load.end()) return kInfeasible;
         const int rank = fit->second;

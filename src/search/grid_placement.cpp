@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <cmath>
+#include <tuple>
 
 #include "device_index.hpp"
 #include "device_loads.hpp"
@@ -17,7 +18,22 @@ bool better_placement(const Placement& a, const Placement& b) {
 
 namespace {
 constexpr int64_t kNoLimit = DeviceIndex::kNoLimit;
+
+// DeviceIndex::first over a pinned table's ranks only: the first by (compute, memory, rank) with bytes
+// <= max_bytes and width <= max_width, not in `excluded`; -1 when none. Pins are few, so a scan.
+int first_pinned(const std::vector<int>& ranks, const DeviceLoads& loads, int64_t max_bytes, int64_t max_width,
+                 const std::vector<int>* excluded) {
+  int best = -1;
+  for (int r : ranks) {
+    const auto ru = static_cast<std::size_t>(r);
+    if (loads.bytes[ru] > max_bytes || (max_width != kNoLimit && loads.width[ru] > max_width)) continue;
+    if (excluded && std::find(excluded->begin(), excluded->end(), r) != excluded->end()) continue;
+    const auto bu = static_cast<std::size_t>(best);
+    if (best < 0 || std::tie(loads.compute[ru], loads.bytes[ru]) < std::tie(loads.compute[bu], loads.bytes[bu])) best = r;
+  }
+  return best;
 }
+}  // namespace
 
 // Per-device state of a placement under way.
 struct GridPlacer::Loads : DeviceLoads {
@@ -183,8 +199,13 @@ bool GridPlacer::place_by_cost(const std::vector<Piece>& pieces, const std::vect
     // Preference, each the first device by (compute, memory, rank) where memory fits: within the width
     // cap and apart from the table's other pieces; else apart from them; else anywhere.
     const int64_t room = usable_bytes_ - bytes;
-    const int apart = index.first(room, siblings);
-    int r = apart >= 0 ? apart : index.first(room, nullptr);
+    const std::vector<int>& pins = catalog_.pinned(catalog_.table(piece.variant));
+    auto first = [&](int64_t max_width, const std::vector<int>* excluded) {
+      if (!pins.empty()) return first_pinned(pins, scratch, room, max_width, excluded);
+      return max_width == kNoLimit ? index.first(room, excluded) : index.first(room, max_width, excluded);
+    };
+    const int apart = first(kNoLimit, siblings);
+    int r = apart >= 0 ? apart : first(kNoLimit, nullptr);
     if (apart >= 0 && cap_width != kNoLimit && scratch.width[static_cast<std::size_t>(apart)] + cols > cap_width) {
       if (reached && reached->position == Checkpoint::kNone) {
         reached->position = position;
@@ -192,7 +213,7 @@ bool GridPlacer::place_by_cost(const std::vector<Piece>& pieces, const std::vect
         reached->ranks = out.ranks;
         reached->unplaced_bytes = out.unplaced_bytes;
       }
-      const int within_cap = index.first(room, cap_width - cols, siblings);
+      const int within_cap = first(cap_width - cols, siblings);
       if (within_cap >= 0) {
         r = within_cap;
         cap_bound = true;
@@ -224,12 +245,18 @@ void GridPlacer::place_by_memory(const std::vector<Piece>& pieces, Scratch& scra
   for (int i : order) {
     const Piece& piece = pieces[static_cast<std::size_t>(i)];
     const int64_t bytes = catalog_.bytes(piece.variant);
-    auto emptiest = std::min_element(scratch.bytes.begin(), scratch.bytes.end());
-    if (*emptiest + bytes > usable_bytes_) {
+    const std::vector<int>& pins = catalog_.pinned(catalog_.table(piece.variant));
+    const int emptiest = pins.empty() ? static_cast<int>(std::min_element(scratch.bytes.begin(), scratch.bytes.end()) -
+                                                         scratch.bytes.begin())
+                                      : *std::min_element(pins.begin(), pins.end(), [&](int a, int b) {
+                                          return scratch.bytes[static_cast<std::size_t>(a)] <
+                                                 scratch.bytes[static_cast<std::size_t>(b)];
+                                        });
+    const auto ru = static_cast<std::size_t>(emptiest);
+    if (scratch.bytes[ru] + bytes > usable_bytes_) {
       out.unplaced_bytes += bytes;
       continue;
     }
-    const auto ru = static_cast<std::size_t>(emptiest - scratch.bytes.begin());
     scratch.add(ru, catalog_, piece.variant);
     out.ranks[static_cast<std::size_t>(i)] = static_cast<int>(ru);
   }

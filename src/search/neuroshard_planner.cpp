@@ -21,6 +21,7 @@
 #include "shardplan/errors.hpp"
 #include "shardplan/neuroshard.hpp"
 #include "shardplan/progress.hpp"
+#include "shardplan/sharding_types.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan {
@@ -198,16 +199,18 @@ class NeuroShardPlanner final : public Planner {
   // met, each placement refined, ordered by predicted cost.
   std::vector<Plan> search(const std::vector<Table>& tables, const Cluster& cluster, int max_plans) const {
     validate_cluster(cluster);
+    check_table_constraints(tables, cluster.num_devices, config_.sharding_types);
     check_total_capacity(tables, cluster);
+    refuse_tables_off_the_search(tables);
     const auto search_start = Clock::now();
     const Deadline deadline = Deadline::after(config_.time_limit_seconds, config_.time_limit_start.value_or(search_start));
     const int threads = resolve_threads(config_.threads);
-    ShardCatalog catalog(tables, cluster, *model_, threads);
+    ShardCatalog catalog(tables, cluster, *model_, threads, config_.sharding_types);
     GridPlacer placer(catalog, *model_, cluster, GridOptions{config_.grid_points, config_.grid_min, config_.grid_max});
 
     const bool may_split = config_.sharding_types.allows(ShardingType::kColumnWise);
     SplitState start;
-    start.pieces = fitting_pieces(tables, cluster, catalog, may_split);
+    start.pieces = fitting_pieces(tables, cluster, catalog, config_.sharding_types);
     start.splits = static_cast<int>(start.pieces.size() - tables.size());
     for (const Piece& p : start.pieces) start.hash += piece_hash(p);
     start.placement = placer.place(start.pieces);
@@ -409,17 +412,30 @@ class NeuroShardPlanner final : public Planner {
     if (static_cast<int>(finalists.size()) > limit) finalists.pop_back();
   }
 
+  // The search places tables whole or in column slices: a table that may take neither is for the
+  // baselines' plans (row-wise, table-row-wise, data-parallel) and the type pass.
+  void refuse_tables_off_the_search(const std::vector<Table>& tables) const {
+    for (const Table& table : tables) {
+      const ShardingTypeSet types = table_sharding_types(table, config_.sharding_types);
+      if (!types.allows(ShardingType::kTableWise) && !types.allows(ShardingType::kColumnWise)) {
+        throw InfeasibleError(fmt::format("neuroshard: table \"{}\" may only be {}, and the search places tables whole "
+                                          "or in column slices", table.name, sharding_types_string(types)));
+      }
+    }
+  }
+
   // Every table whole, except those larger than a device: halved until each piece fits.
   static std::vector<Piece> fitting_pieces(const std::vector<Table>& tables, const Cluster& cluster,
-                                           const ShardCatalog& catalog, bool may_split) {
+                                           const ShardCatalog& catalog, ShardingTypeSet allowed) {
     std::vector<Piece> pieces;
     const int64_t usable = cluster.usable_bytes_per_device();
     for (std::size_t t = 0; t < tables.size(); ++t) {
       int v = catalog.whole(static_cast<int>(t));
-      if (!may_split && catalog.bytes(v) > usable) {
-        throw InfeasibleError(fmt::format("table \"{}\" ({} x {}, {}) does not fit a device ({}) whole, and "
-                                          "--sharding-types leaves out column_wise", tables[t].name, tables[t].rows,
-                                          tables[t].dim, format_bytes(catalog.bytes(v)), format_bytes(usable)));
+      if (!table_sharding_types(tables[t], allowed).allows(ShardingType::kColumnWise) && catalog.bytes(v) > usable) {
+        throw InfeasibleError(fmt::format("table \"{}\" ({} x {}, {}) does not fit a device ({}) whole, and may not "
+                                          "be column_wise (sharding types {})", tables[t].name, tables[t].rows,
+                                          tables[t].dim, format_bytes(catalog.bytes(v)), format_bytes(usable),
+                                          sharding_types_string(table_sharding_types(tables[t], allowed))));
       }
       add_fitting(Piece{v, 0}, tables[t], usable, catalog, pieces);
     }

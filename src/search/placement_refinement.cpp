@@ -27,6 +27,8 @@ class Devices {
   const std::vector<int>& held(std::size_t r) const { return held_[r]; }
   int64_t piece_bytes(int i) const { return catalog_.bytes(variant(i)); }
   int piece_cols(int i) const { return catalog_.cols(variant(i)); }
+  // Whether piece i may lie on device r (its table's pinned ranks).
+  bool may_hold(std::size_t r, int i) const { return catalog_.allows_rank(variant(i), static_cast<int>(r)); }
 
   // Whether device r holds a piece of piece i's table other than `except`. Looks at the table's pieces,
   // not the device's: a device may hold thousands of pieces, a table only a few.
@@ -166,13 +168,13 @@ Change best_change(const Devices& devices, const Placement& out, const CostModel
     for (int i : devices.held(from)) {
       const int64_t bytes_i = devices.piece_bytes(i);
       for (std::size_t to : targets) {
-        if (to == from || devices.holds_table_of(to, i, -1)) continue;
+        if (to == from || devices.holds_table_of(to, i, -1) || !devices.may_hold(to, i)) continue;
         if (loads.bytes[to] + bytes_i <= usable_bytes) changes.push_back(Change{i, -1, from, to, 0.0});
         for (int j : devices.held(to)) {
           const int64_t bytes_j = devices.piece_bytes(j);
           if (loads.bytes[to] - bytes_j + bytes_i > usable_bytes) continue;
           if (loads.bytes[from] - bytes_i + bytes_j > usable_bytes) continue;
-          if (devices.holds_table_of(from, j, i)) continue;
+          if (devices.holds_table_of(from, j, i) || !devices.may_hold(from, j)) continue;
           changes.push_back(Change{i, j, from, to, 0.0});
         }
         if (changes.size() >= per_poll && !flush()) return best;

@@ -10,11 +10,14 @@
 namespace shardplan {
 
 ShardCatalog::ShardCatalog(const std::vector<Table>& tables, const Cluster& cluster, const CostModel& model,
-                           int threads)
+                           int threads, ShardingTypeSet allowed)
     : summary_size_(static_cast<std::size_t>(model.summary_size())) {
   first_variant_.reserve(tables.size());
   for (std::size_t t = 0; t < tables.size(); ++t) {
     first_variant_.push_back(static_cast<int>(variants_.size()));
+    pinned_.push_back(tables[t].constraints.ranks);
+    any_pinned_ = any_pinned_ || tables[t].constraints.pinned();
+    const bool may_split = table_sharding_types(tables[t], allowed).allows(ShardingType::kColumnWise);
     // Each width a table's halvings reach, once: a width halves unevenly when its half is not a multiple
     // of 4 (108 -> 56 + 52), so a table of 4 (mod 8) columns can be split too. Widths only shrink, so
     // visiting them widest first finds every half's width already listed or about to be.
@@ -30,7 +33,7 @@ ShardCatalog::ShardCatalog(const std::vector<Table>& tables, const Cluster& clus
     add(tables[t].dim);
     for (auto it = variant_of.begin(); it != variant_of.end(); ++it) {
       const int cols = it->first;
-      if (cols < 8) continue;
+      if (cols < 8 || !may_split) continue;
       const int first = add(first_half_cols(cols));
       const int second = add(second_half_cols(cols));
       Variant& v = variants_[static_cast<std::size_t>(it->second)];
@@ -67,6 +70,11 @@ ShardCatalog::ShardCatalog(const std::vector<Table>& tables, const Cluster& clus
     placement_rank_[static_cast<std::size_t>(by_order[i])] =
         placement_rank_[static_cast<std::size_t>(by_order[i - 1])] + (tied ? 0 : 1);
   }
+}
+
+bool ShardCatalog::allows_rank(int v, int rank) const {
+  const std::vector<int>& ranks = pinned(table(v));
+  return ranks.empty() || std::binary_search(ranks.begin(), ranks.end(), rank);
 }
 
 }  // namespace shardplan

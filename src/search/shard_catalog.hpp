@@ -8,13 +8,17 @@
 
 #include "shardplan/cluster.hpp"
 #include "shardplan/cost_model.hpp"
+#include "shardplan/sharding_types.hpp"
 #include "shardplan/table.hpp"
 
 namespace shardplan {
 
 class ShardCatalog {
  public:
-  ShardCatalog(const std::vector<Table>& tables, const Cluster& cluster, const CostModel& model, int threads);
+  // `allowed`: the plan's sharding types; a table that may not be column-wise (by them or its own
+  // constraints) has only its whole variant.
+  ShardCatalog(const std::vector<Table>& tables, const Cluster& cluster, const CostModel& model, int threads,
+               ShardingTypeSet allowed = ShardingTypeSet::all());
 
   // The two pieces a halving makes of `cols` columns: the wider first, both multiples of 4 (108 -> 56 + 52,
   // 64 -> 32 + 32). Only widths of at least 8 columns halve.
@@ -35,6 +39,10 @@ class ShardCatalog {
   const float* summary(int v) const { return summaries_.data() + static_cast<std::size_t>(v) * summary_size_; }
   int summary_size() const { return static_cast<int>(summary_size_); }
   int num_tables() const { return static_cast<int>(first_variant_.size()); }
+  // The ranks table t's pieces must lie on (its pinned ranks; empty: any), and whether v may go to rank.
+  const std::vector<int>& pinned(int table) const { return pinned_[static_cast<std::size_t>(table)]; }
+  bool any_pinned() const { return any_pinned_; }
+  bool allows_rank(int v, int rank) const;
   // The greedy placement's order of variants as one integer: costliest alone first, then the larger, then
   // by table. Variants that order cannot tell apart share a rank (their pieces then go by column offset).
   int placement_rank(int v) const { return placement_rank_[static_cast<std::size_t>(v)]; }
@@ -55,6 +63,8 @@ class ShardCatalog {
   std::size_t summary_size_ = 0;
   std::vector<float> summaries_;
   std::vector<int> placement_rank_;
+  std::vector<std::vector<int>> pinned_;
+  bool any_pinned_ = false;
 };
 
 }  // namespace shardplan

@@ -323,17 +323,18 @@ class TypePass {
                            std::any_of(now.shards.begin(), now.shards.end(),
                                        [&](const Shard& s) { return s.rank == sources.front(); });
       const Table& table = *tables_[t];
-      if (options_.allowed.allows(ShardingType::kRowWise) && !offered) {
+      const ShardingTypeSet types = table_sharding_types(table, options_.allowed);
+      if (types.allows(ShardingType::kRowWise) && !offered) {
         // Only with a block on every rank: every rank joins the reduce-scatter, and the layout's widths
         // count the table on the ranks that hold it (device_shards counts it on all).
         TableSharding rows = row_wise_sharding(table, devices_);
         if (rows.shards.size() == static_cast<std::size_t>(devices_)) out.push_back({t, make_layout(t, std::move(rows))});
       }
-      if (options_.allowed.allows(ShardingType::kDataParallel) && !offered) {
+      if (types.allows(ShardingType::kDataParallel) && !offered) {
         out.push_back({t, make_layout(t, data_parallel_sharding(table, devices_))});
       }
       // On one host, table-row-wise is row-wise; TorchRec shards it over whole hosts only.
-      if (options_.allowed.allows(ShardingType::kTableRowWise) && hosts > 1 && devices_ % per_host == 0 && !offered) {
+      if (types.allows(ShardingType::kTableRowWise) && hosts > 1 && devices_ % per_host == 0 && !offered) {
         out.push_back({t, make_layout(t, table_row_wise_sharding(table, source / per_host, per_host))});
         if (calmest_host != source / per_host) {
           out.push_back({t, make_layout(t, table_row_wise_sharding(table, calmest_host, per_host))});
@@ -342,6 +343,7 @@ class TypePass {
       for (std::size_t s = 0; s < now.shards.size(); ++s) {
         if (now.shards[s].rank != source) continue;
         for (int target : targets) {
+          if (!table.constraints.allows_rank(target)) continue;
           Layout moved = layouts_[t];
           moved.sharding.shards[s].rank = target;
           out.push_back({t, std::move(moved)});

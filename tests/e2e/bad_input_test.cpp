@@ -46,7 +46,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "--sharding-types: must include table_wise"},
         BadCase{"no_column_slices_for_a_large_table", R"([{"name": "wide", "rows": 10000000, "dim": 64}])",
                 {"--sharding-types", "table_wise,row_wise", "--no-baseline-starts"}, 3,
-                "and --sharding-types leaves out column_wise"},
+                "and may not be column_wise (sharding types table_wise,row_wise)"},
         BadCase{"not_a_list", R"({"rows": 10})", {}, 2, "expected a JSON array of tables"},
         BadCase{"no_tables", R"({"tables": []})", {}, 2, "tables: no tables given"},
         BadCase{"rows_wrong_type", R"([{"rows": "ten", "dim": 8}])", {}, 2, "tables[0].rows: must be an integer"},

@@ -58,6 +58,47 @@ TEST(PlanCli, PlansATableOnlyRowBlocksHold) {
   expect_valid(out, tables);
 }
 
+// The tables file's sharding_types and ranks: a pinned table on its rank, a column-wise-only table in one
+// slice, a table only table-row-wise blocks may take; and what cannot hold, by name and exit code.
+TEST(PlanCli, HonoursPerTableConstraints) {
+  TempDir dir;
+  const std::string tables = dir.write("tables.json", R"([
+    {"name": "pinned", "rows": 200000, "dim": 64, "pooling_factor": 20, "ranks": [5]},
+    {"name": "columns", "rows": 1000, "dim": 16, "sharding_types": ["column_wise"]},
+    {"name": "host_rows", "rows": 5000000, "dim": 32, "pooling_factor": 5, "sharding_types": ["table_row_wise"]},
+    {"name": "free", "rows": 300000, "dim": 128, "pooling_factor": 30}])");
+  const std::string out = dir.path("plan.json");
+  CliResult r = run_cli({"--tables", tables, "--gpus", "8", "--gpus-per-host", "4", "--model", "analytic", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto plan = nlohmann::json::parse(read_file(out));
+  EXPECT_EQ(plan["tables"][0]["ranks"], nlohmann::json({5}));
+  EXPECT_EQ(plan["tables"][1]["sharding_type"], "column_wise");
+  EXPECT_EQ(plan["tables"][2]["sharding_type"], "table_row_wise");
+  expect_valid(out, tables);
+}
+
+TEST(PlanCli, ConstraintsThatCannotHoldNameTheTable) {
+  TempDir dir;
+  const std::string off = dir.write("off.json", R"([{"name": "a", "rows": 100, "dim": 8, "ranks": [4]}])");
+  CliResult r = run_cli({"--tables", off, "--gpus", "4", "--model", "analytic", "-o", dir.path("p.json")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("table \"a\": ranks: rank 4 is not a device"), std::string::npos) << r.err;
+  r = run_cli({"--tables", off, "--gpus", "8", "--sharding-types", "table_wise", "--model", "analytic", "-o",
+               dir.path("p.json")});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string crowded = dir.write("crowded.json", R"([{"name": "left", "rows": 20000000, "dim": 8, "ranks": [1]},
+                                                            {"name": "right", "rows": 20000000, "dim": 8, "ranks": [1]}])");
+  r = run_cli({"--tables", crowded, "--gpus", "4", "--mem-per-gpu", "1GiB", "--model", "analytic", "-o", dir.path("c.json")});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("the tables pinned to ranks [1] (\"left\", \"right\") need"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path("c.json")));
+  const std::string none = dir.write("none.json", R"([{"name": "r", "rows": 100, "dim": 8, "sharding_types": ["row_wise"]}])");
+  r = run_cli({"--tables", none, "--gpus", "4", "--sharding-types", "table_wise,column_wise", "--model", "analytic", "-o",
+               dir.path("n.json")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("table \"r\": sharding_types: none of \"row_wise\""), std::string::npos) << r.err;
+}
+
 // HugeCTR's 470B benchmark (data/configs): 5 billion rows of 32 columns fit no 80 GB GPU but in row
 // blocks. It plans on 64 GPUs; on 16 the message names the shortfall.
 TEST(PlanCli, PlansHugeCtrs470BBenchmarkOrNamesTheShortfall) {
@@ -74,7 +115,10 @@ TEST(PlanCli, PlansHugeCtrs470BBenchmarkOrNamesTheShortfall) {
   args.insert(args.end(), {"--gpus", "16", "-o", dir.path("none.json")});
   r = run_cli(args);
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_NE(r.err.find("the tables need 1.65 TiB in total but 16 devices offer 1.16 TiB"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the tables need 1.65 TiB in total but 16 devices offer 1.16 TiB (74.51 GiB each): 497.36 GiB "
+                       "short; the largest tables: \"g3_t0\" 614.67 GiB"),
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.path("none.json")));
 }
 

@@ -40,6 +40,30 @@ def read_tables(path):
     return out
 
 
+class Unplannable(Exception):
+    """A constraint TorchRec's planner cannot honour."""
+
+
+def read_constraints(path):
+    """{name: (sharding_types or None, ranks or None)} of the tables file's per-table constraints."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    entries = doc["tables"] if isinstance(doc, dict) else doc
+    return {t.get("name", f"t{i}"): (t.get("sharding_types"), t.get("ranks")) for i, t in enumerate(entries)}
+
+
+def _table_types(name, offered, constraints):
+    """The sharding types TorchRec may give one table: those offered that its constraints allow."""
+    own, ranks = constraints.get(name, (None, None))
+    if ranks:
+        raise Unplannable(f"table \"{name}\" is pinned to ranks {ranks}, and TorchRec's planner takes no ranks")
+    types = [t for t in offered if own is None or t in own]
+    if not types:
+        raise Unplannable(f"table \"{name}\" may only be {','.join(own)}, none of which TorchRec offers here "
+                          f"({','.join(offered)})")
+    return types
+
+
 def _model(tables):
     import torch
     from torchrec import EmbeddingBagCollection, EmbeddingBagConfig
@@ -60,23 +84,26 @@ def _sharder(optimizer):
     return EmbeddingBagCollectionSharder(fused_params={"optimizer": kinds[optimizer], "learning_rate": 0.01})
 
 
-def plan_with_torchrec(tables, args):
-    """TorchRec's ShardingPlan of `tables` on the cluster `args` describes."""
+def plan_with_torchrec(tables, args, constraints=None):
+    """TorchRec's ShardingPlan of `tables` on the cluster `args` describes, each table within its
+    `constraints` (read_constraints)."""
     from torchrec.distributed.planner import EmbeddingShardingPlanner, ParameterConstraints, Topology
     sharder = _sharder(args.optimizer)
     allowed = args.sharding_types.split(",") if args.sharding_types else SHARDING_TYPES
     offered = [t for t in sharder.sharding_types(args.compute_device) if t in SHARDING_TYPES and t in allowed]
     if not offered:
         raise ValueError(f"none of the sharding types {allowed} is one TorchRec offers on {args.compute_device}")
-    kernels = sorted({expected_kernel(t) for t in offered})
-    constraints = {name: ParameterConstraints(sharding_types=offered, compute_kernels=kernels,
-                                              pooling_factors=[pooling],
-                                              **({"min_partition": args.min_partition} if args.min_partition else {}))
-                   for name, _, _, _, pooling in tables}
+    extra = {"min_partition": args.min_partition} if args.min_partition else {}
+    per_table = {}
+    for name, _, _, _, pooling in tables:
+        types = _table_types(name, offered, constraints or {})
+        kernels = sorted({expected_kernel(t) for t in types})
+        per_table[name] = ParameterConstraints(sharding_types=types, compute_kernels=kernels, pooling_factors=[pooling],
+                                               **extra)
     # On a CPU TorchRec keeps the tables in DDR and counts that: the cap must be the device's memory there.
     topology = Topology(world_size=args.gpus, local_world_size=args.gpus_per_host, compute_device=args.compute_device,
                         hbm_cap=args.mem_per_gpu, ddr_cap=args.mem_per_gpu if args.compute_device == "cpu" else None)
-    planner = EmbeddingShardingPlanner(topology=topology, batch_size=args.batch_size, constraints=constraints,
+    planner = EmbeddingShardingPlanner(topology=topology, batch_size=args.batch_size, constraints=per_table,
                                        debug=False, timeout_seconds=args.timeout_seconds or None)
     return planner.plan(_model(tables), [sharder])
 
@@ -133,13 +160,17 @@ def main(argv=None):
     logging.getLogger().setLevel(logging.ERROR)  # TorchRec logs every data-parallel table's missing spec
     try:
         tables = read_tables(args.tables)
+        constraints = read_constraints(args.tables)
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"torchrec_planner: {args.tables}: cannot read the tables ({e})", file=sys.stderr)
         return EXIT_USAGE
     from torchrec.distributed.planner.types import PlannerError, PlannerErrorType
     start = time.perf_counter()
     try:
-        sharding_plan = plan_with_torchrec(tables, args)
+        sharding_plan = plan_with_torchrec(tables, args, constraints)
+    except Unplannable as e:
+        print(f"torchrec_planner: {e}", file=sys.stderr)
+        return EXIT_INFEASIBLE
     except PlannerError as e:
         # Only a model that does not fit is infeasible; TorchRec's own failures are failures.
         unplaceable = e.error_type in (PlannerErrorType.INSUFFICIENT_STORAGE, PlannerErrorType.STRICT_CONSTRAINTS,
