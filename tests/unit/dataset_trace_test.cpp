@@ -1,7 +1,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "shardplan/dataset/trace.hpp"
@@ -114,13 +113,15 @@ TEST(DatasetTrace, EdgeCasesStayWellFormed) {
   EXPECT_THROW(synthesize_trace(one_sample, 0, 1), InputError);
 }
 
-TEST(DatasetTrace, A65536SampleBatchOf20LookupsIsFast) {
-  Table table = make_table(10'000'000, 20.0);
-  auto start = std::chrono::steady_clock::now();
+// Cost in the batch, not the rows: a trace of a trillion-row table holds no per-row state (it would need
+// terabytes), so a 65,536-sample batch of 20 lookups is built from the batch alone. Deterministic, unlike
+// the wall-clock bound this replaced; timings live in benchmarks.
+TEST(DatasetTrace, A65536SampleBatchNeedsNoPerRowState) {
+  Table table = make_table(kMaxRows, 20.0);
   IndexTrace trace = synthesize_trace(table, 65536, 5);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(trace.indices.size(), 1'310'720u);
-  EXPECT_LT(seconds, 1.0);
+  EXPECT_TRUE(std::all_of(trace.indices.begin(), trace.indices.end(),
+                          [](int64_t id) { return id >= 0 && id < kMaxRows; }));
 }
 
 }  // namespace
