@@ -1,5 +1,6 @@
 // Beam search over column-wise splits (method.md, step 2) around the greedy grid placement (step 1).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -206,12 +207,14 @@ class NeuroShardPlanner final : public Planner {
     const Deadline deadline = Deadline::after(config_.time_limit_seconds, config_.time_limit_start.value_or(search_start));
     const int threads = resolve_threads(config_.threads);
     ShardCatalog catalog(tables, cluster, *model_, threads, config_.sharding_types);
-    GridPlacer placer(catalog, *model_, cluster, GridOptions{config_.grid_points, config_.grid_min, config_.grid_max});
+    const RowWiseStart rows = row_wise_start(tables, cluster, catalog);
+    const Cluster& room = rows.search_cluster;  // the memory the row-wise blocks leave the other tables
+    GridPlacer placer(catalog, *model_, room, GridOptions{config_.grid_points, config_.grid_min, config_.grid_max});
 
     const bool may_split = config_.sharding_types.allows(ShardingType::kColumnWise);
     SplitState start;
-    start.pieces = fitting_pieces(tables, cluster, catalog, config_.sharding_types);
-    start.splits = static_cast<int>(start.pieces.size() - tables.size());
+    start.pieces = fitting_pieces(tables, room, catalog, config_.sharding_types, rows.tables);
+    start.splits = static_cast<int>(start.pieces.size()) - (static_cast<int>(tables.size()) - rows.count);
     for (const Piece& p : start.pieces) start.hash += piece_hash(p);
     start.placement = placer.place(start.pieces);
 
@@ -253,7 +256,7 @@ class NeuroShardPlanner final : public Planner {
         summary.stopped = "nothing to split";
         break;
       }
-      const std::optional<int> placed = large ? score_children_large(children, beam, catalog, placer, cluster, threads, deadline)
+      const std::optional<int> placed = large ? score_children_large(children, beam, catalog, placer, room, threads, deadline)
                                               : score_children(children, beam, placer, threads, deadline);
       if (!placed) {  // the deadline passed before every child was placed: the step is left out whole
         stop_at_deadline();
@@ -291,7 +294,7 @@ class NeuroShardPlanner final : public Planner {
       if (better_placement(full, best.placement)) best.placement = std::move(full);
     }
     const bool show_refinement = config_.show_progress && seconds_since(search_start) >= kProgressDelaySeconds;
-    RefineStats refined = refine(best, catalog, cluster, deadline, show_refinement, large, threads);
+    RefineStats refined = refine(best, catalog, room, deadline, show_refinement, large, threads);
     summary.splits = best.splits;
     summary.refine_rounds = refined.rounds;
     summary.cut_short = summary.cut_short || refined.cut_short;
@@ -299,17 +302,17 @@ class NeuroShardPlanner final : public Planner {
       throw InfeasibleError(fmt::format(
           "neuroshard: no placement found: {} of the tables' memory found no device even after {} column-wise "
           "splits (each device offers {}; try more GPUs or more memory per GPU)",
-          format_bytes(best.placement.unplaced_bytes), best.splits, format_bytes(cluster.usable_bytes_per_device())));
+          format_bytes(best.placement.unplaced_bytes), best.splits, format_bytes(room.usable_bytes_per_device())));
     }
     spdlog::debug("neuroshard: {} candidate plans scored, {} column-wise splits, predicted {:.4f} ms", evaluated,
                   best.splits, best.placement.max_cost);
-    std::vector<Plan> plans{to_plan(best, tables, cluster, catalog)};
+    std::vector<Plan> plans{to_plan(best, tables, cluster, catalog, rows.tables)};
     plans.front().search = summary;
     // The other finalists, refined; the best state itself is already first.
     std::vector<SplitState> others;
     for (SplitState& state : finalists) {
       if (same_pieces(state, best) || !state.placement.feasible) continue;
-      refine(state, catalog, cluster, deadline, false, large, threads);
+      refine(state, catalog, room, deadline, false, large, threads);
       others.push_back(std::move(state));
     }
     std::stable_sort(others.begin(), others.end(), [](const SplitState& a, const SplitState& b) {
@@ -317,10 +320,12 @@ class NeuroShardPlanner final : public Planner {
     });
     for (const SplitState& state : others) {
       if (static_cast<int>(plans.size()) >= max_plans) break;
-      plans.push_back(to_plan(state, tables, cluster, catalog));
+      plans.push_back(to_plan(state, tables, cluster, catalog, rows.tables));
     }
     convert_types(plans, tables, deadline, threads);
-    if (!large && best.splits > unsplit.splits) try_unsplit_types(plans, unsplit, tables, cluster, catalog, deadline, threads);
+    if (!large && best.splits > unsplit.splits) {
+      try_unsplit_types(plans, unsplit, tables, cluster, catalog, rows.tables, deadline, threads);
+    }
     return plans;
   }
 
@@ -366,12 +371,12 @@ class NeuroShardPlanner final : public Planner {
   // pass only converts tables on the slowest devices, one at a time. Small searches only: at scale a
   // second pass would add much of the time after the search.
   void try_unsplit_types(std::vector<Plan>& plans, const SplitState& unsplit, const std::vector<Table>& tables,
-                         const Cluster& cluster, const ShardCatalog& catalog,
+                         const Cluster& cluster, const ShardCatalog& catalog, const std::vector<char>& row_wise,
                          const Deadline& deadline, int threads) const {
     if (!config_.sharding_types.beyond_table_and_column() || !unsplit.placement.feasible) return;
     // Unrefined: the pass moves shards itself, and a refinement here doubled the planning time on paper-8gpu
     // for 0.4% lower predicted cost.
-    std::vector<Plan> alternative{to_plan(unsplit, tables, cluster, catalog)};
+    std::vector<Plan> alternative{to_plan(unsplit, tables, cluster, catalog, row_wise)};
     alternative.front().search = plans.front().search;
     if (alternative.front().search) {
       alternative.front().search->splits = unsplit.splits;
@@ -424,12 +429,68 @@ class NeuroShardPlanner final : public Planner {
     }
   }
 
+  // Feasibility first: a table no device holds whole or in column slices starts as row-wise blocks (a
+  // block on every device, the type that needs the least memory of one), when it may be row-wise, and so
+  // does one that the blocks then leave no room. The search places the other tables in what the blocks
+  // leave; the type pass sees the whole plan.
+  static constexpr std::size_t kNamedRowWiseStarts = 5;  // messages name this many, then count the rest
+
+  struct RowWiseStart {
+    std::vector<char> tables;  // per table
+    int count = 0;
+    Cluster search_cluster;    // the cluster with the blocks' memory taken out
+  };
+
+  RowWiseStart row_wise_start(const std::vector<Table>& tables, const Cluster& cluster, const ShardCatalog& catalog) const {
+    RowWiseStart start{std::vector<char>(tables.size(), 0), 0, cluster};
+    const int64_t usable = cluster.usable_bytes_per_device();
+    int64_t blocks = 0;
+    std::vector<std::string> names;
+    // Until none changes: the blocks shrink the room, so a table that fitted may no longer.
+    for (bool changed = cluster.num_devices >= 2; changed && blocks <= usable;) {
+      changed = false;
+      for (std::size_t t = 0; t < tables.size(); ++t) {
+        const Table& table = tables[t];
+        if (start.tables[t] || fits_in_slices(catalog, catalog.whole(static_cast<int>(t)), usable - blocks) ||
+            !table_sharding_types(table, config_.sharding_types).allows(ShardingType::kRowWise)) {
+          continue;
+        }
+        start.tables[t] = 1;
+        start.count += 1;
+        changed = true;
+        const int64_t rows = (table.rows + cluster.num_devices - 1) / cluster.num_devices;
+        blocks += shard_memory_bytes(rows, table.dim, table.dtype, cluster.optimizer);
+        if (names.size() < kNamedRowWiseStarts) names.push_back(fmt::format("\"{}\"", table.name));
+      }
+    }
+    if (start.count > static_cast<int>(names.size())) names.push_back(fmt::format("{} more", start.count - names.size()));
+    if (start.count == 0) return start;
+    if (blocks > usable) {
+      throw InfeasibleError(fmt::format("neuroshard: the tables no device holds whole or in column slices ({}) need {} "
+                                        "per device as row-wise blocks, more than a device offers ({})",
+                                        fmt::join(names, ", "), format_bytes(blocks), format_bytes(usable)));
+    }
+    spdlog::info("search: {} start as row-wise blocks ({} per device): no device holds them whole or in column slices",
+                 fmt::join(names, ", "), format_bytes(blocks));
+    start.search_cluster.memory_per_device_bytes = usable - blocks;
+    start.search_cluster.reserve_fraction = 0.0;
+    return start;
+  }
+
+  static bool fits_in_slices(const ShardCatalog& catalog, int v, int64_t usable) {
+    if (catalog.bytes(v) <= usable) return true;
+    return catalog.splittable(v) && fits_in_slices(catalog, catalog.first_half(v), usable) &&
+           fits_in_slices(catalog, catalog.second_half(v), usable);
+  }
+
   // Every table whole, except those larger than a device: halved until each piece fits.
   static std::vector<Piece> fitting_pieces(const std::vector<Table>& tables, const Cluster& cluster,
-                                           const ShardCatalog& catalog, ShardingTypeSet allowed) {
+                                           const ShardCatalog& catalog, ShardingTypeSet allowed,
+                                           const std::vector<char>& row_wise) {
     std::vector<Piece> pieces;
     const int64_t usable = cluster.usable_bytes_per_device();
     for (std::size_t t = 0; t < tables.size(); ++t) {
+      if (row_wise[t]) continue;
       int v = catalog.whole(static_cast<int>(t));
       if (!table_sharding_types(tables[t], allowed).allows(ShardingType::kColumnWise) && catalog.bytes(v) > usable) {
         throw InfeasibleError(fmt::format("table \"{}\" ({} x {}, {}) does not fit a device ({}) whole, and may not "
@@ -564,13 +625,17 @@ class NeuroShardPlanner final : public Planner {
   }
 
   Plan to_plan(const SplitState& state, const std::vector<Table>& tables, const Cluster& cluster,
-               const ShardCatalog& catalog) const {
+               const ShardCatalog& catalog, const std::vector<char>& row_wise) const {
     Plan plan;
     plan.algorithm = "neuroshard";
     plan.cluster = cluster;
     plan.tables.resize(tables.size());
     std::size_t i = 0;
     for (std::size_t t = 0; t < tables.size(); ++t) {
+      if (row_wise[t]) {
+        plan.tables[t] = row_wise_sharding(tables[t], cluster.num_devices);
+        continue;
+      }
       std::size_t end = i;
       while (end < state.pieces.size() && catalog.table(state.pieces[end].variant) == static_cast<int>(t)) ++end;
       std::vector<Shard> shards;

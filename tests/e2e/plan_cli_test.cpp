@@ -49,13 +49,20 @@ TEST(PlanCli, PlansATableOnlyRowBlocksHold) {
   const std::string tables = dir.write("tables.json", R"([{"name": "narrow", "rows": 100000000, "dim": 4},
                                                          {"name": "small", "rows": 1000, "dim": 16}])");
   const std::string out = dir.path("plan.json");
-  CliResult r = run_cli({"--tables", tables, "--gpus", "4", "--mem-per-gpu", "1GiB", "--model", "analytic", "-o", out});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("start: torchrec_all_types's plan; the search found none"), std::string::npos) << r.out;
-  auto plan = nlohmann::json::parse(read_file(out));
-  EXPECT_EQ(plan["tables"][0]["sharding_type"], "row_wise");
-  EXPECT_EQ(plan["search"]["started_from"], "torchrec_all_types");
-  expect_valid(out, tables);
+  // The search starts the table as row-wise blocks itself, with or without the baselines' starts.
+  for (bool starts : {true, false}) {
+    std::vector<std::string> args = {"--tables", tables, "--gpus", "4", "--mem-per-gpu", "1GiB", "--model", "analytic", "-o", out};
+    if (!starts) args.push_back("--no-baseline-starts");
+    CliResult r = run_cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("search: \"narrow\" start as row-wise blocks"), std::string::npos) << r.err;
+    auto plan = nlohmann::json::parse(read_file(out));
+    EXPECT_EQ(plan["tables"][0]["sharding_type"], "row_wise");
+    if (starts) {
+      EXPECT_EQ(plan["search"]["started_from"], "search");
+    }
+    expect_valid(out, tables);
+  }
 }
 
 // The tables file's sharding_types and ranks: a pinned table on its rank, a column-wise-only table in one

@@ -28,35 +28,49 @@ void expect_valid_and_fitting(const Plan& plan, const std::vector<Table>& tables
   for (const auto& usage : device_usage(plan)) EXPECT_LE(usage.memory_bytes, cluster.usable_bytes_per_device());
 }
 
-// A table of 4 columns larger than any GPU: no column split holds it, row blocks do. The search refuses
-// it; TorchRec's all-types proposals plan it, and so the planner does.
+// A table of 4 columns larger than any GPU: no column split holds it, row blocks do. The search starts it
+// as row-wise blocks itself; without row-wise allowed it is refused, naming the table.
 TEST(BaselineStarts, PlansATableOnlyRowBlocksHold) {
   const std::vector<Table> tables = {make_table("narrow", 50'000'003, 4), make_table("small", 1000, 16)};
   const Cluster cluster = cluster_of(4, 200'064'008);
   PlannerConfig config = testing::planner_config();
+  for (bool starts : {true, false}) {
+    config.neuroshard.baseline_starts = starts;
+    const Plan plan = make_planner("neuroshard", config)->plan(tables, cluster);
+    EXPECT_EQ(plan.algorithm, "neuroshard");
+    EXPECT_EQ(plan.tables[0].type, ShardingType::kRowWise);
+    expect_valid_and_fitting(plan, tables, cluster);
+  }
+  config.neuroshard.sharding_types = ShardingTypeSet::table_and_column();
+  try {
+    make_planner("neuroshard", config)->plan(tables, cluster);
+    FAIL() << "expected infeasible";
+  } catch (const InfeasibleError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"narrow\""), std::string::npos) << e.what();
+  }
+}
+
+// A table the tables file allows only table-row-wise blocks: the search cannot start it, TorchRec's
+// all-types proposals can, and so the planner plans it from theirs; without the baselines it is refused.
+TEST(BaselineStarts, PlansFromABaselineWhenTheSearchCannot) {
+  std::vector<Table> tables = testing::varied_tables(10);
+  tables[0].constraints.sharding_types.add(ShardingType::kTableRowWise);
+  Cluster cluster = cluster_of(8, 16ll << 30);
+  cluster.devices_per_host = 4;
+  PlannerConfig config = testing::planner_config();
   const Plan plan = make_planner("neuroshard", config)->plan(tables, cluster);
-  EXPECT_EQ(plan.algorithm, "neuroshard");
-  EXPECT_EQ(plan.tables[0].type, ShardingType::kRowWise);
+  EXPECT_EQ(plan.tables[0].type, ShardingType::kTableRowWise);
   ASSERT_TRUE(plan.search.has_value());
   EXPECT_EQ(plan.search->started_from, "torchrec_all_types");
   EXPECT_EQ(plan.search->search_max_ms, 0.0);  // the search found none
   EXPECT_EQ(nlohmann::json::parse(plan_to_string(plan))["search"]["search_max_total_ms"], "no plan");
   expect_valid_and_fitting(plan, tables, cluster);
-
-  // Without the baselines, or without row-wise allowed, it is refused, naming the table.
-  for (bool table_and_column : {false, true}) {
-    PlannerConfig refusing = config;
-    if (table_and_column) {
-      refusing.neuroshard.sharding_types = ShardingTypeSet::table_and_column();
-    } else {
-      refusing.neuroshard.baseline_starts = false;
-    }
-    try {
-      make_planner("neuroshard", refusing)->plan(tables, cluster);
-      FAIL() << "expected infeasible";
-    } catch (const InfeasibleError& e) {
-      EXPECT_NE(std::string(e.what()).find("\"narrow\""), std::string::npos) << e.what();
-    }
+  config.neuroshard.baseline_starts = false;
+  try {
+    make_planner("neuroshard", config)->plan(tables, cluster);
+    FAIL() << "expected infeasible";
+  } catch (const InfeasibleError& e) {
+    EXPECT_NE(std::string(e.what()).find(tables[0].name), std::string::npos) << e.what();
   }
 }
 
@@ -92,7 +106,9 @@ TEST(BaselineStarts, KeepsTheSearchsPlanWhereItIsBestAndIsDeterministic) {
     const Plan plan = make_planner("neuroshard", config)->plan(tables, cluster);
     if (first.empty()) first = plan_to_string(plan);
     EXPECT_EQ(plan_to_string(plan), first) << threads << " threads";
-    if (plan.search && plan.search->started_from.empty()) EXPECT_EQ(plan_to_string(plan), plan_to_string(search));
+    if (plan.search && plan.search->started_from.empty()) {
+      EXPECT_EQ(plan_to_string(plan), plan_to_string(search));
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include "shardplan/errors.hpp"
 #include "shardplan/neuroshard.hpp"
 #include "shardplan/plan_io.hpp"
+#include "shardplan/sharding_types.hpp"
 #include "shardplan/validate.hpp"
 #include "grid_placement.hpp"
 #include "shard_catalog.hpp"
@@ -29,6 +30,27 @@ double plan_cost(const Plan& plan, const std::vector<Table>& tables, const CostM
 
 Plan plan_with(const std::vector<Table>& tables, const Cluster& cluster, NeuroShardConfig config) {
   return make_neuroshard_planner(analytic(), config)->plan(tables, cluster);
+}
+
+// Feasibility first: a 4-column table larger than a device starts as row-wise blocks, and the search places
+// the others in the memory the blocks leave; a table that may not be row-wise is still refused by name.
+TEST(NeuroShard, ATableOnlyRowBlocksHoldStartsRowWise) {
+  auto tables = varied_tables(30);
+  tables.push_back(make_table("narrow", 3'000'000'000, 4, 2.0));  // 48 GB of fp32 weights over 8 x 16 GiB
+  const Cluster cluster = cluster_of(8, 16ll << 30);
+  const Plan plan = plan_with(tables, cluster, NeuroShardConfig{});
+  EXPECT_EQ(plan.tables.back().type, ShardingType::kRowWise);
+  EXPECT_EQ(plan.tables.back().shards.size(), 8u);
+  const auto result = validate_plan_json(nlohmann::json::parse(plan_to_string(plan)), tables, "plan");
+  EXPECT_TRUE(result.valid()) << result.problems.front();
+  NeuroShardConfig columns_only;
+  columns_only.sharding_types = ShardingTypeSet::table_and_column();
+  try {
+    plan_with(tables, cluster, columns_only);
+    ADD_FAILURE() << "planned a table no device holds without row-wise blocks";
+  } catch (const InfeasibleError& e) {
+    EXPECT_NE(std::string(e.what()).find("\"narrow\""), std::string::npos) << e.what();
+  }
 }
 
 TEST(NeuroShard, PlansAreValidAndFitMemory) {
@@ -292,10 +314,12 @@ TEST(NeuroShard, SolvesAClusterFilledToTheBrim) {
   EXPECT_TRUE(result.valid()) << result.problems.front();
 }
 
-TEST(NeuroShard, RefusesWhatNoSplitCanHold) {
+TEST(NeuroShard, RefusesWhatNoSplitCanHoldWithoutRowWise) {
   std::vector<Table> tables = {make_table("narrow", 100'000'000, 4)};  // 1.6 GB, cannot be halved
+  NeuroShardConfig config;
+  config.sharding_types = ShardingTypeSet::table_and_column();
   try {
-    plan_with(tables, cluster_of(4, 1ll << 30), {});
+    plan_with(tables, cluster_of(4, 1ll << 30), config);
     FAIL() << "expected infeasible";
   } catch (const InfeasibleError& e) {
     EXPECT_NE(std::string(e.what()).find("\"narrow\""), std::string::npos) << e.what();

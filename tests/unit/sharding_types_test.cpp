@@ -442,8 +442,12 @@ TEST(ShardingTypes, WithoutColumnWiseTheSearchSplitsNoColumns) {
   config.sharding_types = parse_sharding_types("table_wise,row_wise", "test");
   Plan plan = make_neuroshard_planner(model, config)->plan(tables, cluster_of(8, 4ll << 30));
   for (const auto& t : plan.tables) EXPECT_NE(t.type, ShardingType::kColumnWise) << t.name;
-  // A table larger than a device needs column slices, which this set leaves out.
+  // A table larger than a device needs column slices, which this set leaves out: it starts as row-wise
+  // blocks, and without those either it is refused.
   std::vector<Table> huge{make_table("huge", 100'000'000, 64)};
+  EXPECT_EQ(make_neuroshard_planner(model, config)->plan(huge, cluster_of(8, 4ll << 30)).tables[0].type,
+            ShardingType::kRowWise);
+  config.sharding_types = parse_sharding_types("table_wise", "test");
   EXPECT_THROW(make_neuroshard_planner(model, config)->plan(huge, cluster_of(8, 4ll << 30)), InfeasibleError);
 }
 
