@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "shardplan/errors.hpp"
-#include "shardplan/pretrain.hpp"
+#include "shardplan/metrics.hpp"
 #include "shardplan/units.hpp"
 
 namespace shardplan {

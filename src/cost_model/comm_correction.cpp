@@ -7,7 +7,7 @@
 
 #include "shardplan/errors.hpp"
 #include "shardplan/json_fields.hpp"
-#include "shardplan/pretrain.hpp"
+#include "shardplan/metrics.hpp"
 
 namespace shardplan {
 

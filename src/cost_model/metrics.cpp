@@ -3,7 +3,7 @@
 #include <numeric>
 
 #include "shardplan/median.hpp"
-#include "shardplan/pretrain.hpp"
+#include "shardplan/metrics.hpp"
 
 namespace shardplan {
 

@@ -25,7 +25,7 @@
 #include "shardplan/json_file.hpp"
 #include "shardplan/median.hpp"
 #include "shardplan/model_hardware.hpp"
-#include "shardplan/pretrain.hpp"
+#include "shardplan/metrics.hpp"
 #include "shardplan/progress.hpp"
 #include "training.hpp"
 

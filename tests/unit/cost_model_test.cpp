@@ -9,7 +9,7 @@
 #include "shardplan/cost_model.hpp"
 #include "shardplan/neural_cost_model.hpp"
 #include "shardplan/planner.hpp"
-#include "shardplan/pretrain.hpp"
+#include "shardplan/metrics.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {
