@@ -35,7 +35,7 @@ struct Cluster {
   int64_t usable_bytes_per_device() const;
 };
 
-// Throws InputError when a field is out of range (names the flag-facing field).
+// Throws SettingError naming the setting when one is out of range.
 void validate_cluster(const Cluster& cluster);
 
 // Device memory of a shard of `rows` x `cols`: weights plus optimizer state.

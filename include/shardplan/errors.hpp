@@ -27,6 +27,20 @@ class InputError : public Error {
   explicit InputError(const std::string& message) : Error(ExitCode::kBadInput, message) {}
 };
 
+// A setting of a planner or a cluster out of its range, named in the library's terms ("beam width"); the
+// CLI names the flag that sets it instead. what() is "<setting>: <rule>".
+class SettingError : public InputError {
+ public:
+  SettingError(const std::string& setting, const std::string& rule)
+      : InputError(setting + ": " + rule), setting_(setting), rule_(rule) {}
+  const std::string& setting() const { return setting_; }
+  const std::string& rule() const { return rule_; }
+
+ private:
+  std::string setting_;
+  std::string rule_;
+};
+
 // The tables cannot be placed in the cluster's memory.
 class InfeasibleError : public Error {
  public:

@@ -41,7 +41,7 @@ int auto_split_steps(int num_tables, int num_devices);
 // three grid points (neuroshard_planner.cpp). Small searches place every child, as the method does.
 bool is_large_search(int64_t pieces, int num_devices);
 
-// Throws InputError naming the field when a parameter is out of range.
+// Throws SettingError naming the setting when a parameter is out of range.
 void validate_neuroshard_config(const NeuroShardConfig& config);
 
 }  // namespace shardplan

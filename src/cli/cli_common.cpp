@@ -4,6 +4,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <map>
+
 #include "shardplan/errors.hpp"
 #include "shardplan/units.hpp"
 
@@ -108,6 +110,34 @@ Cluster cluster_from_flags(const ClusterFlags& flags, std::optional<HardwareProf
   cluster.optimizer = *optimizer;
   validate_cluster(cluster);
   return cluster;
+}
+
+std::string flag_of_setting(const std::string& setting) {
+  static const std::map<std::string, std::string> flags = {
+      {"GPUs", "--gpus"},
+      {"GPUs per host", "--gpus-per-host"},
+      {"memory per GPU", "--mem-per-gpu"},
+      {"reserve", "--reserve"},
+      {"beam width", "--beam-width"},
+      {"candidates", "--candidates"},
+      {"split steps", "--steps"},
+      {"patience", "--patience"},
+      {"minimum gain", "--min-gain"},
+      {"grid points", "--grid-points"},
+      {"grid minimum", "--grid-min"},
+      {"grid maximum", "--grid-max"},
+      {"refine rounds", "--refine-rounds"},
+      {"threads", "--threads"},
+      {"time limit", "--time-limit"},
+      {"sharding types", "--sharding-types"},
+      {"type moves", "--type-moves"},
+      {"world size", "--world-size"},
+      {"maximum delay", "--max-delay"},
+      {"all-to-all ranks", "--comm-ranks"},
+      {"samples", "--samples"},
+      {"tables per set", "--max-tables"}};
+  const auto found = flags.find(setting);
+  return found == flags.end() ? setting : found->second;
 }
 
 }  // namespace shardplan::cli

@@ -50,6 +50,10 @@ std::string command_line(std::string_view prefix, int argc, char** argv);
 void print_metrics_line(std::string_view what, const nlohmann::json& metrics);
 
 void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required);
+
+// The flag that sets a library setting (SettingError::setting(): "beam width" -> "--beam-width"); the
+// setting itself when no flag does.
+std::string flag_of_setting(const std::string& setting);
 // Throws InputError naming the flag and value. With --hardware, the profile is loaded into `profile`
 // (when given) and sets the GPUs per host and memory the flags leave out.
 Cluster cluster_from_flags(const ClusterFlags& flags, std::optional<HardwareProfile>* profile = nullptr);

@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
     }
     // `shard-plan --tables t.json --gpus 8` plans without naming the subcommand.
     return shardplan::cli::run_plan(argc, argv);
+  } catch (const shardplan::SettingError& e) {
+    spdlog::error("{}: {}", shardplan::cli::flag_of_setting(e.setting()), e.rule());
+    return static_cast<int>(e.code());
   } catch (const shardplan::Error& e) {
     spdlog::error("{}", e.what());
     return static_cast<int>(e.code());

@@ -31,17 +31,16 @@ int64_t Cluster::usable_bytes_per_device() const {
 
 void validate_cluster(const Cluster& cluster) {
   if (cluster.num_devices < 1 || cluster.num_devices > kMaxDevices) {
-    throw InputError(fmt::format("--gpus: must be between 1 and {}, got {}", kMaxDevices, cluster.num_devices));
+    throw SettingError("GPUs", fmt::format("must be between 1 and {}, got {}", kMaxDevices, cluster.num_devices));
   }
   if (cluster.devices_per_host < 1 || cluster.devices_per_host > kMaxDevices) {
-    throw InputError(
-        fmt::format("--gpus-per-host: must be between 1 and {}, got {}", kMaxDevices, cluster.devices_per_host));
+    throw SettingError("GPUs per host", fmt::format("must be between 1 and {}, got {}", kMaxDevices, cluster.devices_per_host));
   }
   if (cluster.memory_per_device_bytes < 1) {
-    throw InputError(fmt::format("--mem-per-gpu: must be positive, got {}", cluster.memory_per_device_bytes));
+    throw SettingError("memory per GPU", fmt::format("must be positive, got {}", cluster.memory_per_device_bytes));
   }
   if (!(cluster.reserve_fraction >= 0.0 && cluster.reserve_fraction < 1.0)) {
-    throw InputError(fmt::format("--reserve: must be in [0, 1), got {}", cluster.reserve_fraction));
+    throw SettingError("reserve", fmt::format("must be in [0, 1), got {}", cluster.reserve_fraction));
   }
 }
 

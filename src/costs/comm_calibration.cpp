@@ -93,10 +93,10 @@ bool all_timings_usable(const MeasuredComm& m) {
 
 CommCalibrationData time_calibration_plans(const std::vector<Table>& pool, const CommCalibrationConfig& config,
                                            const std::shared_ptr<const CostModel>& model, const CommPlanTimer& timer) {
-  if (config.world_size < 2) throw InputError(fmt::format("--comm-ranks: must be at least 2, got {}", config.world_size));
+  if (config.world_size < 2) throw SettingError("all-to-all ranks", fmt::format("must be at least 2, got {}", config.world_size));
   if (config.batch_size % config.world_size != 0) {
-    throw InputError(fmt::format("--comm-ranks: {} ranks cannot split the comm model's global batch of {} evenly",
-                                 config.world_size, config.batch_size));
+    throw SettingError("all-to-all ranks", fmt::format("{} ranks cannot split the comm model's global batch of {} evenly",
+                                                     config.world_size, config.batch_size));
   }
   std::map<int64_t, TimedPlan> timed = read_timed(config);
   if (!timed.empty()) spdlog::info("{}: resuming after {} timed plans", config.data_path, timed.size());

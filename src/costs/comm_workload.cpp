@@ -27,10 +27,10 @@ int max_shards_per_rank(const CommWorkloadConfig& config) { return config.max_me
 
 void validate_comm_workload(const CommWorkloadConfig& config) {
   if (config.world_size < 2 || config.world_size > kMaxWorldSize) {
-    throw InputError(fmt::format("--world-size: must be in [2, {}], got {}", kMaxWorldSize, config.world_size));
+    throw SettingError("world size", fmt::format("must be in [2, {}], got {}", kMaxWorldSize, config.world_size));
   }
   if (!(config.max_delay_ms >= 0.0 && config.max_delay_ms <= kMaxDelayLimitMs)) {
-    throw InputError(fmt::format("--max-delay: must be in [0, {}] ms, got {}", kMaxDelayLimitMs, config.max_delay_ms));
+    throw SettingError("maximum delay", fmt::format("must be in [0, {}] ms, got {}", kMaxDelayLimitMs, config.max_delay_ms));
   }
   if (!(config.zero_delay_fraction >= 0.0 && config.zero_delay_fraction <= 1.0)) {
     throw InputError(fmt::format("zero-delay fraction must be in [0, 1], got {}", config.zero_delay_fraction));

@@ -98,8 +98,8 @@ std::vector<Table> draw_compute_sample(const std::vector<Table>& pool, int max_t
 
 CollectSummary collect_compute_costs(const std::vector<Table>& pool, const ComputeCollectConfig& config) {
   if (pool.empty()) throw InputError(fmt::format("{}: the pool has no tables", config.pool_path));
-  if (config.samples < 1) throw InputError(fmt::format("--samples: must be at least 1, got {}", config.samples));
-  if (config.max_tables < 1) throw InputError(fmt::format("--max-tables: must be at least 1, got {}", config.max_tables));
+  if (config.samples < 1) throw SettingError("samples", fmt::format("must be at least 1, got {}", config.samples));
+  if (config.max_tables < 1) throw SettingError("tables per set", fmt::format("must be at least 1, got {}", config.max_tables));
   prepare_memory_for_timing();  // before the metadata records the policy
   CostDataWriter writer(config.out_dir, collection_meta(pool, config));
   CollectSummary summary;

@@ -52,26 +52,26 @@ int auto_split_steps(int num_tables, int num_devices) {
 }
 
 void validate_neuroshard_config(const NeuroShardConfig& c) {
-  auto bad = [](const char* flag, auto value, const char* rule) {
-    throw InputError(fmt::format("{}: {}, got {}", flag, rule, value));
+  auto bad = [](const char* setting, auto value, const char* rule) {
+    throw SettingError(setting, fmt::format("{}, got {}", rule, value));
   };
-  if (c.beam_width < 1 || c.beam_width > 1000) bad("--beam-width", c.beam_width, "must be in [1, 1000]");
-  if (c.candidates < 1 || c.candidates > 10000) bad("--candidates", c.candidates, "must be in [1, 10000]");
-  if (c.steps < 0 || c.steps > 1'000'000) bad("--steps", c.steps, "must be in [0, 1000000] (0: automatic)");
-  if (c.patience < 0 || c.patience > 1'000'000) bad("--patience", c.patience, "must be in [0, 1000000] (0: never stop early)");
-  if (!(c.min_gain >= 0.0 && c.min_gain < 1.0)) bad("--min-gain", c.min_gain, "must be a fraction in [0, 1)");
-  if (c.grid_points < 1 || c.grid_points > 1000) bad("--grid-points", c.grid_points, "must be in [1, 1000]");
-  if (!(c.grid_min > 0.0) || !std::isfinite(c.grid_min)) bad("--grid-min", c.grid_min, "must be a positive number");
-  if (!(c.grid_max >= c.grid_min) || !std::isfinite(c.grid_max)) bad("--grid-max", c.grid_max, "must be at least --grid-min");
-  if (c.refine_rounds < 0 || c.refine_rounds > 1'000'000) bad("--refine-rounds", c.refine_rounds, "must be in [0, 1000000] (0: none)");
-  if (c.threads < 0 || c.threads > 4096) bad("--threads", c.threads, "must be in [0, 4096] (0: every core)");
+  if (c.beam_width < 1 || c.beam_width > 1000) bad("beam width", c.beam_width, "must be in [1, 1000]");
+  if (c.candidates < 1 || c.candidates > 10000) bad("candidates", c.candidates, "must be in [1, 10000]");
+  if (c.steps < 0 || c.steps > 1'000'000) bad("split steps", c.steps, "must be in [0, 1000000] (0: automatic)");
+  if (c.patience < 0 || c.patience > 1'000'000) bad("patience", c.patience, "must be in [0, 1000000] (0: never stop early)");
+  if (!(c.min_gain >= 0.0 && c.min_gain < 1.0)) bad("minimum gain", c.min_gain, "must be a fraction in [0, 1)");
+  if (c.grid_points < 1 || c.grid_points > 1000) bad("grid points", c.grid_points, "must be in [1, 1000]");
+  if (!(c.grid_min > 0.0) || !std::isfinite(c.grid_min)) bad("grid minimum", c.grid_min, "must be a positive number");
+  if (!(c.grid_max >= c.grid_min) || !std::isfinite(c.grid_max)) bad("grid maximum", c.grid_max, "must be at least the grid minimum");
+  if (c.refine_rounds < 0 || c.refine_rounds > 1'000'000) bad("refine rounds", c.refine_rounds, "must be in [0, 1000000] (0: none)");
+  if (c.threads < 0 || c.threads > 4096) bad("threads", c.threads, "must be in [0, 4096] (0: every core)");
   if (!(c.time_limit_seconds >= 0.0) || !std::isfinite(c.time_limit_seconds)) {
-    bad("--time-limit", c.time_limit_seconds, "must be a number of seconds >= 0 (0: no limit)");
+    bad("time limit", c.time_limit_seconds, "must be a number of seconds >= 0 (0: no limit)");
   }
   if (!c.sharding_types.allows(ShardingType::kTableWise)) {
-    bad("--sharding-types", sharding_types_string(c.sharding_types), "must include table_wise");
+    bad("sharding types", sharding_types_string(c.sharding_types), "must include table_wise");
   }
-  if (c.type_moves < 0 || c.type_moves > 1'000'000) bad("--type-moves", c.type_moves, "must be in [0, 1000000] (0: none)");
+  if (c.type_moves < 0 || c.type_moves > 1'000'000) bad("type moves", c.type_moves, "must be in [0, 1000000] (0: none)");
 }
 
 namespace {

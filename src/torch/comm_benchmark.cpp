@@ -380,17 +380,19 @@ constexpr const char* kSharedSettingNames[] = {
     "--world-size", "--samples", "--batch-size",  "--seed", "--max-delay (us)", "zero-delay fraction (ppm)",
     "mean shards",  "skew",      "warm-up rounds", "--repeats", "--workloads (digest)", "--gpus-per-host"};
 
-// Reusable send and receive buffers that only grow, filled once, so no allocation or first-touch page
-// fault happens inside a timed all-to-all.
+// Reusable buffers that only grow, filled once, so no allocation or first-touch page fault happens inside
+// a timed collective. One per role: the pooled embeddings this rank sends, those it receives, the
+// row-wise partial sums with their scratch (also the replicas' gradients), this rank's row-wise sums, and
+// the same two for table-row-wise tables within the host.
 class Buffers {
  public:
   explicit Buffers(const at::TensorOptions& options) : options_(options) {}
-  at::Tensor first(int64_t count) { return take(a_, count); }
-  at::Tensor second(int64_t count) { return take(b_, count); }
-  at::Tensor third(int64_t count) { return take(c_, count); }
-  at::Tensor fourth(int64_t count) { return take(d_, count); }
-  at::Tensor fifth(int64_t count) { return take(e_, count); }
-  at::Tensor sixth(int64_t count) { return take(f_, count); }
+  at::Tensor sent(int64_t count) { return take(sent_, count); }
+  at::Tensor received(int64_t count) { return take(received_, count); }
+  at::Tensor row_partials(int64_t count) { return take(row_partials_, count); }
+  at::Tensor row_sums(int64_t count) { return take(row_sums_, count); }
+  at::Tensor host_row_partials(int64_t count) { return take(host_row_partials_, count); }
+  at::Tensor host_row_sums(int64_t count) { return take(host_row_sums_, count); }
 
  private:
   at::Tensor take(at::Tensor& buffer, int64_t count) {
@@ -398,12 +400,12 @@ class Buffers {
     return buffer.narrow(0, 0, count);
   }
   at::TensorOptions options_;
-  at::Tensor a_;
-  at::Tensor b_;
-  at::Tensor c_;
-  at::Tensor d_;
-  at::Tensor e_;
-  at::Tensor f_;
+  at::Tensor sent_;
+  at::Tensor received_;
+  at::Tensor row_partials_;
+  at::Tensor row_sums_;
+  at::Tensor host_row_partials_;
+  at::Tensor host_row_sums_;
 };
 
 struct Timing {
@@ -456,18 +458,18 @@ Timing run_sample(const Job& job, Buffers& buffers, const CommWorkload& w, int64
     send_total += fw_send[i];
     recv_total += fw_recv[i];
   }
-  at::Tensor embeddings = buffers.first(send_total);
-  at::Tensor received = buffers.second(recv_total);
+  at::Tensor embeddings = buffers.sent(send_total);
+  at::Tensor received = buffers.received(recv_total);
   // The row-wise and all-reduce buffers too, before the clock starts: growing one allocates and fills it.
   const int64_t rw_floats = local_batch * w.rw_dim;
-  at::Tensor third = buffers.third(std::max(2 * job.world * rw_floats, w.allreduce_floats));
-  at::Tensor rw_mine = buffers.fourth(rw_floats);
+  at::Tensor row_partials = buffers.row_partials(std::max(2 * job.world * rw_floats, w.allreduce_floats));
+  at::Tensor rw_mine = buffers.row_sums(rw_floats);
   // The host's table-row-wise partial sums cover every sample (world x local_batch); each of its ranks
   // ends with 1/host_size of them, which the all-to-all then sends to their owners.
   const int64_t host_dim = w.host_rw_dims.empty() ? 0 : w.host_rw_dims[self];
   const int64_t host_mine_floats = job.host_size > 0 ? job.world / job.host_size * local_batch * host_dim : 0;
-  at::Tensor host_partial = buffers.fifth(2 * job.host_size * host_mine_floats);
-  at::Tensor host_mine = buffers.sixth(host_mine_floats);
+  at::Tensor host_partial = buffers.host_row_partials(2 * job.host_size * host_mine_floats);
+  at::Tensor host_mine = buffers.host_row_sums(host_mine_floats);
 
   Timing timing;
   auto released = Clock::now();
@@ -481,8 +483,8 @@ Timing run_sample(const Job& job, Buffers& buffers, const CommWorkload& w, int64
   std::vector<int64_t> send_counts = fw_send;
   job.finish(job.group->alltoall_base(received, embeddings, recv_counts, send_counts));
   if (rw_floats > 0) {
-    at::Tensor partial = third.narrow(0, 0, job.world * rw_floats);
-    at::Tensor scratch = third.narrow(0, job.world * rw_floats, job.world * rw_floats);
+    at::Tensor partial = row_partials.narrow(0, 0, job.world * rw_floats);
+    at::Tensor scratch = row_partials.narrow(0, job.world * rw_floats, job.world * rw_floats);
     reduce_scatter_rows(job, *job.group, job.world, partial, scratch, rw_mine);
   }
   if (host_mine_floats > 0) {
@@ -499,7 +501,7 @@ Timing run_sample(const Job& job, Buffers& buffers, const CommWorkload& w, int64
   send_counts = fw_recv;
   job.finish(job.group->alltoall_base(embeddings, received, recv_counts, send_counts));
   if (rw_floats > 0) {
-    at::Tensor gathered = third.narrow(0, 0, job.world * rw_floats);
+    at::Tensor gathered = row_partials.narrow(0, 0, job.world * rw_floats);
     all_gather_rows(job, *job.group, job.world, rw_mine, gathered);
   }
   if (host_mine_floats > 0) {
@@ -510,7 +512,7 @@ Timing run_sample(const Job& job, Buffers& buffers, const CommWorkload& w, int64
 
   if (w.allreduce_floats > 0) {
     // DDP all-reduces the replicas' gradients once the backward is done; timed from a common start.
-    at::Tensor gradients = third.narrow(0, 0, w.allreduce_floats);
+    at::Tensor gradients = row_partials.narrow(0, 0, w.allreduce_floats);
     job.finish(job.group->barrier());
     start = Clock::now();
     std::vector<at::Tensor> tensors{gradients};
@@ -670,12 +672,12 @@ void check_given_workloads(const CommCollectConfig& config, int64_t local_batch)
     int64_t width = 0;
     for (int64_t d : given[i].dim_sums) width += d;
     const double rw_floats = static_cast<double>(local_batch) * static_cast<double>(given[i].rw_dim);
-    const double third = std::max(2.0 * static_cast<double>(ranks) * rw_floats, static_cast<double>(given[i].allreduce_floats));
+    const double row_partials = std::max(2.0 * static_cast<double>(ranks) * rw_floats, static_cast<double>(given[i].allreduce_floats));
     // The host's table-row-wise reduce-scatter: two of world x local_batch x its width, and its own part.
     const double host_floats = static_cast<double>(local_batch) * static_cast<double>(host_dim);
     const double host_mine = per_host > 0 ? static_cast<double>(ranks / static_cast<std::size_t>(std::max(per_host, 1))) * host_floats : 0.0;
     const std::array<double, 6> sizes{static_cast<double>(local_batch) * static_cast<double>(width),
-                                      static_cast<double>(local_batch) * static_cast<double>(width), third, rw_floats,
+                                      static_cast<double>(local_batch) * static_cast<double>(width), row_partials, rw_floats,
                                       2.0 * static_cast<double>(ranks) * host_floats, host_mine};
     double bytes = 0.0;
     for (std::size_t b = 0; b < sizes.size(); ++b) {

@@ -42,15 +42,15 @@ TEST(Cluster, ValidationNamesTheFlag) {
   EXPECT_EQ(message(ok), "(valid)");
   Cluster c = ok;
   c.num_devices = 0;
-  EXPECT_EQ(message(c), "--gpus: must be between 1 and 65536, got 0");
+  EXPECT_EQ(message(c), "GPUs: must be between 1 and 65536, got 0");
   c.num_devices = 1000000;
-  EXPECT_EQ(message(c), "--gpus: must be between 1 and 65536, got 1000000");
+  EXPECT_EQ(message(c), "GPUs: must be between 1 and 65536, got 1000000");
   c = ok;
   c.reserve_fraction = 1.0;
-  EXPECT_EQ(message(c), "--reserve: must be in [0, 1), got 1");
+  EXPECT_EQ(message(c), "reserve: must be in [0, 1), got 1");
   c = ok;
   c.devices_per_host = 0;
-  EXPECT_EQ(message(c).rfind("--gpus-per-host", 0), 0u);
+  EXPECT_EQ(message(c).rfind("GPUs per host: ", 0), 0u);
 }
 
 TEST(Cluster, OptimizerNamesRoundTrip) {
