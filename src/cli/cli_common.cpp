@@ -135,7 +135,10 @@ std::string flag_of_setting(const std::string& setting) {
       {"maximum delay", "--max-delay"},
       {"all-to-all ranks", "--comm-ranks"},
       {"samples", "--samples"},
-      {"tables per set", "--max-tables"}};
+      {"tables per set", "--max-tables"},
+      {"minutes", "--minutes"},
+      {"held-out fraction", "--holdout-fraction"},
+      {"all-to-all plans", "--comm-plans"}};
   const auto found = flags.find(setting);
   return found == flags.end() ? setting : found->second;
 }

@@ -65,20 +65,20 @@ nlohmann::json collection_meta(const CalibrateConfig& config, const std::string&
 
 void check_config(const CalibrateConfig& c) {
   if (c.samples < kMinTrainSamples + kMinHeldOutSamples || c.samples > 1'000'000) {
-    throw InputError(fmt::format("--samples: must be in [{}, 1000000], got {}", kMinTrainSamples + kMinHeldOutSamples, c.samples));
+    throw SettingError("samples", fmt::format("must be in [{}, 1000000], got {}", kMinTrainSamples + kMinHeldOutSamples, c.samples));
   }
-  if (!(c.minutes > 0.0) || c.minutes > 7 * 24 * 60) throw InputError(fmt::format("--minutes: must be in (0, 10080], got {}", c.minutes));
+  if (!(c.minutes > 0.0) || c.minutes > 7 * 24 * 60) throw SettingError("minutes", fmt::format("must be in (0, 10080], got {}", c.minutes));
   if (!(c.holdout_fraction >= 0.05 && c.holdout_fraction <= 0.5)) {
-    throw InputError(fmt::format("--holdout-fraction: must be in [0.05, 0.5], got {}", c.holdout_fraction));
+    throw SettingError("held-out fraction", fmt::format("must be in [0.05, 0.5], got {}", c.holdout_fraction));
   }
   if (c.sampling.max_tables < 1 || c.sampling.max_tables > 1000) {
-    throw InputError(fmt::format("--max-tables: must be in [1, 1000], got {}", c.sampling.max_tables));
+    throw SettingError("tables per set", fmt::format("must be in [1, 1000], got {}", c.sampling.max_tables));
   }
   if (c.comm_ranks != 0) {
-    if (c.comm_ranks < 2 || c.comm_ranks > 64) throw InputError(fmt::format("--comm-ranks: must be 0 or in [2, 64], got {}", c.comm_ranks));
+    if (c.comm_ranks < 2 || c.comm_ranks > 64) throw SettingError("all-to-all ranks", fmt::format("must be 0 or in [2, 64], got {}", c.comm_ranks));
     // Fewer plans could leave too few to fit after the hold-out, found only after timing them.
     if (c.comm_plans < 8 || c.comm_plans > 100000) {
-      throw InputError(fmt::format("--comm-plans: must be in [8, 100000], got {}", c.comm_plans));
+      throw SettingError("all-to-all plans", fmt::format("must be in [8, 100000], got {}", c.comm_plans));
     }
     if (!c.hardware.empty()) {
       throw InputError("--comm-ranks times this host's all-to-all, --hardware plans it on another's links: pass one of them");
