@@ -117,12 +117,14 @@ class PlannerTest(unittest.TestCase):
         self.assertIn("rank 1's shards need 900 bytes of HBM", str(ctx.exception))
         check_storage([NS(shards=[NS(rank=0, storage=NS(hbm=900))])], reserved, "hbm")
 
-    def test_tables_allowed_other_types_than_the_rest_are_refused_by_name(self):
-        planner = self.planner(constraints={"t2": self.Constraints(sharding_types=["table_wise"])})
-        with self.assertRaises(self.PlannerError) as ctx:
-            planner.plan(two_collections(), self.sharders)
-        self.assertEqual(ctx.exception.error_type, self.ErrorType.STRICT_CONSTRAINTS)
-        self.assertIn('[\'table_wise\'] for table "t2" of module "second"', str(ctx.exception))
+    def test_each_tables_sharding_types_are_its_own(self):
+        # ParameterConstraints per table reach the binary's tables file: t2 only data-parallel, t1 only
+        # column-wise, the others anything TorchRec's sharders offer.
+        planner = self.planner(constraints={"t2": self.Constraints(sharding_types=["data_parallel"]),
+                                            "t1": self.Constraints(sharding_types=["column_wise"])})
+        plan = planner.plan(two_collections(), self.sharders)
+        self.assertEqual(plan.plan["second"]["t2"].sharding_type, "data_parallel")
+        self.assertEqual(plan.plan["sparse.first"]["t1"].sharding_type, "column_wise")
 
     def test_collections_other_than_embedding_bag_ones_are_refused(self):
         import torch

@@ -27,7 +27,7 @@ from shardplan.plan_file import PlanError
 from shardplan.torchrec.bridge import build_sharding_plan
 from shardplan.torchrec.optimizer import planned_optimizer
 from shardplan.torchrec.selected_options import check_storage, selected_options
-from shardplan.torchrec.tables import TableError, common_sharding_types, describe_module, tables_document
+from shardplan.torchrec.tables import TableError, describe_module, plan_sharding_types, tables_document
 
 logger = logging.getLogger("shardplan")
 
@@ -123,7 +123,7 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
     def _cluster_args(self, topology, memory, optimizer, tables):
         args = ["--gpus", topology.world_size, "--gpus-per-host", topology.local_world_size,
                 "--mem-per-gpu", int(memory), "--optimizer", optimizer, "--seed", self.seed,
-                "--sharding-types", ",".join(common_sharding_types(tables))]
+                "--sharding-types", ",".join(plan_sharding_types(tables))]
         if self.model:
             args += ["--model", self.model]
         if self.hardware:

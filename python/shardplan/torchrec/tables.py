@@ -83,22 +83,16 @@ def _table(path, name, plan_name, entry):
                        pooling_factor=pooling, sharding_types=usable, kernels=entry["kernels"])
 
 
-def common_sharding_types(tables):
-    """The sharding types every table allows: shard-plan's --sharding-types applies to all tables alike, so
-    tables whose constraints allow different types are refused, naming them, rather than all narrowed."""
-    groups = {}
-    for table in tables:
-        groups.setdefault(tuple(t for t in SHARDING_TYPES if t in table.sharding_types), []).append(table.where)
-    if len(groups) > 1:
-        shown = "; ".join(f"{list(types)} for {', '.join(where[:3])}{' and more' if len(where) > 3 else ''}"
-                          for types, where in sorted(groups.items(), key=lambda g: len(g[1])))
-        raise TableError("shard-plan applies one set of sharding types to every table, and the tables' "
-                         f"constraints allow different ones ({shown}): give every table the same "
-                         "ParameterConstraints.sharding_types, or none")
-    return list(next(iter(groups)))
+def plan_sharding_types(tables):
+    """shard-plan's --sharding-types for `tables`: every type some table allows, with table_wise (which the
+    binary's set always holds); each table's own list goes in the tables file and narrows it per table."""
+    allowed = {t for table in tables for t in table.sharding_types} | {"table_wise"}
+    return [t for t in SHARDING_TYPES if t in allowed]
 
 
 def tables_document(tables):
-    """The tables file shard-plan reads (docs/formats.md)."""
+    """The tables file shard-plan reads (docs/formats.md), each table with the sharding types TorchRec
+    allows it (its ParameterConstraints.sharding_types and its sharders')."""
     return {"tables": [{"name": t.plan_name, "rows": t.rows, "dim": t.dim, "dtype": t.dtype,
-                        "pooling_factor": t.pooling_factor} for t in tables]}
+                        "pooling_factor": t.pooling_factor, "sharding_types": list(t.sharding_types)}
+                       for t in tables]}
