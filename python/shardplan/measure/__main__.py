@@ -32,6 +32,7 @@ import warnings
 
 from shardplan.files import write_text_atomically
 from shardplan.versions import installed_versions
+from shardplan.worker_exit import exit_worker
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MODES = ("per-rank", "step")
@@ -174,17 +175,8 @@ def main(argv=None):
     return EXIT_OK
 
 
-def _exit_worker(code):
-    """A torchrun worker leaves without the interpreter's teardown: C++ threads of the stack (Gloo's among
-    them) destroyed while still joinable at exit abort the process now and then ("terminate called
-    without an active exception") after the measurement is written, and torchrun then fails the job."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
 if __name__ == "__main__":
     status = main()
     if "RANK" in os.environ:
-        _exit_worker(status)
+        exit_worker(status)  # a torchrun worker: shardplan/worker_exit.py says why
     sys.exit(status)

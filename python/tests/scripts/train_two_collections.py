@@ -17,6 +17,7 @@ from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder, Sha
 from torchrec.distributed.planner import ParameterConstraints, Topology
 
 from shardplan.torchrec import ShardPlanPlanner
+from shardplan.worker_exit import exit_worker
 
 warnings.filterwarnings("ignore")
 BATCH = 16  # per rank
@@ -125,3 +126,4 @@ def main(out_path):
 
 if __name__ == "__main__":
     main(sys.argv[1])
+    exit_worker(0)  # without the interpreter's teardown: shardplan/worker_exit.py says why
