@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <random>
+#include <string>
 
 #include "shardplan/errors.hpp"
 
@@ -95,6 +97,17 @@ class SignalsHeld {
   sigset_t before_{};
 };
 
+// Twelve characters of [a-z0-9] from the OS's entropy: names no other run picks.
+std::string random_suffix() {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  static std::random_device device;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::string suffix(12, 'x');
+  for (char& c : suffix) c = kAlphabet[device() % (sizeof(kAlphabet) - 1)];
+  return suffix;
+}
+
 }  // namespace
 
 void remove_temp_files_now() noexcept {
@@ -106,21 +119,31 @@ void remove_temp_files_now() noexcept {
 TempFile::TempFile(const std::filesystem::path& dir, const std::string& name, const std::string& target)
     : target_(target) {
   install_handlers();
-  std::string pattern = (dir / ("." + name + ".tmp.XXXXXX")).string();
-  SignalsHeld held;
-  fd_ = ::mkostemp(pattern.data(), O_CLOEXEC);
-  if (fd_ < 0) {
-    throw RuntimeFailure(fmt::format("{}: cannot create a temporary file in {}: {}", target, dir.string(), std::strerror(errno)));
+  // The name is registered before the file exists: held-back signals are this thread's only, and a signal
+  // another thread (LibTorch's pool) takes between creating and registering would leave the file behind.
+  // Removing a registered name not yet created is harmless; O_EXCL never opens another's file.
+  for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
+    const std::string path = (dir / ("." + name + ".tmp." + random_suffix())).string();
+    SignalsHeld held;
+    slot_ = claim_slot(path);
+    if (slot_ < 0) {
+      throw RuntimeFailure(fmt::format("{}: cannot track a temporary file for removal on a signal (more than {} at once, "
+                                       "or a path of {} bytes or more)",
+                                       target, kSlots, kMaxPath));
+    }
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd_ >= 0) {
+      path_ = path;
+      break;
+    }
+    const int error = errno;
+    release_slot(slot_);
+    slot_ = -1;
+    if (error != EEXIST) {
+      throw RuntimeFailure(fmt::format("{}: cannot create a temporary file in {}: {}", target, dir.string(), std::strerror(error)));
+    }
   }
-  path_ = pattern;
-  slot_ = claim_slot(path_);
-  if (slot_ < 0) {
-    ::close(fd_);
-    ::unlink(path_.c_str());
-    throw RuntimeFailure(fmt::format("{}: cannot track a temporary file for removal on a signal (more than {} at once, "
-                                     "or a path of {} bytes or more)",
-                                     target, kSlots, kMaxPath));
-  }
+  if (fd_ < 0) throw RuntimeFailure(fmt::format("{}: cannot create a temporary file in {}: every name taken", target, dir.string()));
 }
 
 TempFile::~TempFile() {
