@@ -19,6 +19,9 @@ std::string sharding_types_string(ShardingTypeSet set);
 // The types `table` may take in a plan that allows `allowed`: the types both allow.
 ShardingTypeSet table_sharding_types(const Table& table, ShardingTypeSet allowed);
 
+// The first table that may take none of `wanted` in a plan that allows `allowed`; null when none.
+const Table* first_table_without(const std::vector<Table>& tables, ShardingTypeSet allowed, ShardingTypeSet wanted);
+
 // Checks the tables' constraints against a cluster of `num_devices` and the plan's allowed types: every
 // pinned rank is a device and every table keeps a type it may take. Throws InputError naming the table,
 // the field and the value.

@@ -79,6 +79,13 @@ ShardingTypeSet table_sharding_types(const Table& table, ShardingTypeSet allowed
   return own.empty() ? allowed : own & allowed;
 }
 
+const Table* first_table_without(const std::vector<Table>& tables, ShardingTypeSet allowed, ShardingTypeSet wanted) {
+  for (const Table& table : tables) {
+    if ((table_sharding_types(table, allowed) & wanted).empty()) return &table;
+  }
+  return nullptr;
+}
+
 void check_table_constraints(const std::vector<Table>& tables, int num_devices, ShardingTypeSet allowed) {
   for (const Table& table : tables) {
     const TableConstraints& c = table.constraints;

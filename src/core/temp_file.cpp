@@ -122,7 +122,7 @@ TempFile::TempFile(const std::filesystem::path& dir, const std::string& name, co
   // The name is registered before the file exists: held-back signals are this thread's only, and a signal
   // another thread (LibTorch's pool) takes between creating and registering would leave the file behind.
   // Removing a registered name not yet created is harmless; O_EXCL never opens another's file.
-  for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
     const std::string path = (dir / ("." + name + ".tmp." + random_suffix())).string();
     SignalsHeld held;
     slot_ = claim_slot(path);

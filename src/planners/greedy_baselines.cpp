@@ -54,12 +54,9 @@ Plan empty_plan(std::string_view algorithm, const std::vector<Table>& tables, co
 // column-wise (sharding_of). A table that may be neither is beyond them.
 void refuse_tables_not_whole(const std::vector<Table>& tables, const Cluster& cluster, std::string_view algorithm) {
   check_table_constraints(tables, cluster.num_devices, ShardingTypeSet::all());
-  for (const Table& table : tables) {
-    const ShardingTypeSet own = table_sharding_types(table, ShardingTypeSet::table_and_column());
-    if (own.empty()) {
-      throw InfeasibleError(fmt::format("{}: table \"{}\" may only be {}, and this planner places tables whole", algorithm,
-                                        table.name, sharding_types_string(table.constraints.sharding_types)));
-    }
+  if (const Table* table = first_table_without(tables, ShardingTypeSet::all(), ShardingTypeSet::table_and_column())) {
+    throw InfeasibleError(fmt::format("{}: table \"{}\" may only be {}, and this planner places tables whole", algorithm,
+                                      table->name, sharding_types_string(table->constraints.sharding_types)));
   }
 }
 

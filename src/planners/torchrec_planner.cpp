@@ -61,9 +61,7 @@ struct Option {
   double block_perf_ms = 0.0;
   int64_t block_bytes = 0;
   int64_t last_bytes = 0;
-  std::vector<int> pinned;  // the table's pinned ranks (table- and column-wise shards; empty: any)
-
-  bool allows_rank(int rank) const { return pinned.empty() || std::binary_search(pinned.begin(), pinned.end(), rank); }
+  const TableConstraints* constraints = nullptr;  // the table's (pinned ranks bind its table- and column-wise shards)
 
   // Row-wise and data-parallel blocks have their ranks; TorchRec places them before everything else.
   bool uniform() const { return type == ShardingType::kRowWise || type == ShardingType::kDataParallel; }
@@ -168,7 +166,7 @@ class TorchRecPlanner final : public Planner {
                                               shard_memory_bytes(table.rows, width, table.dtype, cluster.optimizer),
                                               torchrec_shard_perf_ms(type, table, width, world, estimate)});
         }
-        option.pinned = table.constraints.ranks;
+        option.constraints = &table.constraints;
         options[t].push_back(std::move(option));
       };
       const ShardingTypeSet own = table.constraints.sharding_types;
@@ -390,7 +388,7 @@ class TorchRecPlanner final : public Planner {
       if (item.shard >= 0) {
         const OptionShard& shard = option.shards[static_cast<std::size_t>(item.shard)];
         auto fit = std::find_if(by_load.begin(), by_load.end(), [&](const auto& entry) {
-          return used[static_cast<std::size_t>(entry.second)] + shard.bytes <= usable && option.allows_rank(entry.second);
+          return used[static_cast<std::size_t>(entry.second)] + shard.bytes <= usable && option.constraints->allows_rank(entry.second);
         });
         if (fit == by_load.end()) return kInfeasible;
         const int rank = fit->second;

@@ -202,19 +202,19 @@ class NeuroShardPlanner final : public Planner {
     validate_cluster(cluster);
     check_table_constraints(tables, cluster.num_devices, config_.sharding_types);
     check_total_capacity(tables, cluster);
-    refuse_tables_off_the_search(tables);
     const auto search_start = Clock::now();
     const Deadline deadline = Deadline::after(config_.time_limit_seconds, config_.time_limit_start.value_or(search_start));
     const int threads = resolve_threads(config_.threads);
     ShardCatalog catalog(tables, cluster, *model_, threads, config_.sharding_types);
     const RowWiseStart rows = row_wise_start(tables, cluster, catalog);
+    refuse_tables_off_the_search(tables, rows.tables);
     const Cluster& room = rows.search_cluster;  // the memory the row-wise blocks leave the other tables
     GridPlacer placer(catalog, *model_, room, GridOptions{config_.grid_points, config_.grid_min, config_.grid_max});
 
     const bool may_split = config_.sharding_types.allows(ShardingType::kColumnWise);
     SplitState start;
     start.pieces = fitting_pieces(tables, room, catalog, config_.sharding_types, rows.tables);
-    start.splits = static_cast<int>(start.pieces.size()) - (static_cast<int>(tables.size()) - rows.count);
+    start.splits = static_cast<int>(start.pieces.size()) - (static_cast<int>(tables.size()) - rows.count());
     for (const Piece& p : start.pieces) start.hash += piece_hash(p);
     start.placement = placer.place(start.pieces);
 
@@ -417,32 +417,33 @@ class NeuroShardPlanner final : public Planner {
     if (static_cast<int>(finalists.size()) > limit) finalists.pop_back();
   }
 
-  // The search places tables whole or in column slices: a table that may take neither is for the
-  // baselines' plans (row-wise, table-row-wise, data-parallel) and the type pass.
-  void refuse_tables_off_the_search(const std::vector<Table>& tables) const {
-    for (const Table& table : tables) {
-      const ShardingTypeSet types = table_sharding_types(table, config_.sharding_types);
-      if (!types.allows(ShardingType::kTableWise) && !types.allows(ShardingType::kColumnWise)) {
-        throw InfeasibleError(fmt::format("neuroshard: table \"{}\" may only be {}, and the search places tables whole "
-                                          "or in column slices", table.name, sharding_types_string(types)));
+  // The search places tables whole, in column slices or (its starts) as row-wise blocks: a table that may
+  // take none of them is for the baselines' plans (table-row-wise, data-parallel) and the type pass.
+  void refuse_tables_off_the_search(const std::vector<Table>& tables, const std::vector<char>& row_wise) const {
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      const ShardingTypeSet types = table_sharding_types(tables[t], config_.sharding_types);
+      if (!row_wise[t] && (types & ShardingTypeSet::table_and_column()).empty()) {
+        throw InfeasibleError(fmt::format("neuroshard: table \"{}\" may only be {}, and the search places tables whole, "
+                                          "in column slices or as row-wise blocks", tables[t].name,
+                                          sharding_types_string(types)));
       }
     }
   }
 
-  // Feasibility first: a table no device holds whole or in column slices starts as row-wise blocks (a
-  // block on every device, the type that needs the least memory of one), when it may be row-wise, and so
-  // does one that the blocks then leave no room. The search places the other tables in what the blocks
-  // leave; the type pass sees the whole plan.
+  // Feasibility first: a table that may be row-wise starts as row-wise blocks (a block on every device,
+  // the type that needs the least memory of one) when no device holds it whole or in column slices, or it
+  // may be neither; so does one that the blocks then leave no room. The search places the other tables in
+  // what the blocks leave; the type pass sees the whole plan.
   static constexpr std::size_t kNamedRowWiseStarts = 5;  // messages name this many, then count the rest
 
   struct RowWiseStart {
     std::vector<char> tables;  // per table
-    int count = 0;
     Cluster search_cluster;    // the cluster with the blocks' memory taken out
+    int count() const { return static_cast<int>(std::count(tables.begin(), tables.end(), 1)); }
   };
 
   RowWiseStart row_wise_start(const std::vector<Table>& tables, const Cluster& cluster, const ShardCatalog& catalog) const {
-    RowWiseStart start{std::vector<char>(tables.size(), 0), 0, cluster};
+    RowWiseStart start{std::vector<char>(tables.size(), 0), cluster};
     const int64_t usable = cluster.usable_bytes_per_device();
     int64_t blocks = 0;
     std::vector<std::string> names;
@@ -451,36 +452,39 @@ class NeuroShardPlanner final : public Planner {
       changed = false;
       for (std::size_t t = 0; t < tables.size(); ++t) {
         const Table& table = tables[t];
-        if (start.tables[t] || fits_in_slices(catalog, catalog.whole(static_cast<int>(t)), usable - blocks) ||
-            !table_sharding_types(table, config_.sharding_types).allows(ShardingType::kRowWise)) {
-          continue;
-        }
+        const ShardingTypeSet types = table_sharding_types(table, config_.sharding_types);
+        const bool whole_or_columns = !(types & ShardingTypeSet::table_and_column()).empty() &&
+                                      fits_in_slices(catalog, catalog.whole(static_cast<int>(t)), usable - blocks);
+        if (start.tables[t] || whole_or_columns || !types.allows(ShardingType::kRowWise)) continue;
         start.tables[t] = 1;
-        start.count += 1;
         changed = true;
         const int64_t rows = (table.rows + cluster.num_devices - 1) / cluster.num_devices;
         blocks += shard_memory_bytes(rows, table.dim, table.dtype, cluster.optimizer);
         if (names.size() < kNamedRowWiseStarts) names.push_back(fmt::format("\"{}\"", table.name));
       }
     }
-    if (start.count > static_cast<int>(names.size())) names.push_back(fmt::format("{} more", start.count - names.size()));
-    if (start.count == 0) return start;
+    const int count = start.count();
+    if (count > static_cast<int>(names.size())) names.push_back(fmt::format("{} more", count - static_cast<int>(names.size())));
+    if (count == 0) return start;
     if (blocks > usable) {
-      throw InfeasibleError(fmt::format("neuroshard: the tables no device holds whole or in column slices ({}) need {} "
-                                        "per device as row-wise blocks, more than a device offers ({})",
+      throw InfeasibleError(fmt::format("neuroshard: the tables that start as row-wise blocks ({}) need {} per device, "
+                                        "more than a device offers ({})",
                                         fmt::join(names, ", "), format_bytes(blocks), format_bytes(usable)));
     }
-    spdlog::info("search: {} start as row-wise blocks ({} per device): no device holds them whole or in column slices",
-                 fmt::join(names, ", "), format_bytes(blocks));
+    spdlog::info("search: {} start as row-wise blocks ({} per device): no device holds them whole or in column slices, "
+                 "or their types leave only that", fmt::join(names, ", "), format_bytes(blocks));
     start.search_cluster.memory_per_device_bytes = usable - blocks;
     start.search_cluster.reserve_fraction = 0.0;
     return start;
   }
 
+  // Whether v's halvings reach pieces that each fit `usable`: the wider half of each is the one to check.
   static bool fits_in_slices(const ShardCatalog& catalog, int v, int64_t usable) {
-    if (catalog.bytes(v) <= usable) return true;
-    return catalog.splittable(v) && fits_in_slices(catalog, catalog.first_half(v), usable) &&
-           fits_in_slices(catalog, catalog.second_half(v), usable);
+    while (catalog.bytes(v) > usable) {
+      if (!catalog.splittable(v)) return false;
+      v = catalog.first_half(v);
+    }
+    return true;
   }
 
   // Every table whole, except those larger than a device: halved until each piece fits.

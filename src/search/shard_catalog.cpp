@@ -15,8 +15,7 @@ ShardCatalog::ShardCatalog(const std::vector<Table>& tables, const Cluster& clus
   first_variant_.reserve(tables.size());
   for (std::size_t t = 0; t < tables.size(); ++t) {
     first_variant_.push_back(static_cast<int>(variants_.size()));
-    pinned_.push_back(tables[t].constraints.ranks);
-    any_pinned_ = any_pinned_ || tables[t].constraints.pinned();
+    constraints_.push_back(tables[t].constraints);
     const bool may_split = table_sharding_types(tables[t], allowed).allows(ShardingType::kColumnWise);
     // Each width a table's halvings reach, once: a width halves unevenly when its half is not a multiple
     // of 4 (108 -> 56 + 52), so a table of 4 (mod 8) columns can be split too. Widths only shrink, so
@@ -70,11 +69,6 @@ ShardCatalog::ShardCatalog(const std::vector<Table>& tables, const Cluster& clus
     placement_rank_[static_cast<std::size_t>(by_order[i])] =
         placement_rank_[static_cast<std::size_t>(by_order[i - 1])] + (tied ? 0 : 1);
   }
-}
-
-bool ShardCatalog::allows_rank(int v, int rank) const {
-  const std::vector<int>& ranks = pinned(table(v));
-  return ranks.empty() || std::binary_search(ranks.begin(), ranks.end(), rank);
 }
 
 }  // namespace shardplan

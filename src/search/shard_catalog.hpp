@@ -40,9 +40,8 @@ class ShardCatalog {
   int summary_size() const { return static_cast<int>(summary_size_); }
   int num_tables() const { return static_cast<int>(first_variant_.size()); }
   // The ranks table t's pieces must lie on (its pinned ranks; empty: any), and whether v may go to rank.
-  const std::vector<int>& pinned(int table) const { return pinned_[static_cast<std::size_t>(table)]; }
-  bool any_pinned() const { return any_pinned_; }
-  bool allows_rank(int v, int rank) const;
+  const std::vector<int>& pinned(int table) const { return constraints_[static_cast<std::size_t>(table)].ranks; }
+  bool allows_rank(int v, int rank) const { return constraints_[static_cast<std::size_t>(table(v))].allows_rank(rank); }
   // The greedy placement's order of variants as one integer: costliest alone first, then the larger, then
   // by table. Variants that order cannot tell apart share a rank (their pieces then go by column offset).
   int placement_rank(int v) const { return placement_rank_[static_cast<std::size_t>(v)]; }
@@ -63,8 +62,7 @@ class ShardCatalog {
   std::size_t summary_size_ = 0;
   std::vector<float> summaries_;
   std::vector<int> placement_rank_;
-  std::vector<std::vector<int>> pinned_;
-  bool any_pinned_ = false;
+  std::vector<TableConstraints> constraints_;  // per table
 };
 
 }  // namespace shardplan

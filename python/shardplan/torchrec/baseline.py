@@ -27,11 +27,18 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INFEASIBLE = 0, 1, 2, 3
 ALGORITHM = "torchrec_planner"
 
 
-def read_tables(path):
-    """[(name, rows, dim, dtype, pooling_factor)] of a shard-plan tables file (docs/formats.md)."""
+def _entries(path):
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
-    entries = doc["tables"] if isinstance(doc, dict) else doc
+    return doc["tables"] if isinstance(doc, dict) else doc
+
+
+def read_tables(path):
+    """[(name, rows, dim, dtype, pooling_factor)] of a shard-plan tables file (docs/formats.md)."""
+    return _tables_of(_entries(path))
+
+
+def _tables_of(entries):
     out = []
     for i, t in enumerate(entries):
         out.append((t.get("name", f"t{i}"), int(t.get("rows", t.get("num_embeddings"))),
@@ -44,11 +51,8 @@ class Unplannable(Exception):
     """A constraint TorchRec's planner cannot honour."""
 
 
-def read_constraints(path):
-    """{name: (sharding_types or None, ranks or None)} of the tables file's per-table constraints."""
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
-    entries = doc["tables"] if isinstance(doc, dict) else doc
+def read_constraints(entries):
+    """{name: (sharding_types or None, ranks or None)}: the per-table constraints of a tables file's entries."""
     return {t.get("name", f"t{i}"): (t.get("sharding_types"), t.get("ranks")) for i, t in enumerate(entries)}
 
 
@@ -159,8 +163,8 @@ def main(argv=None):
     warnings.filterwarnings("ignore")
     logging.getLogger().setLevel(logging.ERROR)  # TorchRec logs every data-parallel table's missing spec
     try:
-        tables = read_tables(args.tables)
-        constraints = read_constraints(args.tables)
+        entries = _entries(args.tables)
+        tables, constraints = _tables_of(entries), read_constraints(entries)
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"torchrec_planner: {args.tables}: cannot read the tables ({e})", file=sys.stderr)
         return EXIT_USAGE
