@@ -18,7 +18,7 @@ namespace shardplan {
 
 struct AllreduceFitPoint {
   int world_size = 0;
-  double step_latency_ms = 0.0;  // >= 0
+  double step_latency_ms = 0.0;   // >= 0
   double bus_bytes_per_ms = 0.0;  // > 0
   int samples = 0;
 };

@@ -1,8 +1,8 @@
 #pragma once
 // `shard-plan bench`: every task of a task set planned by every algorithm, each plan validated and scored
 // by one cost model, so algorithms are compared on the same terms.
-#include <nlohmann/json.hpp>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,10 +14,10 @@
 namespace shardplan {
 
 struct TaskOutcome {
-  bool valid = false;       // planned, and the plan passed validate
-  double cost_ms = 0.0;     // predicted plan cost (max over devices), when valid
+  bool valid = false;    // planned, and the plan passed validate
+  double cost_ms = 0.0;  // predicted plan cost (max over devices), when valid
   double plan_seconds = 0.0;
-  std::string error;        // why there is no valid plan
+  std::string error;  // why there is no valid plan
   double predicted_max_compute_ms = 0.0;
   std::optional<double> measured_max_compute_ms;  // when the task was measured and every device could be
   // The step, compute plus forward and backward all-to-all, max over devices (with --measure-comm):
@@ -31,12 +31,12 @@ struct AlgorithmSummary {
   int valid = 0;
   double median_plan_seconds = 0.0;
   double max_plan_seconds = 0.0;
-  int wins = 0;                    // tasks where its cost is the lowest (ties: every tied algorithm)
+  int wins = 0;  // tasks where its cost is the lowest (ties: every tied algorithm)
   // Over the tasks measured for every algorithm (so all algorithms average the same tasks):
   int measured = 0;
   double mean_predicted_max_compute_ms = 0.0;
   double mean_measured_max_compute_ms = 0.0;
-  int measured_wins = 0;           // measured tasks where its measured max compute is the lowest
+  int measured_wins = 0;  // measured tasks where its measured max compute is the lowest
   // Over the tasks whose step was measured for every algorithm:
   int step_measured = 0;
   double mean_predicted_max_step_ms = 0.0;  // the plan cost
@@ -57,14 +57,15 @@ struct BenchResult {
 using DeviceComputeMs = std::vector<std::optional<double>>;
 // Measures the plans of one task on real kernels, together, so that identical devices share a
 // measurement and every plan sees the machine alike; one result per plan.
-using ComputeMeasurer = std::function<std::vector<DeviceComputeMs>(const std::vector<const Plan*>&, const std::vector<Table>&)>;
+using ComputeMeasurer =
+    std::function<std::vector<DeviceComputeMs>(const std::vector<const Plan*>&, const std::vector<Table>&)>;
 
 // Times the all-to-alls of many plans (of any world sizes), each device starting when its compute would
 // end; one result per plan, nullopt for a plan that could not be timed.
 using CommMeasurer = std::function<std::vector<std::optional<MeasuredComm>>(const std::vector<CommToMeasure>&)>;
 
 struct BenchMeasure {
-  int tasks = 0;            // the first this many tasks are measured, for every algorithm
+  int tasks = 0;  // the first this many tasks are measured, for every algorithm
   ComputeMeasurer measure;
   CommMeasurer measure_comm;  // empty: the all-to-alls are not timed
 };

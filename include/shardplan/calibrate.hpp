@@ -5,9 +5,9 @@
 // the base model (a single device cannot time all-to-alls), and the new model's meta says so; with
 // comm_ranks, the all-to-alls of plan-like layouts are also timed on that many ranks of this host and
 // the comm part gets a correction fitted to them (comm_calibration.hpp).
-#include <nlohmann/json.hpp>
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -23,14 +23,14 @@ namespace shardplan {
 inline constexpr const char* kCalibrationDataDir = "calibration";
 
 struct CalibrateConfig {
-  std::string out_dir;             // the model directory to write
-  std::string base_dir;            // the model to start from
-  std::string pool_path;           // the table pool, recorded in the metadata
-  int64_t samples = 300;           // shard sets to measure (resumes up to it)
-  double minutes = 5.0;            // the whole run, measuring and fine-tuning; measuring stops in time to tune
-  double holdout_fraction = 0.2;   // samples kept out of the fine-tuning to measure its error
+  std::string out_dir;            // the model directory to write
+  std::string base_dir;           // the model to start from
+  std::string pool_path;          // the table pool, recorded in the metadata
+  int64_t samples = 300;          // shard sets to measure (resumes up to it)
+  double minutes = 5.0;           // the whole run, measuring and fine-tuning; measuring stops in time to tune
+  double holdout_fraction = 0.2;  // samples kept out of the fine-tuning to measure its error
   CalibrationSampling sampling;
-  ComputeBenchConfig bench;        // how a set is timed (device, batch, iterations)
+  ComputeBenchConfig bench;  // how a set is timed (device, batch, iterations)
   // A hardware profile (name or file): the all-to-all becomes its links' structure alone, at bench's batch
   // (a GPU's calibration from the CPU-measured bundled model). Empty: the base's comm part is kept.
   std::string hardware;
@@ -51,12 +51,12 @@ struct CalibrateConfig {
 using ShardSetTimer = std::function<ComputeTiming(const std::vector<Table>& shards, uint64_t trace_seed)>;
 
 struct CalibrateOutcome {
-  int64_t samples = 0;           // measured samples in the directory
-  int64_t measured_now = 0;      // of which this run measured
-  bool interrupted = false;      // Ctrl-C: samples kept, no model written; re-run to resume
-  bool comm_untimed = false;     // with interrupted: it stopped while timing the all-to-alls, before any compute set
-  bool out_of_time = false;      // measuring stopped for --minutes before --samples
-  nlohmann::json meta;           // the written model's meta.json (null when none was written)
+  int64_t samples = 0;        // measured samples in the directory
+  int64_t measured_now = 0;   // of which this run measured
+  bool interrupted = false;   // Ctrl-C: samples kept, no model written; re-run to resume
+  bool comm_untimed = false;  // with interrupted: it stopped while timing the all-to-alls, before any compute set
+  bool out_of_time = false;   // measuring stopped for --minutes before --samples
+  nlohmann::json meta;        // the written model's meta.json (null when none was written)
 };
 
 // Throws InputError for bad settings, an unreadable base model, or too few samples to fine-tune.

@@ -5,8 +5,8 @@
 // 2-core VM, the bundled net's backward slopes in the widths matched the timed ones within 11% while its
 // level was 0.6 ms (20%) too high (docs/calibration.md); two numbers per direction say that, and keep the
 // net's shape, which 40 timed plans could not retrain. No LibTorch.
-#include <nlohmann/json.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

@@ -33,7 +33,7 @@ struct CommFabric {
 struct AllToAllVolume {
   double intra_out = 0, intra_in = 0;  // bytes to and from GPUs on its host
   double inter_out = 0, inter_in = 0;  // bytes to and from GPUs on other hosts
-  double host = 0;                     // bytes crossing its host's shared fabric (sent by its host, or received from others)
+  double host = 0;  // bytes crossing its host's shared fabric (sent by its host, or received from others)
   // Through a network port its host's GPUs share, fairly: what the port carries until this GPU's traffic
   // is through, the sum over the host's GPUs of min(theirs, its own), sent and received.
   double shared_port_out = 0, shared_port_in = 0;

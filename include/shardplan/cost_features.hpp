@@ -24,17 +24,18 @@ ComputeFeatureVector compute_features(const ShardFeatures& shard);
 // mean delay.
 inline constexpr int kCommFeatures = 9;
 using CommFeatureVector = std::array<float, kCommFeatures>;
-std::vector<CommFeatureVector> comm_features(const std::vector<int64_t>& dim_sums, const std::vector<double>& delays_ms);
+std::vector<CommFeatureVector> comm_features(const std::vector<int64_t>& dim_sums,
+                                             const std::vector<double>& delays_ms);
 // The same into `out` (resized), so a search evaluating many plans reuses one buffer.
 void comm_features_into(const std::vector<int64_t>& dim_sums, const std::vector<double>& delays_ms,
                         std::vector<CommFeatureVector>& out);
 
 // The hierarchical comm model's inputs per device (cost-models.md, "Communication model"). The first
 // kHierCommMonotoneInputs are [0..4] logs of the structural times (AllToAllTimes: total, out, in, host,
-// latency), the only inputs through which bytes enter; the network is non-decreasing in them. Then the context: [5] the share of its peers
-// on other hosts, [6] log1p of its own wait, [7] log1p of the max and [8] of the mean start delay. The
-// world size enters only through the structure (peers, each peer's share of the batch): a network given
-// it learned each measured size apart and interpolated between them badly (docs/cost-models.md).
+// latency), the only inputs through which bytes enter; the network is non-decreasing in them. Then the context: [5] the
+// share of its peers on other hosts, [6] log1p of its own wait, [7] log1p of the max and [8] of the mean start delay.
+// The world size enters only through the structure (peers, each peer's share of the batch): a network given it learned
+// each measured size apart and interpolated between them badly (docs/cost-models.md).
 inline constexpr int kHierCommFeatures = 9;
 inline constexpr int kHierCommMonotoneInputs = 5;
 using HierCommFeatureVector = std::array<float, kHierCommFeatures>;

@@ -24,7 +24,9 @@ class Deadline {
   // Seconds until it passes (0 once it has); none when no deadline is set.
   std::optional<double> seconds_left() const;
   // The earlier of two deadlines (either may be unset).
-  static Deadline earlier(const Deadline& a, const Deadline& b) { return !b.set() || (a.set() && *a.at_ <= *b.at_) ? a : b; }
+  static Deadline earlier(const Deadline& a, const Deadline& b) {
+    return !b.set() || (a.set() && *a.at_ <= *b.at_) ? a : b;
+  }
 
  private:
   std::optional<Clock::time_point> at_;

@@ -15,20 +15,20 @@ namespace shardplan {
 struct DeviceEvaluation {
   DeviceUsage usage;
   DeviceCost predicted;
-  std::optional<double> measured_compute_ms;  // when measured
-  std::string not_measured;                   // why a device was skipped, when it was
-  std::optional<double> measured_fw_ms;       // with the all-to-alls timed
-  std::optional<double> measured_bw_ms;       // includes the all-reduce, as the predicted bw_comm_ms does
+  std::optional<double> measured_compute_ms;    // when measured
+  std::string not_measured;                     // why a device was skipped, when it was
+  std::optional<double> measured_fw_ms;         // with the all-to-alls timed
+  std::optional<double> measured_bw_ms;         // includes the all-reduce, as the predicted bw_comm_ms does
   std::optional<double> measured_allreduce_ms;  // the data-parallel gradients' part of it, when any
 };
 
 struct MeasuredSummary {
-  int devices = 0;                   // devices measured (empty ones count, at 0 ms)
-  double max_compute_ms = 0.0;       // the slowest measured device
+  int devices = 0;              // devices measured (empty ones count, at 0 ms)
+  double max_compute_ms = 0.0;  // the slowest measured device
   int max_rank = 0;
   double predicted_max_compute_ms = 0.0;  // the model's max over the same devices
-  double mape_percent = 0.0;         // |predicted - measured| / measured over non-empty measured devices
-  double spearman = 0.0;             // rank agreement of predicted and measured per-device compute
+  double mape_percent = 0.0;              // |predicted - measured| / measured over non-empty measured devices
+  double spearman = 0.0;                  // rank agreement of predicted and measured per-device compute
   // With the all-to-alls timed: the slowest device's step (compute, forward, backward).
   std::optional<double> max_total_ms;
   int max_total_rank = 0;

@@ -3,8 +3,8 @@
 // and the links an all-to-all uses, with where each figure comes from. Shipped profiles live in
 // data/hardware/ (docs/hardware.md). The comm model's structure (comm_structure.hpp) reads its figures
 // from one, and a model directory records the one its comm data was measured on.
-#include <nlohmann/json.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

@@ -1,8 +1,8 @@
 #pragma once
 // Typed reads of JSON fields for the input parsers: every failure names the source, the JSON path and
 // the value, and throws InputError.
-#include <nlohmann/json.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>

@@ -17,8 +17,8 @@ namespace shardplan {
 
 // `rivals`: the planners named by loop.rivals, built by the caller (planner_registry.cpp).
 std::unique_ptr<Planner> make_measured_neuroshard_planner(std::shared_ptr<const CostModel> model,
-                                                          const NeuroShardConfig& search,
-                                                          const MeasureLoopConfig& loop, ShardSetMeasurer measure,
+                                                          const NeuroShardConfig& search, const MeasureLoopConfig& loop,
+                                                          ShardSetMeasurer measure,
                                                           std::vector<std::shared_ptr<const Planner>> rivals = {});
 
 }  // namespace shardplan

@@ -10,9 +10,9 @@
 namespace shardplan {
 
 struct MeasureLoopConfig {
-  int budget = 8;       // shard sets measured at most
-  int candidates = 4;   // distinct plans the search hands over per round, compared at the end
-  double ridge = 0.5;   // the table factors' shrinkage (fit_cost_correction)
+  int budget = 8;      // shard sets measured at most
+  int candidates = 4;  // distinct plans the search hands over per round, compared at the end
+  double ridge = 0.5;  // the table factors' shrinkage (fit_cost_correction)
   // Other planners whose plans join the candidates (`--measure-loop-rivals`): their bounding sets are
   // measured too, and one of their plans is handed over when it measures faster by more than the
   // remaining error. A search's plans are all alike; a rival's are not, and measuring tells.

@@ -1,16 +1,16 @@
 #pragma once
 // Accuracy metrics of a cost model's predictions against measurements: plain arithmetic, no LibTorch.
-#include <nlohmann/json.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
 
 namespace shardplan {
 
 struct Metrics {
-  double mse = 0.0;       // in ms^2
-  double mape = 0.0;      // mean absolute percentage error, in percent
-  double spearman = 0.0;  // rank correlation of predicted and measured
+  double mse = 0.0;           // in ms^2
+  double mape = 0.0;          // mean absolute percentage error, in percent
+  double spearman = 0.0;      // rank correlation of predicted and measured
   double median_ratio = 0.0;  // median of predicted over measured: a bias MAPE alone does not show
   int64_t count = 0;
   nlohmann::json to_json() const;

@@ -9,18 +9,19 @@
 namespace shardplan {
 
 struct ModelHardware {
-  std::string compute_device;        // "cpu" or "cuda"; empty when unknown
-  std::string compute_device_model;  // "AMD EPYC", "NVIDIA H100 80GB HBM3"
-  std::string compute_kernel;        // what timed it: "embedding_bag" (LibTorch's) or "fbgemm-tbe" (TorchRec's)
-  std::string comm_device_model;     // where the all-to-alls were timed
-  std::string comm_backend;          // "gloo", "nccl"
-  std::vector<int> comm_world_sizes; // the device counts whose all-to-alls were measured, ascending
-  std::string calibrated_on;         // UTC date of the calibration that fitted the compute part; empty: none
-  std::string note;                  // what the model is when it was not measured ("analytic estimate")
-  std::string comm_fabric;           // the hardware profile the comm data's structure describes (hierarchical models)
-  std::string planning_hardware;     // the --hardware profile planned for; empty: the measured hardware
-  bool comm_structure_only = false;  // planning_hardware was not measured: the all-to-all is the structure's estimate
-  std::string comm_corrected_on;     // where calibrate --comm-ranks timed the correction ("4 ranks of HOST (AMD EPYC)": host, CPU name)
+  std::string compute_device;         // "cpu" or "cuda"; empty when unknown
+  std::string compute_device_model;   // "AMD EPYC", "NVIDIA H100 80GB HBM3"
+  std::string compute_kernel;         // what timed it: "embedding_bag" (LibTorch's) or "fbgemm-tbe" (TorchRec's)
+  std::string comm_device_model;      // where the all-to-alls were timed
+  std::string comm_backend;           // "gloo", "nccl"
+  std::vector<int> comm_world_sizes;  // the device counts whose all-to-alls were measured, ascending
+  std::string calibrated_on;          // UTC date of the calibration that fitted the compute part; empty: none
+  std::string note;                   // what the model is when it was not measured ("analytic estimate")
+  std::string comm_fabric;            // the hardware profile the comm data's structure describes (hierarchical models)
+  std::string planning_hardware;      // the --hardware profile planned for; empty: the measured hardware
+  bool comm_structure_only = false;   // planning_hardware was not measured: the all-to-all is the structure's estimate
+  std::string comm_corrected_on;  // where calibrate --comm-ranks timed the correction ("4 ranks of HOST (AMD EPYC)":
+                                  // host, CPU name)
 
   bool known() const { return !compute_device_model.empty() || !note.empty(); }
   int max_comm_world_size() const { return comm_world_sizes.empty() ? 0 : comm_world_sizes.back(); }

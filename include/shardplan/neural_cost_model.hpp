@@ -8,9 +8,9 @@
 
 #include "shardplan/allreduce_fit.hpp"
 #include "shardplan/comm_correction.hpp"
-#include "shardplan/rowwise_fit.hpp"
 #include "shardplan/comm_structure.hpp"
 #include "shardplan/cost_model.hpp"
+#include "shardplan/rowwise_fit.hpp"
 
 namespace shardplan {
 
@@ -64,10 +64,10 @@ struct Normaliser {
 // share or contend for. Additive at its core, the model extrapolates to devices holding more shards
 // than any measured sample instead of exploding, and the factor stays within [1/e^range, e^range].
 struct ComputeModelSpec {
-  Normaliser features;   // kComputeFeatures
-  Mlp shard_net;         // features -> embedding h (ReLU last)
-  Mlp alone;             // h -> log ms of the shard alone (one linear layer)
-  Mlp head;              // [context embedding, log count] -> interaction logit
+  Normaliser features;  // kComputeFeatures
+  Mlp shard_net;        // features -> embedding h (ReLU last)
+  Mlp alone;            // h -> log ms of the shard alone (one linear layer)
+  Mlp head;             // [context embedding, log count] -> interaction logit
   float interaction_range = 1.0f;
   float step_cost_ms = 0.0f;  // added once per non-empty device
   // The head's context: the shards' latency-weighted mean embedding (else the plain mean, as models of
@@ -93,10 +93,10 @@ struct CommModelSpec {
   Mlp net;
   std::array<float, 2> target_mean{};
   std::array<float, 2> target_std{1.0f, 1.0f};
-  CommFabric fabric;                       // hierarchical: the figures of the hardware measured
-  std::vector<float> input_min, input_max; // hierarchical: the training range of each input
-  AllreduceFit allreduce;                  // hierarchical: the measured all-reduce (empty: the structure)
-  RowwiseFit rowwise;                      // hierarchical: the measured row-wise collectives (empty: latency only)
+  CommFabric fabric;                        // hierarchical: the figures of the hardware measured
+  std::vector<float> input_min, input_max;  // hierarchical: the training range of each input
+  AllreduceFit allreduce;                   // hierarchical: the measured all-reduce (empty: the structure)
+  RowwiseFit rowwise;                       // hierarchical: the measured row-wise collectives (empty: latency only)
   // hierarchical: the backward's correction sees no start delays (they are the forward's: the backward
   // starts together, after the dense layers); models trained before it saw the forward's delays.
   bool backward_without_delays = false;
@@ -157,9 +157,9 @@ class NeuralCostModel final : public CostModel {
 
   std::string name_;
   ComputeModelSpec compute_;
-  Mlp head_rest_;                        // the head after its first layer
-  std::vector<float> count_weight_;      // the first layer's column for log count
-  std::vector<float> projection_;        // the first layer's columns for the mean embedding, [out][in]
+  Mlp head_rest_;                    // the head after its first layer
+  std::vector<float> count_weight_;  // the first layer's column for log count
+  std::vector<float> projection_;    // the first layer's columns for the mean embedding, [out][in]
   CommModelSpec comm_;
   bool structure_only_ = false;  // plan_for_hardware chose hardware other than the measured one
   CommFabric planning_fabric_;   // the structure's figures when structure_only_

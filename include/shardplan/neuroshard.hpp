@@ -10,7 +10,8 @@
 
 namespace shardplan {
 
-std::unique_ptr<Planner> make_neuroshard_planner(std::shared_ptr<const CostModel> model, const NeuroShardConfig& config);
+std::unique_ptr<Planner> make_neuroshard_planner(std::shared_ptr<const CostModel> model,
+                                                 const NeuroShardConfig& config);
 
 // The search's plan first (the one make_neuroshard_planner returns), then up to max_plans - 1 other
 // distinct plans it met (the best split states of its beams, each refined), by predicted cost. Unscored.

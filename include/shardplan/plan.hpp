@@ -66,18 +66,18 @@ struct MeasuredDevice {
 inline constexpr const char* kSearchPlanSource = "neuroshard";
 
 struct MeasureLoopSummary {
-  int budget = 0;             // shard sets it could measure
+  int budget = 0;  // shard sets it could measure
   int sets_measured = 0;
-  int rounds = 0;             // searches run
-  int candidates = 0;         // distinct plans compared at the end
-  int chosen = 0;             // the chosen plan's rank among them by uncorrected prediction (0: the model's pick)
+  int rounds = 0;      // searches run
+  int candidates = 0;  // distinct plans compared at the end
+  int chosen = 0;      // the chosen plan's rank among them by uncorrected prediction (0: the model's pick)
   std::string chosen_from = kSearchPlanSource;  // the planner whose plan was chosen: the search or a rival
-  int rival_sets_measured = 0;  // of sets_measured, those measured for the rivals' bounds
-  double compute_scale = 1.0; // the fitted machine factor on every device's compute
-  int corrected_tables = 0;   // tables measured slower than predicted, with a factor of their own
-  bool verified = false;      // every device that may bound the chosen plan was measured
-  double estimated_max_ms = 0.0;  // the chosen plan's slowest device, measured compute where measured
-  std::vector<MeasuredDevice> devices;  // the chosen plan's measured devices, by rank
+  int rival_sets_measured = 0;                  // of sets_measured, those measured for the rivals' bounds
+  double compute_scale = 1.0;                   // the fitted machine factor on every device's compute
+  int corrected_tables = 0;                     // tables measured slower than predicted, with a factor of their own
+  bool verified = false;                        // every device that may bound the chosen plan was measured
+  double estimated_max_ms = 0.0;                // the chosen plan's slowest device, measured compute where measured
+  std::vector<MeasuredDevice> devices;          // the chosen plan's measured devices, by rank
 };
 
 // How the NeuroShard search ended (only its plans carry one). Deterministic unless cut_short.
@@ -91,15 +91,15 @@ struct BaselineOutcome {
 };
 
 struct SearchSummary {
-  int steps = 0;          // split steps run
-  int step_budget = 0;    // steps it could run (--steps, or auto_split_steps)
-  int splits = 0;         // column-wise halvings in the plan
-  std::string stopped;    // "step budget", "patience", "nothing to split", "time limit"
-  int refine_rounds = 0;  // refinement moves accepted
-  int type_moves = 0;     // conversions and shard moves of the sharding-type pass
-  int converted = 0;      // tables it gave another sharding type
-  std::string sharding_types;  // the types it was allowed (--sharding-types), comma-separated
-  bool cut_short = false; // --time-limit ended the search or the refinement early
+  int steps = 0;                    // split steps run
+  int step_budget = 0;              // steps it could run (--steps, or auto_split_steps)
+  int splits = 0;                   // column-wise halvings in the plan
+  std::string stopped;              // "step budget", "patience", "nothing to split", "time limit"
+  int refine_rounds = 0;            // refinement moves accepted
+  int type_moves = 0;               // conversions and shard moves of the sharding-type pass
+  int converted = 0;                // tables it gave another sharding type
+  std::string sharding_types;       // the types it was allowed (--sharding-types), comma-separated
+  bool cut_short = false;           // --time-limit ended the search or the refinement early
   double time_limit_seconds = 0.0;  // 0: none
   // The baseline whose plan the returned one starts from, where that scored better than the search's own
   // or the search found none (baseline_starts.hpp); empty: the search's own.
@@ -119,8 +119,8 @@ struct Plan {
   std::optional<std::vector<DeviceCost>> device_costs;
   std::string cost_model;
   std::optional<ModelHardware> cost_model_hardware;  // what the cost model was measured on
-  std::optional<MeasureLoopSummary> measure_loop;     // when its devices were measured while planning
-  std::optional<SearchSummary> search;                // the NeuroShard search's own plans
+  std::optional<MeasureLoopSummary> measure_loop;    // when its devices were measured while planning
+  std::optional<SearchSummary> search;               // the NeuroShard search's own plans
   double planning_seconds = 0.0;
 };
 
@@ -130,8 +130,8 @@ struct DeviceUsage {
   int num_shards = 0;
   int num_table_wise = 0;
   int num_column_wise = 0;
-  int num_row_wise = 0;        // row_wise and table_row_wise blocks
-  int num_data_parallel = 0;   // replicas
+  int num_row_wise = 0;       // row_wise and table_row_wise blocks
+  int num_data_parallel = 0;  // replicas
   // The device's pooled output width: its shards' columns, a row-wise table's width on every device (all
   // ranks join its reduce-scatter, block or not), nothing for replicas.
   int64_t dim_sum = 0;

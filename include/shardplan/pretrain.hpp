@@ -1,7 +1,7 @@
 #pragma once
 // Pre-training the neural cost models on measured cost data (LibTorch); their metrics are metrics.hpp's.
-#include <nlohmann/json.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -10,18 +10,18 @@
 namespace shardplan {
 
 struct PretrainConfig {
-  std::string data_dir;   // cost data: compute and comm directories at or below it
-  std::string out_dir;    // the model directory to write
+  std::string data_dir;  // cost data: compute and comm directories at or below it
+  std::string out_dir;   // the model directory to write
   // A model directory whose communication part the new model keeps (compute-only data: a single GPU
   // cannot time all-to-alls). Empty: the comm model is trained on the data's comm samples.
   std::string comm_from;
   // The all-to-all structure's hardware profile (a name or a file); empty: its figures are fitted to the
   // comm data (fabric_fit.hpp).
   std::string hardware;
-  int epochs = 300;       // at most; early stopping usually ends sooner
-  int patience = 30;      // epochs without a better validation loss before stopping
+  int epochs = 300;   // at most; early stopping usually ends sooner
+  int patience = 30;  // epochs without a better validation loss before stopping
   double learning_rate = 1e-3;
-  int batch_size = 64;    // samples (devices) per step
+  int batch_size = 64;  // samples (devices) per step
   uint64_t seed = 0;
   int threads = 1;
   double validation_fraction = 0.1;

@@ -30,8 +30,8 @@ struct PlanAnalysis {
 };
 
 struct ReportOptions {
-  bool full = false;       // one row per device, however many
-  int max_rows = 32;       // above this many devices, show the heaviest and lightest rows only
+  bool full = false;  // one row per device, however many
+  int max_rows = 32;  // above this many devices, show the heaviest and lightest rows only
 };
 
 std::string format_report(const Plan& plan, const ReportOptions& options, const PlanAnalysis& analysis = {});

@@ -42,7 +42,8 @@ struct RowwisePair {
 // without rw_dim or an all-reduce, whose widths are its widths plus rw_dim on every rank. Samples with
 // no partner are left out. `is_reference`, when given, is set per sample: 1 for those used as a partner.
 
-std::vector<RowwisePair> rowwise_pairs(const std::vector<CommSample>& samples, std::vector<char>* is_reference = nullptr);
+std::vector<RowwisePair> rowwise_pairs(const std::vector<CommSample>& samples,
+                                       std::vector<char>* is_reference = nullptr);
 
 // Per world size, the least-absolute-deviations line through its pairs' (rw_dim, extra_ms) with intercept
 // >= 0 and slope >= 0, exact.

@@ -8,10 +8,10 @@
 namespace shardplan {
 
 struct ProcessResult {
-  int exit_code = 0;    // the program's exit status; 128 + N when signal N ended it
+  int exit_code = 0;       // the program's exit status; 128 + N when signal N ended it
   bool timed_out = false;  // it ran past the timeout and was killed, with everything it started
-  std::string output;   // what it wrote on stdout
-  std::string errors;   // what it wrote on stderr
+  std::string output;      // what it wrote on stdout
+  std::string errors;      // what it wrote on stderr
 };
 
 // The end of a program's stderr: its own last words, not the traceback above them.

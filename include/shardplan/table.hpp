@@ -16,9 +16,8 @@ inline constexpr int kReuseBins = 17;
 using ReuseHist = std::array<double, kReuseBins>;
 
 // Aggregate histogram published with Meta's dlrm_datasets (method.md); used when a table has none.
-inline constexpr ReuseHist kDlrmAggregateReuseHist = {0.069, 0.044, 0.068, 0.101, 0.121, 0.104,
-                                                      0.073, 0.058, 0.052, 0.050, 0.049, 0.048,
-                                                      0.048, 0.043, 0.031, 0.023, 0.019};
+inline constexpr ReuseHist kDlrmAggregateReuseHist = {0.069, 0.044, 0.068, 0.101, 0.121, 0.104, 0.073, 0.058, 0.052,
+                                                      0.050, 0.049, 0.048, 0.048, 0.043, 0.031, 0.023, 0.019};
 
 enum class DType { kFp32, kFp16 };
 
@@ -46,9 +45,9 @@ struct TableConstraints {
 
 struct Table {
   std::string name;
-  int64_t rows = 0;             // hash size, number of embedding rows
-  int dim = 0;                  // embedding width, a positive multiple of 4
-  double pooling_factor = 1.0;  // mean lookups per sample
+  int64_t rows = 0;                     // hash size, number of embedding rows
+  int dim = 0;                          // embedding width, a positive multiple of 4
+  double pooling_factor = 1.0;          // mean lookups per sample
   std::optional<ReuseHist> reuse_hist;  // normalised to sum 1 (or all zero: no lookups seen)
   DType dtype = DType::kFp32;
   TableConstraints constraints;

@@ -16,8 +16,7 @@ std::vector<Table> parse_tables(const nlohmann::json& doc, std::string_view sour
 
 // Parses one table object; `path` is its JSON path for messages ("tables[3]"). Names are not defaulted
 // or checked for uniqueness here (parse_tables does that).
-Table parse_table(const nlohmann::json& obj, std::string_view source, const std::string& path,
-                  std::size_t index);
+Table parse_table(const nlohmann::json& obj, std::string_view source, const std::string& path, std::size_t index);
 
 // Reads and parses a tables file. Throws InputError (missing file, malformed JSON, bad fields).
 std::vector<Table> load_tables(const std::string& path);

@@ -178,11 +178,11 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
       return s.tasks[t].valid ? std::optional<double>(s.tasks[t].cost_ms) : std::nullopt;
     });
   }
-  summarise_measured(result, measured_tasks,
-                     {&TaskOutcome::measured_max_compute_ms, &TaskOutcome::predicted_max_compute_ms,
-                      &BenchResult::measured_tasks, &AlgorithmSummary::measured,
-                      &AlgorithmSummary::mean_predicted_max_compute_ms, &AlgorithmSummary::mean_measured_max_compute_ms,
-                      &AlgorithmSummary::measured_wins});
+  summarise_measured(
+      result, measured_tasks,
+      {&TaskOutcome::measured_max_compute_ms, &TaskOutcome::predicted_max_compute_ms, &BenchResult::measured_tasks,
+       &AlgorithmSummary::measured, &AlgorithmSummary::mean_predicted_max_compute_ms,
+       &AlgorithmSummary::mean_measured_max_compute_ms, &AlgorithmSummary::measured_wins});
   summarise_measured(result, measured_tasks,
                      {&TaskOutcome::measured_max_step_ms, &TaskOutcome::cost_ms, &BenchResult::step_measured_tasks,
                       &AlgorithmSummary::step_measured, &AlgorithmSummary::mean_predicted_max_step_ms,
@@ -247,12 +247,12 @@ namespace {
 // A measured-against-predicted table: per algorithm its mean predicted and measured values and wins.
 std::string format_measured_table(const BenchResult& result, double AlgorithmSummary::*predicted,
                                   double AlgorithmSummary::*measured, int AlgorithmSummary::*wins) {
-  std::string out = fmt::format("{:<20} {:>14} {:>14} {:>8} {:>6}\n", "algorithm", "predicted ms", "measured ms",
-                                "error", "wins");
+  std::string out =
+      fmt::format("{:<20} {:>14} {:>14} {:>8} {:>6}\n", "algorithm", "predicted ms", "measured ms", "error", "wins");
   for (const auto& s : result.algorithms) {
     double error = 100.0 * (s.*predicted - s.*measured) / s.*measured;
-    out += fmt::format("{:<20} {:>14.3f} {:>14.3f} {:>+7.1f}% {:>6}\n", s.name, s.*predicted, s.*measured, error,
-                       s.*wins);
+    out +=
+        fmt::format("{:<20} {:>14.3f} {:>14.3f} {:>+7.1f}% {:>6}\n", s.name, s.*predicted, s.*measured, error, s.*wins);
   }
   return out;
 }
@@ -260,7 +260,8 @@ std::string format_measured_table(const BenchResult& result, double AlgorithmSum
 }  // namespace
 
 std::string format_bench(const BenchResult& result) {
-  std::string out = fmt::format("task set {}: {} tasks, plans scored by {}\n", result.task_set, result.tasks, result.cost_model);
+  std::string out =
+      fmt::format("task set {}: {} tasks, plans scored by {}\n", result.task_set, result.tasks, result.cost_model);
   out += fmt::format("{:<20} {:>14} {:>9} {:>10} {:>10} {:>6}\n", "algorithm", "mean cost ms", "valid", "median s",
                      "max s", "wins");
   for (const auto& s : result.algorithms) {
@@ -274,9 +275,10 @@ std::string format_bench(const BenchResult& result) {
                                  &AlgorithmSummary::mean_measured_max_compute_ms, &AlgorithmSummary::measured_wins);
   }
   if (result.step_measured_tasks > 0) {
-    out += fmt::format("\nstep per plan (measured compute, then the all-to-alls timed across ranks on this host), "
-                       "slowest device, mean over {} tasks:\n",
-                       result.step_measured_tasks);
+    out += fmt::format(
+        "\nstep per plan (measured compute, then the all-to-alls timed across ranks on this host), "
+        "slowest device, mean over {} tasks:\n",
+        result.step_measured_tasks);
     out += format_measured_table(result, &AlgorithmSummary::mean_predicted_max_step_ms,
                                  &AlgorithmSummary::mean_measured_max_step_ms, &AlgorithmSummary::step_wins);
   }

@@ -13,9 +13,11 @@ namespace shardplan::cli {
 void add_bench_options(CLI::App& app, ComputeBenchConfig& config, const std::string& prefix) {
   app.add_option("--" + prefix + "batch-size", config.batch_size, "Samples per training step")->capture_default_str();
   app.add_option("--" + prefix + "device", config.device, "cpu or cuda")->capture_default_str();
-  app.add_option("--" + prefix + "warmup", config.warmup_iterations, "Untimed steps before timing")->capture_default_str();
+  app.add_option("--" + prefix + "warmup", config.warmup_iterations, "Untimed steps before timing")
+      ->capture_default_str();
   app.add_option("--" + prefix + "iterations", config.timed_iterations, "Timed steps")->capture_default_str();
-  app.add_option("--" + prefix + "threads", config.threads, "CPU threads for LibTorch's kernels")->capture_default_str();
+  app.add_option("--" + prefix + "threads", config.threads, "CPU threads for LibTorch's kernels")
+      ->capture_default_str();
   app.add_option("--kernel", config.kernel,
                  "embedding_bag (LibTorch's, this binary's own) or fbgemm-tbe (FBGEMM's table-batched embedding, as "
                  "TorchRec trains; needs the Python stack, scripts/setup-python.sh)")
@@ -23,7 +25,8 @@ void add_bench_options(CLI::App& app, ComputeBenchConfig& config, const std::str
 }
 
 void check_bench_options(ComputeBenchConfig& config, const std::string& prefix, bool measuring) {
-  if (config.kernel != ComputeBenchConfig::kEmbeddingBagKernel && config.kernel != ComputeBenchConfig::kFbgemmTbeKernel) {
+  if (config.kernel != ComputeBenchConfig::kEmbeddingBagKernel &&
+      config.kernel != ComputeBenchConfig::kFbgemmTbeKernel) {
     throw InputError(fmt::format("--kernel: must be {} or {}, got '{}'", ComputeBenchConfig::kEmbeddingBagKernel,
                                  ComputeBenchConfig::kFbgemmTbeKernel, config.kernel));
   }
@@ -63,8 +66,9 @@ void check_measure_options(MeasureFlags& flags, bool measuring) {
   flags.memory_cap_bytes = flags.mem_cap == "auto" ? 0 : parse_byte_size(flags.mem_cap, "--measure-mem-cap");
 #if !SHARDPLAN_WITH_TORCH
   if (measuring) {
-    throw InputError("--measure: this shard-plan was built without LibTorch (SHARDPLAN_WITH_TORCH=OFF), which "
-                     "measuring needs");
+    throw InputError(
+        "--measure: this shard-plan was built without LibTorch (SHARDPLAN_WITH_TORCH=OFF), which "
+        "measuring needs");
   }
 #else
   (void)measuring;
@@ -76,15 +80,17 @@ void warn_if_measuring_other_hardware(const CostModel& model, const MeasureFlags
   const ModelHardware hardware = model.hardware();
   const std::string here = device_model(flags.bench.device);
   if (!same_compute_hardware(hardware, flags.bench.device, here)) {
-    spdlog::warn("the cost model's compute was measured on {}, but this machine measures on {} ({}): predicted and "
-                 "measured compute differ by the machines' speed as well as by the model's error (`shard-plan "
-                 "calibrate` adapts a model to this machine)",
-                 describe_hardware(hardware), flags.bench.device, here);
+    spdlog::warn(
+        "the cost model's compute was measured on {}, but this machine measures on {} ({}): predicted and "
+        "measured compute differ by the machines' speed as well as by the model's error (`shard-plan "
+        "calibrate` adapts a model to this machine)",
+        describe_hardware(hardware), flags.bench.device, here);
   }
   if (!hardware.compute_kernel.empty() && hardware.compute_kernel != flags.bench.kernel) {
-    spdlog::warn("the cost model's compute was timed with the {} kernel, and this measures with {}: predicted and "
-                 "measured compute differ by the kernels as well (--kernel)",
-                 hardware.compute_kernel, flags.bench.kernel);
+    spdlog::warn(
+        "the cost model's compute was timed with the {} kernel, and this measures with {}: predicted and "
+        "measured compute differ by the kernels as well (--kernel)",
+        hardware.compute_kernel, flags.bench.kernel);
   }
 #else
   (void)model, (void)flags;

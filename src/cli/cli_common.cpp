@@ -30,7 +30,8 @@ void apply_log_options(const LogOptions& options) {
   auto level = spdlog::level::from_str(options.level);
   // from_str maps unknown names to "off"; refuse them instead of going silent.
   if (level == spdlog::level::off && options.level != "off") {
-    throw InputError(fmt::format("--log-level: must be trace, debug, info, warn, error or off, got '{}'", options.level));
+    throw InputError(
+        fmt::format("--log-level: must be trace, debug, info, warn, error or off, got '{}'", options.level));
   }
   if (options.quiet && level < spdlog::level::warn) level = spdlog::level::warn;
   spdlog::set_level(level);
@@ -105,7 +106,8 @@ Cluster cluster_from_flags(const ClusterFlags& flags, std::optional<HardwareProf
   cluster.reserve_fraction = flags.reserve;
   auto optimizer = parse_optimizer(flags.optimizer);
   if (!optimizer) {
-    throw InputError(fmt::format("--optimizer: must be sgd, rowwise_adagrad, adagrad or adam, got '{}'", flags.optimizer));
+    throw InputError(
+        fmt::format("--optimizer: must be sgd, rowwise_adagrad, adagrad or adam, got '{}'", flags.optimizer));
   }
   cluster.optimizer = *optimizer;
   validate_cluster(cluster);
@@ -113,32 +115,31 @@ Cluster cluster_from_flags(const ClusterFlags& flags, std::optional<HardwareProf
 }
 
 std::string flag_of_setting(const std::string& setting) {
-  static const std::map<std::string, std::string> flags = {
-      {"GPUs", "--gpus"},
-      {"GPUs per host", "--gpus-per-host"},
-      {"memory per GPU", "--mem-per-gpu"},
-      {"reserve", "--reserve"},
-      {"beam width", "--beam-width"},
-      {"candidates", "--candidates"},
-      {"split steps", "--steps"},
-      {"patience", "--patience"},
-      {"minimum gain", "--min-gain"},
-      {"grid points", "--grid-points"},
-      {"grid minimum", "--grid-min"},
-      {"grid maximum", "--grid-max"},
-      {"refine rounds", "--refine-rounds"},
-      {"threads", "--threads"},
-      {"time limit", "--time-limit"},
-      {"sharding types", "--sharding-types"},
-      {"type moves", "--type-moves"},
-      {"world size", "--world-size"},
-      {"maximum delay", "--max-delay"},
-      {"all-to-all ranks", "--comm-ranks"},
-      {"samples", "--samples"},
-      {"tables per set", "--max-tables"},
-      {"minutes", "--minutes"},
-      {"held-out fraction", "--holdout-fraction"},
-      {"all-to-all plans", "--comm-plans"}};
+  static const std::map<std::string, std::string> flags = {{"GPUs", "--gpus"},
+                                                           {"GPUs per host", "--gpus-per-host"},
+                                                           {"memory per GPU", "--mem-per-gpu"},
+                                                           {"reserve", "--reserve"},
+                                                           {"beam width", "--beam-width"},
+                                                           {"candidates", "--candidates"},
+                                                           {"split steps", "--steps"},
+                                                           {"patience", "--patience"},
+                                                           {"minimum gain", "--min-gain"},
+                                                           {"grid points", "--grid-points"},
+                                                           {"grid minimum", "--grid-min"},
+                                                           {"grid maximum", "--grid-max"},
+                                                           {"refine rounds", "--refine-rounds"},
+                                                           {"threads", "--threads"},
+                                                           {"time limit", "--time-limit"},
+                                                           {"sharding types", "--sharding-types"},
+                                                           {"type moves", "--type-moves"},
+                                                           {"world size", "--world-size"},
+                                                           {"maximum delay", "--max-delay"},
+                                                           {"all-to-all ranks", "--comm-ranks"},
+                                                           {"samples", "--samples"},
+                                                           {"tables per set", "--max-tables"},
+                                                           {"minutes", "--minutes"},
+                                                           {"held-out fraction", "--holdout-fraction"},
+                                                           {"all-to-all plans", "--comm-plans"}};
   const auto found = flags.find(setting);
   return found == flags.end() ? setting : found->second;
 }

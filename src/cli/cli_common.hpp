@@ -37,7 +37,7 @@ struct ClusterFlags {
   std::string mem_per_gpu = "80GiB";
   bool gpus_per_host_given = false;
   bool mem_per_gpu_given = false;
-  std::string hardware;     // --hardware NAME|FILE; empty: none
+  std::string hardware;  // --hardware NAME|FILE; empty: none
   double reserve = 0.0;
   std::string optimizer = "sgd";
 };

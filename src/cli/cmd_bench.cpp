@@ -8,9 +8,9 @@
 #include "bench_flags.hpp"
 #include "cli_common.hpp"
 #include "comm_measure.hpp"
-#include "python_stack.hpp"
 #include "commands.hpp"
 #include "planning_flags.hpp"
+#include "python_stack.hpp"
 #include "shardplan/bench.hpp"
 #include "shardplan/errors.hpp"
 
@@ -19,9 +19,10 @@ namespace shardplan::cli {
 namespace {
 
 int run_bench_command(int argc, char** argv) {
-  CLI::App app{"Plans every task of a task set with every algorithm and compares them: mean predicted plan cost "
-               "(every plan scored by the same model), valid plans, median and max planning seconds, wins.",
-               "shard-plan bench"};
+  CLI::App app{
+      "Plans every task of a task set with every algorithm and compares them: mean predicted plan cost "
+      "(every plan scored by the same model), valid plans, median and max planning seconds, wins.",
+      "shard-plan bench"};
   configure_app(app);
   app.footer(R"(Examples:
   shard-plan bench --tasks data/tasks/paper-4gpu.json
@@ -54,7 +55,8 @@ its own, so --measure judges its plans on fresh measurements; its planning time 
   MeasureLoopConfig loop;
   CommMeasureFlags comm_flags;
   LogOptions log_options;
-  app.add_option("--tasks", tasks_path, "Task set file (gen-tasks writes them; data/tasks/ has the benchmark's)")->required();
+  app.add_option("--tasks", tasks_path, "Task set file (gen-tasks writes them; data/tasks/ has the benchmark's)")
+      ->required();
   app.add_option("--algos", algorithms, "Comma-separated planners")
       ->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
@@ -92,7 +94,8 @@ its own, so --measure judges its plans on fresh measurements; its planning time 
   std::optional<HardwareProfile> profile;
   if (!hardware.empty()) profile = load_hardware_profile(hardware);
   config.cost_model = load_model_flag(model, set.cluster().devices_per_host, profile ? &*profile : nullptr);
-  if (std::string beyond = comm_extrapolation_warning(config.cost_model->hardware(), set.num_devices); !beyond.empty()) {
+  if (std::string beyond = comm_extrapolation_warning(config.cost_model->hardware(), set.num_devices);
+      !beyond.empty()) {
     spdlog::warn("{}", beyond);
   }
   if (measure_tasks > 0 || loop_planner) warn_if_measuring_other_hardware(*config.cost_model, measure_flags);
@@ -103,7 +106,8 @@ its own, so --measure judges its plans on fresh measurements; its planning time 
   }
   config.torchrec_program = torchrec_program_for(algorithms);
   config.global_batch_size = measure_flags.bench.batch_size;
-  spdlog::info("{}: {} tasks on {} GPUs, {} algorithms", tasks_path, set.tasks.size(), set.num_devices, algorithms.size());
+  spdlog::info("{}: {} tasks on {} GPUs, {} algorithms", tasks_path, set.tasks.size(), set.num_devices,
+               algorithms.size());
   BenchMeasure measure;
   measure.tasks = measure_tasks;
   measure.measure = [&measure_flags, seed](const std::vector<const Plan*>& plans, const std::vector<Table>& tables) {

@@ -20,18 +20,20 @@ namespace {
 // The bundled file, or an error that says which flag to pass instead.
 std::string bundled_or_error(const std::string& relative, const char* flag) {
   std::string path = relative == "models/default" ? find_default_model_dir() : find_bundled_path(relative);
-  if (path.empty()) throw InputError(fmt::format("{}: no bundled {} found beside the executable; pass {}", flag, relative, flag));
+  if (path.empty())
+    throw InputError(fmt::format("{}: no bundled {} found beside the executable; pass {}", flag, relative, flag));
   return path;
 }
 
 int run_calibrate(int argc, char** argv) {
-  CLI::App app{"Adapts a cost model to this machine: measures plan-like shard sets on this device (devices of "
-               "plans of small drawn tasks, alternating with random draws), fine-tunes the base model's compute "
-               "part on them and reports its error before and after on a held-out part. The communication "
-               "model is kept from the base (one device cannot time all-to-alls); with --comm-ranks, the "
-               "all-to-alls of plan-like layouts are timed on that many ranks of this host too, and the base's "
-               "comm model is corrected to them.",
-               "shard-plan calibrate"};
+  CLI::App app{
+      "Adapts a cost model to this machine: measures plan-like shard sets on this device (devices of "
+      "plans of small drawn tasks, alternating with random draws), fine-tunes the base model's compute "
+      "part on them and reports its error before and after on a held-out part. The communication "
+      "model is kept from the base (one device cannot time all-to-alls); with --comm-ranks, the "
+      "all-to-alls of plan-like layouts are timed on that many ranks of this host too, and the base's "
+      "comm model is corrected to them.",
+      "shard-plan calibrate"};
   configure_app(app);
   app.footer(R"(Examples:
   shard-plan calibrate --out models/this-machine
@@ -63,14 +65,18 @@ MODEL_DIR/calibration/comm-plans.json.)");
       ->capture_default_str();
   app.add_option("--comm-plans", config.comm_plans, "With --comm-ranks, the plans whose all-to-alls are timed")
       ->capture_default_str();
-  app.add_option("--tables", config.pool_path, "Table pool the sets are drawn from; default: the bundled data/pool.json");
+  app.add_option("--tables", config.pool_path,
+                 "Table pool the sets are drawn from; default: the bundled data/pool.json");
   app.add_option("--samples", config.samples, "Shard sets to measure")->capture_default_str();
-  app.add_option("--minutes", config.minutes, "Time for the whole run, measuring and fine-tuning")->capture_default_str();
-  app.add_option("--mem-cap", mem_cap, "A device's memory share: no measured set's weights exceed it")->capture_default_str();
+  app.add_option("--minutes", config.minutes, "Time for the whole run, measuring and fine-tuning")
+      ->capture_default_str();
+  app.add_option("--mem-cap", mem_cap, "A device's memory share: no measured set's weights exceed it")
+      ->capture_default_str();
   app.add_option("--max-tables", config.sampling.max_tables, "Tables per random draw")->capture_default_str();
   app.add_option("--seed", config.sampling.seed, "Seed; set i depends only on (seed, i) and the base model")
       ->capture_default_str();
-  app.add_option("--holdout-fraction", config.holdout_fraction, "Share of the sets kept out of fine-tuning to measure it")
+  app.add_option("--holdout-fraction", config.holdout_fraction,
+                 "Share of the sets kept out of fine-tuning to measure it")
       ->capture_default_str();
   add_bench_options(app, config.bench);
   const char* tuning = "Fine-tuning";
@@ -80,7 +86,9 @@ MODEL_DIR/calibration/comm-plans.json.)");
       ->group(tuning);
   app.add_option("--lr", config.learning_rate, "Adam learning rate")->capture_default_str()->group(tuning);
   app.add_option("--train-batch-size", config.batch_size, "Sets per step")->capture_default_str()->group(tuning);
-  app.add_option("--train-threads", config.threads, "CPU threads for fine-tuning")->capture_default_str()->group(tuning);
+  app.add_option("--train-threads", config.threads, "CPU threads for fine-tuning")
+      ->capture_default_str()
+      ->group(tuning);
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
@@ -106,19 +114,21 @@ MODEL_DIR/calibration/comm-plans.json.)");
   CalibrateOutcome outcome = calibrate_cost_model(pool, config, {}, comm_timer);
   if (outcome.interrupted) {
     if (outcome.comm_untimed) {
-      spdlog::warn("{}: stopped while timing the all-to-alls (interrupted, or some plans left untimed); the timed "
-                   "plans are kept: re-run the same command to resume",
-                   config.out_dir);
+      spdlog::warn(
+          "{}: stopped while timing the all-to-alls (interrupted, or some plans left untimed); the timed "
+          "plans are kept: re-run the same command to resume",
+          config.out_dir);
     } else {
-      spdlog::warn("{}: stopped after {} measured sets (interrupted); re-run the same command to resume", config.out_dir,
-                   outcome.samples);
+      spdlog::warn("{}: stopped after {} measured sets (interrupted); re-run the same command to resume",
+                   config.out_dir, outcome.samples);
     }
     return static_cast<int>(ExitCode::kRuntimeFailure);
   }
   if (log_options.quiet) return 0;
   const auto& c = outcome.meta["calibration"];
   fmt::print("calibrated {} from {} on {} ({} sets measured, {} this run)\n", config.out_dir, config.base_dir,
-             outcome.meta["hardware"]["compute"]["device_model"].get<std::string>(), outcome.samples, outcome.measured_now);
+             outcome.meta["hardware"]["compute"]["device_model"].get<std::string>(), outcome.samples,
+             outcome.measured_now);
   fmt::print("compute error on {} held-out sets:\n", c["held_out_samples"].get<int64_t>());
   print_metrics_line("base model", c["before"]);
   print_metrics_line(fmt::format("scaled x{:.3f}", c["scale"].get<double>()), c["after_scale_only"]);
@@ -140,6 +150,7 @@ MODEL_DIR/calibration/comm-plans.json.)");
 
 }  // namespace
 
-SHARDPLAN_REGISTER_COMMAND(calibrate, "calibrate", "adapt a cost model to this machine (measure, fine-tune)", run_calibrate);
+SHARDPLAN_REGISTER_COMMAND(calibrate, "calibrate", "adapt a cost model to this machine (measure, fine-tune)",
+                           run_calibrate);
 
 }  // namespace shardplan::cli

@@ -12,9 +12,10 @@ namespace shardplan::cli {
 namespace {
 
 int run_eval_model(int argc, char** argv) {
-  CLI::App app{"Evaluates a cost model on a cost-data directory: MSE, MAPE and Spearman rank correlation of the "
-               "compute model and of the forward and backward communication model.",
-               "shard-plan eval-cost-model"};
+  CLI::App app{
+      "Evaluates a cost model on a cost-data directory: MSE, MAPE and Spearman rank correlation of the "
+      "compute model and of the forward and backward communication model.",
+      "shard-plan eval-cost-model"};
   configure_app(app);
   app.footer(R"(Example:
   shard-plan eval-cost-model --model models/default --data costs/other-run --json)");
@@ -52,7 +53,8 @@ int run_eval_model(int argc, char** argv) {
     if (metrics["comm"].contains("by_world_size")) {
       // JSON keeps its keys as strings, in string order: print the sizes in numeric order.
       std::map<int, const nlohmann::json*> by_size;
-      for (const auto& [world_size, own] : metrics["comm"]["by_world_size"].items()) by_size[std::stoi(world_size)] = &own;
+      for (const auto& [world_size, own] : metrics["comm"]["by_world_size"].items())
+        by_size[std::stoi(world_size)] = &own;
       for (const auto& [world_size, own] : by_size) {
         print_metrics_line(fmt::format("comm forward, W={}", world_size), (*own)["fw"]);
         print_metrics_line(fmt::format("comm backward, W={}", world_size), (*own)["bw"]);
@@ -60,7 +62,8 @@ int run_eval_model(int argc, char** argv) {
     }
     if (metrics["comm"].contains("bw_slowest_imbalance")) {
       std::map<int, const nlohmann::json*> by_size;
-      for (const auto& [world_size, own] : metrics["comm"]["bw_slowest_imbalance"].items()) by_size[std::stoi(world_size)] = &own;
+      for (const auto& [world_size, own] : metrics["comm"]["bw_slowest_imbalance"].items())
+        by_size[std::stoi(world_size)] = &own;
       for (const auto& [world_size, own] : by_size) {
         fmt::print("  slowest backward, W={}: x (widest / mean width)^{:.3f} measured, ^{:.3f} predicted  (n={})\n",
                    world_size, (*own)["measured_exponent"].get<double>(), (*own)["predicted_exponent"].get<double>(),

@@ -19,11 +19,12 @@ namespace shardplan::cli {
 namespace {
 
 int run_evaluate(int argc, char** argv) {
-  CLI::App app{"Scores a plan (written by shard-plan or any tool, in the shard-plan/1 format) with a cost model: "
-               "per device the predicted compute, forward and backward all-to-all and total. With --measure, each "
-               "device's shards also run on this machine's device, one device at a time, with the kernel and "
-               "index traces collect-costs uses, and measured compute is shown against the prediction.",
-               "shard-plan evaluate"};
+  CLI::App app{
+      "Scores a plan (written by shard-plan or any tool, in the shard-plan/1 format) with a cost model: "
+      "per device the predicted compute, forward and backward all-to-all and total. With --measure, each "
+      "device's shards also run on this machine's device, one device at a time, with the kernel and "
+      "index traces collect-costs uses, and measured compute is shown against the prediction.",
+      "shard-plan evaluate"};
   configure_app(app);
   app.footer(R"(Examples:
   shard-plan evaluate --plan plan.json --tables data/examples/tables.json

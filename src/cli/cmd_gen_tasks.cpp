@@ -6,9 +6,9 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "shardplan/atomic_file.hpp"
-#include "shardplan/output_paths.hpp"
 #include "shardplan/dataset/task_generator.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/output_paths.hpp"
 #include "shardplan/tables_io.hpp"
 #include "shardplan/units.hpp"
 

@@ -54,7 +54,8 @@ Exit codes: 0 success, 1 write failure, 2 bad usage or input.)");
   check_output_files({{"-o", output}}, {{"--tables", tables_path}});
   std::vector<Table> tables = load_tables(tables_path);
   std::vector<IndexTrace> traces;
-  for (std::size_t i = 0; i < tables.size(); ++i) traces.push_back(synthesize_trace(tables[i], batch_size, derive_seed(seed, i)));
+  for (std::size_t i = 0; i < tables.size(); ++i)
+    traces.push_back(synthesize_trace(tables[i], batch_size, derive_seed(seed, i)));
   write_file_atomically(output, format_trace_file(tables, traces, batch_size, seed));
   spdlog::info("wrote {} traces of {} samples to {}", tables.size(), batch_size, output);
   return 0;

@@ -8,9 +8,9 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "shardplan/atomic_file.hpp"
-#include "shardplan/output_paths.hpp"
 #include "shardplan/dlrm_import.hpp"
 #include "shardplan/json_format.hpp"
+#include "shardplan/output_paths.hpp"
 #include "shardplan/tables_io.hpp"
 
 namespace shardplan::cli {
@@ -18,10 +18,11 @@ namespace shardplan::cli {
 namespace {
 
 int run_import_dlrm(int argc, char** argv) {
-  CLI::App app{"Derives a tables file from a dlrm_datasets file: torch.save((indices, offsets, lengths)) with lengths "
-               "of shape [tables, batch_size], plain (.pt) or gzipped (.pt.gz). Per table: rows = max id + 1 (at least "
-               "100), pooling_factor = mean bag length, reuse_hist = the 17-bin reuse histogram of its distinct ids.",
-               "shard-plan import-dlrm-dataset"};
+  CLI::App app{
+      "Derives a tables file from a dlrm_datasets file: torch.save((indices, offsets, lengths)) with lengths "
+      "of shape [tables, batch_size], plain (.pt) or gzipped (.pt.gz). Per table: rows = max id + 1 (at least "
+      "100), pooling_factor = mean bag length, reuse_hist = the 17-bin reuse histogram of its distinct ids.",
+      "shard-plan import-dlrm-dataset"};
   app.footer(R"(Example:
   shard-plan import-dlrm-dataset fbgemm_t856_bs65536.pt.gz -o data/dlrm_tables.json
 

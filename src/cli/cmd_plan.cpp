@@ -15,16 +15,16 @@
 #include "planning_flags.hpp"
 #include "python_stack.hpp"
 #include "shardplan/atomic_file.hpp"
-#include "shardplan/deadline.hpp"
-#include "shardplan/output_paths.hpp"
-#include "shardplan/process_clock.hpp"
 #include "shardplan/baseline_comparison.hpp"
 #include "shardplan/bounding_drivers.hpp"
+#include "shardplan/deadline.hpp"
 #include "shardplan/errors.hpp"
+#include "shardplan/output_paths.hpp"
 #include "shardplan/plan_io.hpp"
-#include "shardplan/sharding_types.hpp"
 #include "shardplan/planner.hpp"
+#include "shardplan/process_clock.hpp"
 #include "shardplan/report.hpp"
+#include "shardplan/sharding_types.hpp"
 #include "shardplan/svg_report.hpp"
 #include "shardplan/tables_io.hpp"
 #include "shardplan/version.hpp"
@@ -142,10 +142,12 @@ int run_plan(int argc, char** argv) {
   if (!chart_path.empty()) check_chart_path(chart_path);
   check_plan_outputs(output, chart_path, tables_path, model, cluster_flags.hardware);
   const bool plan_on_stdout = resolve_output(output).kind == OutputTarget::Kind::kStandardOutput;
-  if (measure_loop < 0) throw InputError(fmt::format("--measure-loop: must be 0 (off) or more shard sets, got {}", measure_loop));
+  if (measure_loop < 0)
+    throw InputError(fmt::format("--measure-loop: must be 0 (off) or more shard sets, got {}", measure_loop));
   if (measure_loop > 0) {
     if (algorithm != kDefaultAlgorithm && algorithm != kMeasuredAlgorithm) {
-      throw InputError(fmt::format("--measure-loop: only the neuroshard search measures while planning, not --algo {}", algorithm));
+      throw InputError(
+          fmt::format("--measure-loop: only the neuroshard search measures while planning, not --algo {}", algorithm));
     }
     algorithm = kMeasuredAlgorithm;
     loop.budget = measure_loop;
@@ -164,7 +166,8 @@ int run_plan(int argc, char** argv) {
   PlannerConfig config;
   config.seed = seed;
   config.cost_model = load_model_flag(model, cluster.devices_per_host, hardware ? &*hardware : nullptr);
-  if (std::string beyond = comm_extrapolation_warning(config.cost_model->hardware(), cluster.num_devices); !beyond.empty()) {
+  if (std::string beyond = comm_extrapolation_warning(config.cost_model->hardware(), cluster.num_devices);
+      !beyond.empty()) {
     spdlog::warn("{}", beyond);
   }
   search.show_progress = !log_options.quiet;

@@ -37,11 +37,12 @@ void print_metrics(const nlohmann::json& meta) {
 }
 
 int run_pretrain(int argc, char** argv) {
-  CLI::App app{"Pre-trains the neural cost models on cost data from collect-costs: the compute model (per-shard "
-               "network, sum over a device's shards, head) and one communication model for every device count. "
-               "Adam on the MSE of standardised log latency, early stopping on a validation split, best weights "
-               "kept; prints and stores test metrics.",
-               "shard-plan pretrain-cost-model"};
+  CLI::App app{
+      "Pre-trains the neural cost models on cost data from collect-costs: the compute model (per-shard "
+      "network, sum over a device's shards, head) and one communication model for every device count. "
+      "Adam on the MSE of standardised log latency, early stopping on a validation split, best weights "
+      "kept; prints and stores test metrics.",
+      "shard-plan pretrain-cost-model"};
   configure_app(app);
   app.footer(R"(Example:
   shard-plan pretrain-cost-model --data data/costs/cpu-2core --out models/default
@@ -57,9 +58,10 @@ The same seed and thread count give the same model.)");
                  "Model directory whose communication model to keep, for compute-only data (a machine with one "
                  "GPU cannot time all-to-alls); without it the data must hold comm samples")
       ->type_name("MODEL_DIR");
-  app.add_option("--hardware", config.hardware,
-                 "Hardware profile (name in data/hardware or a file) whose links give the all-to-all structure the comm "
-                 "network corrects; default: its figures are fitted to the comm data");
+  app.add_option(
+      "--hardware", config.hardware,
+      "Hardware profile (name in data/hardware or a file) whose links give the all-to-all structure the comm "
+      "network corrects; default: its figures are fitted to the comm data");
   app.add_option("--epochs", config.epochs, "Most epochs per model")->capture_default_str();
   app.add_option("--patience", config.patience, "Stop after this many epochs without a better validation loss")
       ->capture_default_str();
@@ -67,8 +69,10 @@ The same seed and thread count give the same model.)");
   app.add_option("--batch-size", config.batch_size, "Devices (samples) per step")->capture_default_str();
   app.add_option("--seed", config.seed, "Seed for initialisation, splits and shuffling")->capture_default_str();
   app.add_option("--threads", config.threads, "CPU threads")->capture_default_str();
-  app.add_option("--val-fraction", config.validation_fraction, "Share of samples for validation")->capture_default_str();
-  app.add_option("--test-fraction", config.test_fraction, "Share of samples for the test metrics")->capture_default_str();
+  app.add_option("--val-fraction", config.validation_fraction, "Share of samples for validation")
+      ->capture_default_str();
+  app.add_option("--test-fraction", config.test_fraction, "Share of samples for the test metrics")
+      ->capture_default_str();
   app.add_option("--max-iteration-spread", config.max_iteration_spread,
                  "Leave out compute samples whose timed iterations spread more than this share of their median "
                  "(disturbed measurements); 0 keeps all")

@@ -15,9 +15,10 @@ namespace shardplan::cli {
 namespace {
 
 int run_validate(int argc, char** argv) {
-  CLI::App app{"Checks a plan against its tables: every table covered exactly once (no gaps, no overlap), ranks in "
-               "range, placements matching ranks, no device over its usable memory.",
-               "shard-plan validate"};
+  CLI::App app{
+      "Checks a plan against its tables: every table covered exactly once (no gaps, no overlap), ranks in "
+      "range, placements matching ranks, no device over its usable memory.",
+      "shard-plan validate"};
   configure_app(app);
   app.footer(R"(Example:
   shard-plan validate --plan plan.json --tables data/examples/tables.json

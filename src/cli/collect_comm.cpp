@@ -95,8 +95,9 @@ after the current sample; only complete samples are kept. Exit codes: 0 done or 
   LogOptions log_options;
   app.add_option("--world-size", world_size, "Number of ranks W (with --spawn: required; else WORLD_SIZE is used)");
   std::string workloads_path;
-  auto* samples_option = app.add_option("--samples", config.samples,
-                 "Samples the --out directory should hold when done (required, except with --workloads: all)");
+  auto* samples_option =
+      app.add_option("--samples", config.samples,
+                     "Samples the --out directory should hold when done (required, except with --workloads: all)");
   app.add_option("--workloads", workloads_path,
                  "Time these workloads (a shard-plan-comm-workloads/1 file: per sample, every rank's width sum "
                  "and start delay) instead of random ones; every rank reads the file");

@@ -14,11 +14,12 @@
 namespace shardplan::cli {
 
 int run_collect_compute(int argc, char** argv) {
-  CLI::App app{"Times one training step (forward, backward with sparse gradients, sparse SGD update) of random "
-               "shard sets: 1 to --max-tables pool tables, each at a random width 4, 8, ..., 128, grouped by width "
-               "into table-batched embedding-bag operators. Appends one sample per line to --out; re-running "
-               "with the same settings resumes up to --samples.",
-               "shard-plan collect-costs compute"};
+  CLI::App app{
+      "Times one training step (forward, backward with sparse gradients, sparse SGD update) of random "
+      "shard sets: 1 to --max-tables pool tables, each at a random width 4, 8, ..., 128, grouped by width "
+      "into table-batched embedding-bag operators. Appends one sample per line to --out; re-running "
+      "with the same settings resumes up to --samples.",
+      "shard-plan collect-costs compute"};
   configure_app(app);
   app.footer(R"(Example:
   shard-plan collect-costs compute --tables data/pool.json --samples 200 --out costs/compute

@@ -34,7 +34,8 @@ void add_comm_measure_options(CLI::App& app, CommMeasureFlags& flags) {
 }
 
 void check_comm_measure_options(const CommMeasureFlags& flags, bool measuring) {
-  if (flags.enabled && !measuring) throw InputError("--measure-comm: needs --measure (its delays are measured compute)");
+  if (flags.enabled && !measuring)
+    throw InputError("--measure-comm: needs --measure (its delays are measured compute)");
   if (flags.batch_size < 1 || flags.batch_size > (1 << 24)) {
     throw InputError(fmt::format("--measure-comm-batch-size: must be in [1, 16777216], got {}", flags.batch_size));
   }
@@ -100,9 +101,12 @@ std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flag
   SpawnConfig spawn;
   spawn.executable = current_executable();
   spawn.world_size = world_size;
-  spawn.args = {"collect-costs", "comm",        "--workloads", workloads_path,
-                "--out",         out,           "--batch-size", std::to_string(flags.batch_size),
-                "--repeats",     std::to_string(flags.repeats), "--timeout", fmt::format("{}", flags.timeout_s)};
+  spawn.args = {"collect-costs", "comm",
+                "--workloads",   workloads_path,
+                "--out",         out,
+                "--batch-size",  std::to_string(flags.batch_size),
+                "--repeats",     std::to_string(flags.repeats),
+                "--timeout",     fmt::format("{}", flags.timeout_s)};
   if (devices_per_host > 0) {
     spawn.args.emplace_back("--gpus-per-host");
     spawn.args.push_back(std::to_string(devices_per_host));
@@ -127,7 +131,8 @@ std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flag
     for (std::size_t r = 0; r < sample.fw_ms.size(); ++r) {
       result->fw_ms[r] = std::min(result->fw_ms[r], sample.fw_ms[r]);
       result->bw_ms[r] = std::min(result->bw_ms[r], sample.bw_ms[r]);
-      if (!result->allreduce_ms.empty()) result->allreduce_ms[r] = std::min(result->allreduce_ms[r], sample.allreduce_ms[r]);
+      if (!result->allreduce_ms.empty())
+        result->allreduce_ms[r] = std::min(result->allreduce_ms[r], sample.allreduce_ms[r]);
     }
   }
   return results;
@@ -136,7 +141,8 @@ std::vector<std::optional<MeasuredComm>> time_world(const CommMeasureFlags& flag
 }  // namespace
 
 std::vector<std::optional<MeasuredComm>> measure_comm_on_this_host(const CommMeasureFlags& flags,
-                                                                   const std::vector<CommToMeasure>& plans, bool quiet) {
+                                                                   const std::vector<CommToMeasure>& plans,
+                                                                   bool quiet) {
   std::vector<std::optional<MeasuredComm>> results(plans.size());
   // One collection per world size and host size (0: no table-row-wise tables, no host groups needed).
   std::map<std::pair<int, int>, std::vector<std::size_t>> by_world_size;
@@ -155,8 +161,9 @@ std::vector<std::optional<MeasuredComm>> measure_comm_on_this_host(const CommMea
       continue;
     }
     if (flags.batch_size % world_size != 0) {
-      spdlog::warn("--measure-comm: {} plans on {} GPUs not timed: --measure-comm-batch-size {} is not a multiple of {}",
-                   indices.size(), world_size, flags.batch_size, world_size);
+      spdlog::warn(
+          "--measure-comm: {} plans on {} GPUs not timed: --measure-comm-batch-size {} is not a multiple of {}",
+          indices.size(), world_size, flags.batch_size, world_size);
       continue;
     }
     // Every rank runs on this host and holds the whole gradient: a plan whose replicas would need more
@@ -166,9 +173,10 @@ std::vector<std::optional<MeasuredComm>> measure_comm_on_this_host(const CommMea
     for (std::size_t i : indices) {
       const double host_bytes = 4.0 * static_cast<double>(plans[i].allreduce_floats) * world_size;
       if (host_bytes > kMaxHostAllreduceBytes) {
-        spdlog::warn("--measure-comm: a plan on {} GPUs not timed: its data-parallel gradients need {:.1f} GiB on "
-                     "this host's {} ranks, over {:.0f} GiB",
-                     world_size, host_bytes / (1ull << 30), world_size, kMaxHostAllreduceBytes / (1ull << 30));
+        spdlog::warn(
+            "--measure-comm: a plan on {} GPUs not timed: its data-parallel gradients need {:.1f} GiB on "
+            "this host's {} ranks, over {:.0f} GiB",
+            world_size, host_bytes / (1ull << 30), world_size, kMaxHostAllreduceBytes / (1ull << 30));
         continue;
       }
       timed_indices.push_back(i);
@@ -182,7 +190,8 @@ std::vector<std::optional<MeasuredComm>> measure_comm_on_this_host(const CommMea
 }
 #else
 std::vector<std::optional<MeasuredComm>> measure_comm_on_this_host(const CommMeasureFlags& flags,
-                                                                   const std::vector<CommToMeasure>& plans, bool quiet) {
+                                                                   const std::vector<CommToMeasure>& plans,
+                                                                   bool quiet) {
   (void)flags, (void)plans, (void)quiet;
   throw InputError("--measure-comm: this shard-plan was built without LibTorch, which timing the all-to-alls needs");
 }

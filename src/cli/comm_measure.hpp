@@ -19,7 +19,7 @@ struct CommMeasureFlags {
   // Every plan is timed this many times, in interleaved rounds (each a pass over all plans), and each
   // rank keeps its fastest: a busy stretch of the host then costs every plan one round, not one plan all.
   int rounds = 3;
-  int max_ranks = 16;         // larger plans would start more processes than a host should run
+  int max_ranks = 16;  // larger plans would start more processes than a host should run
   double timeout_s = 120.0;
 };
 

@@ -27,4 +27,4 @@ int run_plan(int argc, char** argv);
 }  // namespace shardplan::cli
 
 #define SHARDPLAN_REGISTER_COMMAND(ident, name, summary, fn) \
-  static const ::shardplan::cli::CommandRegistrar shardplan_command_##ident{name, summary, fn}
+  static const ::shardplan::cli::CommandRegistrar shardplan_command_##ident { name, summary, fn }

@@ -6,8 +6,8 @@
 #include <exception>
 #include <string_view>
 
-#include "commands.hpp"
 #include "cli_common.hpp"
+#include "commands.hpp"
 #include "shardplan/errors.hpp"
 
 int main(int argc, char** argv) {

@@ -53,9 +53,10 @@ std::shared_ptr<const CostModel> load_model_flag(const std::string& model_flag, 
   }
   std::string dir = model.empty() ? find_default_model_dir() : model;
   if (dir.empty()) {
-    throw InputError("--model: no bundled model found (models/default beside the executable, under the install "
-                     "prefix's share/shard-plan, or in the source tree it was built from); pass --model DIR or "
-                     "--model analytic");
+    throw InputError(
+        "--model: no bundled model found (models/default beside the executable, under the install "
+        "prefix's share/shard-plan, or in the source tree it was built from); pass --model DIR or "
+        "--model analytic");
   }
 #ifdef SHARDPLAN_WITH_TORCH
   std::unique_ptr<NeuralCostModel> loaded = load_cost_model(dir);
@@ -65,20 +66,24 @@ std::shared_ptr<const CostModel> load_model_flag(const std::string& model_flag, 
     fabric.devices_per_host = devices_per_host;
     loaded->plan_for_hardware(std::move(fabric));
     spdlog::info("all-to-all for {}: {}", hardware->name,
-                 loaded->comm_structure_only() ? "the hierarchical estimate from the profile's figures (the model's comm "
-                                                 "data was measured elsewhere)"
-                                               : "the model's learned correction on its structure");
+                 loaded->comm_structure_only()
+                     ? "the hierarchical estimate from the profile's figures (the model's comm "
+                       "data was measured elsewhere)"
+                     : "the model's learned correction on its structure");
   }
   spdlog::info("cost model: {} ({})", loaded->name(), dir);
   return std::shared_ptr<const CostModel>(std::move(loaded));
 #else
-  throw InputError(fmt::format("--model {}: this build has no LibTorch to read model files; use --model analytic", dir));
+  throw InputError(
+      fmt::format("--model {}: this build has no LibTorch to read model files; use --model analytic", dir));
 #endif
 }
 
 void add_search_options(CLI::App& app, NeuroShardConfig& config) {
   const char* group = "NeuroShard search";
-  app.add_option("--beam-width", config.beam_width, "Plans kept per beam-search step")->capture_default_str()->group(group);
+  app.add_option("--beam-width", config.beam_width, "Plans kept per beam-search step")
+      ->capture_default_str()
+      ->group(group);
   app.add_option("--candidates", config.candidates,
                  "Split candidates per plan: this many largest by memory plus this many most expensive (and every "
                  "piece on the slowest device)")

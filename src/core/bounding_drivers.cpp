@@ -47,17 +47,18 @@ std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vect
   std::vector<int64_t> dim_sums;
   for (const auto& device : devices) dim_sums.push_back(device.dim_sum);
   // The plan's own scores when this model made them (the planner scores every plan); else score it.
-  const bool scored = plan.device_costs && plan.device_costs->size() == devices.size() && plan.cost_model == model.name();
+  const bool scored =
+      plan.device_costs && plan.device_costs->size() == devices.size() && plan.cost_model == model.name();
   const double collectives = plan_collectives_ms(model, devices);
-  std::vector<DeviceCost> base = scored ? *plan.device_costs
-                                        : costs_from_compute(model, model.predict_compute(compute_sets(devices)),
-                                                             dim_sums, collectives);
+  std::vector<DeviceCost> base =
+      scored ? *plan.device_costs
+             : costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums, collectives);
   std::vector<double> compute;
   for (const auto& cost : base) compute.push_back(cost.compute_ms);
   const auto rank = static_cast<std::size_t>(
-      std::max_element(base.begin(), base.end(), [](const DeviceCost& a, const DeviceCost& b) {
-        return a.total_ms() < b.total_ms();
-      }) - base.begin());
+      std::max_element(base.begin(), base.end(),
+                       [](const DeviceCost& a, const DeviceCost& b) { return a.total_ms() < b.total_ms(); }) -
+      base.begin());
   const DeviceShards& held = devices[rank];
   const std::vector<ShardFeatures> held_set = compute_sets({held}).front();
 
@@ -77,13 +78,15 @@ std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vect
     int64_t width_without = held.dim_sum;
     for (std::size_t i = 0; i < held.pieces.size(); ++i) {
       // A replica sends nothing in the all-to-all (its gradients' all-reduce stays: every rank has one).
-      if (held.plan_tables[i] == t && plan.tables[t].type != ShardingType::kDataParallel) width_without -= held.pieces[i].dim;
+      if (held.plan_tables[i] == t && plan.tables[t].type != ShardingType::kDataParallel)
+        width_without -= held.pieces[i].dim;
     }
     compute[rank] = compute_without(model, summaries, held.plan_tables, t);
     dim_sums[rank] = width_without;
     const double total_without = total_on(model, compute, dim_sums, collectives, rank);
     const std::string& name = plan.tables[t].name;
-    bound.drivers.push_back({name, held.dim_sum - width_without, pooling.at(name), base[rank].total_ms() - total_without});
+    bound.drivers.push_back(
+        {name, held.dim_sum - width_without, pooling.at(name), base[rank].total_ms() - total_without});
   }
   std::stable_sort(bound.drivers.begin(), bound.drivers.end(),
                    [](const CostDriver& a, const CostDriver& b) { return a.saving_ms > b.saving_ms; });

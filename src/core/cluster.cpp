@@ -10,10 +10,14 @@ namespace shardplan {
 
 std::string_view optimizer_name(Optimizer optimizer) {
   switch (optimizer) {
-    case Optimizer::kSgd: return "sgd";
-    case Optimizer::kRowwiseAdagrad: return "rowwise_adagrad";
-    case Optimizer::kAdagrad: return "adagrad";
-    case Optimizer::kAdam: return "adam";
+    case Optimizer::kSgd:
+      return "sgd";
+    case Optimizer::kRowwiseAdagrad:
+      return "rowwise_adagrad";
+    case Optimizer::kAdagrad:
+      return "adagrad";
+    case Optimizer::kAdam:
+      return "adam";
   }
   return "sgd";
 }
@@ -34,7 +38,8 @@ void validate_cluster(const Cluster& cluster) {
     throw SettingError("GPUs", fmt::format("must be between 1 and {}, got {}", kMaxDevices, cluster.num_devices));
   }
   if (cluster.devices_per_host < 1 || cluster.devices_per_host > kMaxDevices) {
-    throw SettingError("GPUs per host", fmt::format("must be between 1 and {}, got {}", kMaxDevices, cluster.devices_per_host));
+    throw SettingError("GPUs per host",
+                       fmt::format("must be between 1 and {}, got {}", kMaxDevices, cluster.devices_per_host));
   }
   if (cluster.memory_per_device_bytes < 1) {
     throw SettingError("memory per GPU", fmt::format("must be positive, got {}", cluster.memory_per_device_bytes));
@@ -49,10 +54,14 @@ int64_t shard_memory_bytes(int64_t rows, int64_t cols, DType dtype, Optimizer op
   int64_t elements = rows * cols;
   int64_t weights = elements * dtype_bytes(dtype);
   switch (optimizer) {
-    case Optimizer::kSgd: return weights;
-    case Optimizer::kRowwiseAdagrad: return weights + rows * kStateBytes;
-    case Optimizer::kAdagrad: return weights + elements * kStateBytes;
-    case Optimizer::kAdam: return weights + 2 * elements * kStateBytes;
+    case Optimizer::kSgd:
+      return weights;
+    case Optimizer::kRowwiseAdagrad:
+      return weights + rows * kStateBytes;
+    case Optimizer::kAdagrad:
+      return weights + elements * kStateBytes;
+    case Optimizer::kAdam:
+      return weights + 2 * elements * kStateBytes;
   }
   return weights;
 }

@@ -130,9 +130,9 @@ nlohmann::ordered_json evaluation_to_json(const PlanEvaluation& evaluation) {
 
 std::string format_evaluation(const PlanEvaluation& evaluation) {
   const bool measured = evaluation.measured.has_value();
-  std::string out = fmt::format("plan: {} on {} GPUs, scored by {} (measured on: {})\n", evaluation.algorithm,
-                                evaluation.devices.size(), evaluation.cost_model,
-                                describe_hardware(evaluation.cost_model_hardware));
+  std::string out =
+      fmt::format("plan: {} on {} GPUs, scored by {} (measured on: {})\n", evaluation.algorithm,
+                  evaluation.devices.size(), evaluation.cost_model, describe_hardware(evaluation.cost_model_hardware));
   out += fmt::format("{:>6} {:>6} {:>11} {:>7} {:>9} {:>9} {:>9} {:>9}", "rank", "shards", "memory", "width", "compute",
                      "fw_comm", "bw_comm", "total");
   const bool comm_measured = measured && evaluation.measured->max_total_ms.has_value();

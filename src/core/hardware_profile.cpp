@@ -25,12 +25,13 @@ constexpr double kMaxLatencyUs = 1e6;
 LinkFigures read_link(const nlohmann::json& doc, const std::string& source, const std::string& path) {
   read_object(doc, source, path);
   LinkFigures link;
-  link.bandwidth_gb_per_s =
-      read_double(require_member(doc, "bandwidth_GBps", source, path), source, path + ".bandwidth_GBps", 1e-9, kMaxGBps);
+  link.bandwidth_gb_per_s = read_double(require_member(doc, "bandwidth_GBps", source, path), source,
+                                        path + ".bandwidth_GBps", 1e-9, kMaxGBps);
   if (const auto* latency = find_member(doc, "peer_latency_us")) {
     link.peer_latency_us = read_double(*latency, source, path + ".peer_latency_us", 0.0, kMaxLatencyUs);
   }
-  if (const auto* shared = find_member(doc, "shared_by_host")) link.shared_by_host = read_bool(*shared, source, path + ".shared_by_host");
+  if (const auto* shared = find_member(doc, "shared_by_host"))
+    link.shared_by_host = read_bool(*shared, source, path + ".shared_by_host");
   return link;
 }
 
@@ -39,7 +40,8 @@ LinkFigures read_link(const nlohmann::json& doc, const std::string& source, cons
 HardwareProfile parse_hardware_profile(const nlohmann::json& doc, const std::string& source) {
   read_object(doc, source, "(top level)");
   const std::string format = read_string(require_member(doc, "format", source, ""), source, "format");
-  if (format != kHardwareFormat) throw_field_error(source, "format", fmt::format("expected \"{}\"", kHardwareFormat), doc["format"]);
+  if (format != kHardwareFormat)
+    throw_field_error(source, "format", fmt::format("expected \"{}\"", kHardwareFormat), doc["format"]);
   HardwareProfile p;
   p.source_path = source;
   p.name = read_string(require_member(doc, "name", source, ""), source, "name");
@@ -49,7 +51,8 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& doc, const std::str
   if (p.kind != "measured" && p.kind != "published") {
     throw_field_error(source, "kind", "must be \"measured\" or \"published\"", doc["kind"]);
   }
-  p.gpus_per_host = static_cast<int>(read_int64(require_member(doc, "gpus_per_host", source, ""), source, "gpus_per_host", 1, 65'536));
+  p.gpus_per_host = static_cast<int>(
+      read_int64(require_member(doc, "gpus_per_host", source, ""), source, "gpus_per_host", 1, 65'536));
   const auto& memory = require_member(doc, "memory_per_gpu", source, "");
   if (memory.is_string()) {
     p.memory_per_gpu_bytes = parse_byte_size(memory.get<std::string>(), source + ": memory_per_gpu");
@@ -61,7 +64,8 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& doc, const std::str
   if (const auto* shared = find_member(doc, "host_bandwidth_GBps"); shared != nullptr && !shared->is_null()) {
     p.host_bandwidth_gb_per_s = read_double(*shared, source, "host_bandwidth_GBps", 1e-9, kMaxGBps);
   }
-  if (const auto* adds = find_member(doc, "host_bandwidth_adds")) p.host_bandwidth_adds = read_bool(*adds, source, "host_bandwidth_adds");
+  if (const auto* adds = find_member(doc, "host_bandwidth_adds"))
+    p.host_bandwidth_adds = read_bool(*adds, source, "host_bandwidth_adds");
   if (const auto* sources = find_member(doc, "sources")) read_object(*sources, source, "sources");
   return p;
 }
@@ -79,8 +83,9 @@ HardwareProfile load_hardware_profile(const std::string& name_or_file) {
   if (path != name_or_file) {
     if (path.empty()) {
       std::vector<std::string> names = shipped_hardware_profiles();
-      throw InputError(fmt::format("--hardware: no profile named '{}' (shipped: {}); pass a profile file's path instead",
-                                   name_or_file, names.empty() ? "none found" : fmt::format("{}", fmt::join(names, ", "))));
+      throw InputError(
+          fmt::format("--hardware: no profile named '{}' (shipped: {}); pass a profile file's path instead",
+                      name_or_file, names.empty() ? "none found" : fmt::format("{}", fmt::join(names, ", "))));
     }
   } else if (!fs::is_regular_file(path, ec)) {
     throw InputError(fmt::format("--hardware: {}: no such file", path));
@@ -116,16 +121,19 @@ CommFabric fabric_of(const HardwareProfile& profile, int64_t batch_size) {
 }
 
 nlohmann::json fabric_to_json(const CommFabric& f) {
-  nlohmann::json doc = {{"name", f.name},
-          {"gpus_per_host", f.devices_per_host},
-          {"intra_host", {{"bandwidth_GBps", f.intra_bytes_per_ms / kBytesPerMsPerGBps},
-                          {"peer_latency_us", f.intra_peer_latency_ms * 1000.0}}},
-          {"inter_host", {{"bandwidth_GBps", f.inter_bytes_per_ms / kBytesPerMsPerGBps},
-                          {"peer_latency_us", f.inter_peer_latency_ms * 1000.0},
-                          {"shared_by_host", f.inter_shared_by_host}}},
-          {"host_bandwidth_GBps", f.host_bytes_per_ms > 0 ? nlohmann::json(f.host_bytes_per_ms / kBytesPerMsPerGBps)
-                                                          : nlohmann::json(nullptr)},
-          {"batch_size", f.batch_size}};
+  nlohmann::json doc = {
+      {"name", f.name},
+      {"gpus_per_host", f.devices_per_host},
+      {"intra_host",
+       {{"bandwidth_GBps", f.intra_bytes_per_ms / kBytesPerMsPerGBps},
+        {"peer_latency_us", f.intra_peer_latency_ms * 1000.0}}},
+      {"inter_host",
+       {{"bandwidth_GBps", f.inter_bytes_per_ms / kBytesPerMsPerGBps},
+        {"peer_latency_us", f.inter_peer_latency_ms * 1000.0},
+        {"shared_by_host", f.inter_shared_by_host}}},
+      {"host_bandwidth_GBps",
+       f.host_bytes_per_ms > 0 ? nlohmann::json(f.host_bytes_per_ms / kBytesPerMsPerGBps) : nlohmann::json(nullptr)},
+      {"batch_size", f.batch_size}};
   // Only when set: models and profiles written before it read as the bound they were fitted with.
   if (f.host_adds) doc["host_bandwidth_adds"] = true;
   return doc;
@@ -135,8 +143,8 @@ CommFabric fabric_from_json(const nlohmann::json& doc, const std::string& source
   read_object(doc, source, path);
   CommFabric f;
   f.name = read_string(require_member(doc, "name", source, path), source, path + ".name");
-  f.devices_per_host = static_cast<int>(read_int64(require_member(doc, "gpus_per_host", source, path), source,
-                                                   path + ".gpus_per_host", 1, 65'536));
+  f.devices_per_host = static_cast<int>(
+      read_int64(require_member(doc, "gpus_per_host", source, path), source, path + ".gpus_per_host", 1, 65'536));
   LinkFigures intra = read_link(require_member(doc, "intra_host", source, path), source, path + ".intra_host");
   LinkFigures inter = read_link(require_member(doc, "inter_host", source, path), source, path + ".inter_host");
   f.intra_bytes_per_ms = intra.bandwidth_gb_per_s * kBytesPerMsPerGBps;
@@ -145,10 +153,13 @@ CommFabric fabric_from_json(const nlohmann::json& doc, const std::string& source
   f.inter_peer_latency_ms = inter.peer_latency_us / 1000.0;
   f.inter_shared_by_host = inter.shared_by_host;
   if (const auto* shared = find_member(doc, "host_bandwidth_GBps"); shared != nullptr && !shared->is_null()) {
-    f.host_bytes_per_ms = read_double(*shared, source, path + ".host_bandwidth_GBps", 1e-9, kMaxGBps) * kBytesPerMsPerGBps;
+    f.host_bytes_per_ms =
+        read_double(*shared, source, path + ".host_bandwidth_GBps", 1e-9, kMaxGBps) * kBytesPerMsPerGBps;
   }
-  if (const auto* adds = find_member(doc, "host_bandwidth_adds")) f.host_adds = read_bool(*adds, source, path + ".host_bandwidth_adds");
-  f.batch_size = read_int64(require_member(doc, "batch_size", source, path), source, path + ".batch_size", 1, int64_t{1} << 40);
+  if (const auto* adds = find_member(doc, "host_bandwidth_adds"))
+    f.host_adds = read_bool(*adds, source, path + ".host_bandwidth_adds");
+  f.batch_size =
+      read_int64(require_member(doc, "batch_size", source, path), source, path + ".batch_size", 1, int64_t{1} << 40);
   return f;
 }
 

@@ -25,7 +25,7 @@ extern "C" void on_interrupt(int signal_number) {
 }  // namespace
 
 void install_interrupt_handlers() {
-  struct sigaction action{};
+  struct sigaction action {};
   action.sa_handler = on_interrupt;
   sigemptyset(&action.sa_mask);
   ::sigaction(SIGINT, &action, nullptr);

@@ -78,8 +78,8 @@ nlohmann::json read_json_file(const std::string& path) {
     if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{}: is a directory", path));
     auto size = std::filesystem::file_size(path, ec);
     if (!ec && size > kMaxJsonFileBytes) {
-      throw InputError(fmt::format("{}: file is {} bytes, over the {} byte limit for JSON inputs", path, size,
-                                   kMaxJsonFileBytes));
+      throw InputError(
+          fmt::format("{}: file is {} bytes, over the {} byte limit for JSON inputs", path, size, kMaxJsonFileBytes));
     }
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(fmt::format("{}: cannot open for reading", path));

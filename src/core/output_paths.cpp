@@ -141,7 +141,8 @@ OutputTarget resolve_output(const std::string& path, const std::string& label) {
     if (is_standard_output(st)) return {OutputTarget::Kind::kStandardOutput, {}};
     if (!S_ISREG(st.st_mode)) {
       // A device or FIFO (/dev/null, a named pipe): replacing it would destroy it.
-      if (::access(path.c_str(), W_OK) != 0) refuse(label, path, fmt::format("cannot be written: {}", std::strerror(errno)));
+      if (::access(path.c_str(), W_OK) != 0)
+        refuse(label, path, fmt::format("cannot be written: {}", std::strerror(errno)));
       return {OutputTarget::Kind::kWriteInto, path};
     }
   }
@@ -158,8 +159,8 @@ void check_output_files(const std::vector<LabelledPath>& outputs, const std::vec
   std::vector<std::pair<const LabelledPath*, Identity>> written;
   for (const LabelledPath& output : outputs) {
     const OutputTarget target = resolve_output(output.path, output.label);
-    std::optional<Identity> id = target.kind == OutputTarget::Kind::kStandardOutput ? standard_output_identity()
-                                                                                    : identity_of(target.file);
+    std::optional<Identity> id =
+        target.kind == OutputTarget::Kind::kStandardOutput ? standard_output_identity() : identity_of(target.file);
     if (!id) continue;
     refuse_if_input(output, *id, read);
     for (const auto& [other, other_id] : written) {
@@ -177,7 +178,8 @@ void check_output_directories(const std::vector<LabelledPath>& outputs, const st
   for (const LabelledPath& output : outputs) {
     if (output.path.empty()) throw InputError(fmt::format("{}: the output path is empty", output.label));
     struct stat st {};
-    if (::stat(output.path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) refuse(output.label, output.path, "is not a directory");
+    if (::stat(output.path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+      refuse(output.label, output.path, "is not a directory");
     check_directory(output.path, /*creatable=*/true, output.label, output.path);
     refuse_if_input(output, identity_of(output.path), read);
   }

@@ -36,11 +36,19 @@ std::vector<DeviceUsage> device_usage(const Plan& plan) {
       if (table.type == ShardingType::kDataParallel) device.memory_bytes += replica_gradient_bytes(table);
       device.num_shards += 1;
       switch (table.type) {
-        case ShardingType::kTableWise: device.num_table_wise += 1; break;
-        case ShardingType::kColumnWise: device.num_column_wise += 1; break;
+        case ShardingType::kTableWise:
+          device.num_table_wise += 1;
+          break;
+        case ShardingType::kColumnWise:
+          device.num_column_wise += 1;
+          break;
         case ShardingType::kRowWise:
-        case ShardingType::kTableRowWise: device.num_row_wise += 1; break;
-        case ShardingType::kDataParallel: device.num_data_parallel += 1; break;
+        case ShardingType::kTableRowWise:
+          device.num_row_wise += 1;
+          break;
+        case ShardingType::kDataParallel:
+          device.num_data_parallel += 1;
+          break;
       }
     }
     for_each_output_width(table, plan.cluster.num_devices,
@@ -63,7 +71,7 @@ TableSharding sharding_of(const Table& table, std::vector<Shard> shards) {
   const ShardingTypeSet own = table.constraints.sharding_types;
   const bool whole = shards.size() == 1 && shards.front().cols == table.dim;
   sharding.type = whole && (own.empty() || own.allows(ShardingType::kTableWise)) ? ShardingType::kTableWise
-                                                                                  : ShardingType::kColumnWise;
+                                                                                 : ShardingType::kColumnWise;
   sharding.shards = std::move(shards);
   return sharding;
 }
@@ -104,14 +112,16 @@ std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Tabl
   int64_t allreduce_bytes = 0;
   int64_t row_wise_dim = 0;
   const int per_host = std::max(plan.cluster.devices_per_host, 1);
-  std::vector<int64_t> host_row_wise_dims(static_cast<std::size_t>((plan.cluster.num_devices + per_host - 1) / per_host), 0);
+  std::vector<int64_t> host_row_wise_dims(
+      static_cast<std::size_t>((plan.cluster.num_devices + per_host - 1) / per_host), 0);
   for (std::size_t t = 0; t < plan.tables.size(); ++t) {
     const Table& table = *by_name.at(plan.tables[t].name);
     const bool replicated = plan.tables[t].type == ShardingType::kDataParallel;
     if (replicated) allreduce_bytes += replica_gradient_bytes(table);
     if (plan.tables[t].type == ShardingType::kRowWise) row_wise_dim += plan.tables[t].dim;
     if (plan.tables[t].type == ShardingType::kTableRowWise && !plan.tables[t].shards.empty()) {
-      host_row_wise_dims.at(static_cast<std::size_t>(plan.tables[t].shards.front().rank / per_host)) += plan.tables[t].dim;
+      host_row_wise_dims.at(static_cast<std::size_t>(plan.tables[t].shards.front().rank / per_host)) +=
+          plan.tables[t].dim;
     }
     for (const auto& shard : plan.tables[t].shards) {
       DeviceShards& device = devices[static_cast<std::size_t>(shard.rank)];
@@ -177,7 +187,8 @@ TableSharding row_wise_sharding(const Table& table, int num_devices) {
 }
 
 TableSharding table_row_wise_sharding(const Table& table, int host, int devices_per_host) {
-  return typed_sharding(table, ShardingType::kTableRowWise, row_blocks(table, host * devices_per_host, devices_per_host));
+  return typed_sharding(table, ShardingType::kTableRowWise,
+                        row_blocks(table, host * devices_per_host, devices_per_host));
 }
 
 TableSharding data_parallel_sharding(const Table& table, int num_devices) {
@@ -196,7 +207,8 @@ std::string plan_layout_key(const Plan& plan) {
   std::string out;
   for (const auto& table : plan.tables) {
     out += fmt::format("{}|", static_cast<int>(table.type));
-    for (const auto& s : table.shards) out += fmt::format("{}:{}:{}:{}:{};", s.rank, s.row_offset, s.col_offset, s.rows, s.cols);
+    for (const auto& s : table.shards)
+      out += fmt::format("{}:{}:{}:{}:{};", s.rank, s.row_offset, s.col_offset, s.rows, s.cols);
     out += '|';
   }
   return out;

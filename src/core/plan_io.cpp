@@ -45,10 +45,11 @@ ojson table_to_plan_json(const TableSharding& table, int devices_per_host) {
 ojson measure_loop_to_json(const MeasureLoopSummary& loop) {
   ojson devices = ojson::array();
   for (const auto& d : loop.devices) {
-    devices.push_back(ojson{{"rank", d.rank},
-                            {"predicted_compute_ms", d.predicted_ms},
-                            {"measured_compute_ms", d.measured_ms},
-                            {"error_percent", d.measured_ms > 0 ? 100.0 * (d.predicted_ms - d.measured_ms) / d.measured_ms : 0.0}});
+    devices.push_back(
+        ojson{{"rank", d.rank},
+              {"predicted_compute_ms", d.predicted_ms},
+              {"measured_compute_ms", d.measured_ms},
+              {"error_percent", d.measured_ms > 0 ? 100.0 * (d.predicted_ms - d.measured_ms) / d.measured_ms : 0.0}});
   }
   return ojson{{"budget_sets", loop.budget},
                {"sets_measured", loop.sets_measured},
@@ -65,37 +66,39 @@ ojson measure_loop_to_json(const MeasureLoopSummary& loop) {
 }
 
 ojson search_to_json(const SearchSummary& search) {
-  return ojson{{"steps", search.steps},
-               {"step_budget", search.step_budget},
-               {"splits", search.splits},
-               {"stopped", search.stopped},
-               {"refine_rounds", search.refine_rounds},
-               {"sharding_types", search.sharding_types},
-               {"type_moves", search.type_moves},
-               {"converted_tables", search.converted},
-               {"cut_short", search.cut_short},
-               {"time_limit_seconds", search.time_limit_seconds > 0 ? ojson(search.time_limit_seconds) : ojson(nullptr)},
-               {"started_from", search.started_from.empty() ? ojson("search") : ojson(search.started_from)},
-               {"search_max_total_ms", search.started_from.empty() ? ojson(nullptr)
-                                       : search.search_max_ms > 0 ? ojson(search.search_max_ms) : ojson("no plan")}};
+  return ojson{
+      {"steps", search.steps},
+      {"step_budget", search.step_budget},
+      {"splits", search.splits},
+      {"stopped", search.stopped},
+      {"refine_rounds", search.refine_rounds},
+      {"sharding_types", search.sharding_types},
+      {"type_moves", search.type_moves},
+      {"converted_tables", search.converted},
+      {"cut_short", search.cut_short},
+      {"time_limit_seconds", search.time_limit_seconds > 0 ? ojson(search.time_limit_seconds) : ojson(nullptr)},
+      {"started_from", search.started_from.empty() ? ojson("search") : ojson(search.started_from)},
+      {"search_max_total_ms", search.started_from.empty() ? ojson(nullptr)
+                              : search.search_max_ms > 0  ? ojson(search.search_max_ms)
+                                                          : ojson("no plan")}};
 }
 
 }  // namespace
 
 ojson plan_to_json(const Plan& plan) {
   const Cluster& cluster = plan.cluster;
-  ojson doc = {{"format", kPlanFormat},
-               {"algorithm", plan.algorithm},
-               {"num_devices", cluster.num_devices},
-               {"devices_per_host", cluster.devices_per_host},
-               {"memory_per_device_bytes", cluster.memory_per_device_bytes},
-               {"seed", plan.seed},
-               {"optimizer", std::string(optimizer_name(cluster.optimizer))},
-               {"reserve_fraction", cluster.reserve_fraction},
-               {"usable_memory_per_device_bytes", cluster.usable_bytes_per_device()},
-               {"cost_model", plan.cost_model.empty() ? ojson(nullptr) : ojson(plan.cost_model)},
-               {"cost_model_hardware",
-                plan.cost_model_hardware ? hardware_to_json(*plan.cost_model_hardware) : ojson(nullptr)}};
+  ojson doc = {
+      {"format", kPlanFormat},
+      {"algorithm", plan.algorithm},
+      {"num_devices", cluster.num_devices},
+      {"devices_per_host", cluster.devices_per_host},
+      {"memory_per_device_bytes", cluster.memory_per_device_bytes},
+      {"seed", plan.seed},
+      {"optimizer", std::string(optimizer_name(cluster.optimizer))},
+      {"reserve_fraction", cluster.reserve_fraction},
+      {"usable_memory_per_device_bytes", cluster.usable_bytes_per_device()},
+      {"cost_model", plan.cost_model.empty() ? ojson(nullptr) : ojson(plan.cost_model)},
+      {"cost_model_hardware", plan.cost_model_hardware ? hardware_to_json(*plan.cost_model_hardware) : ojson(nullptr)}};
   if (!cluster.hardware.empty()) doc["hardware"] = cluster.hardware;
 
   ojson tables = ojson::array();
@@ -105,14 +108,15 @@ ojson plan_to_json(const Plan& plan) {
   std::vector<DeviceUsage> usage = device_usage(plan);
   ojson devices = ojson::array();
   for (std::size_t r = 0; r < usage.size(); ++r) {
-    devices.push_back(ojson{{"rank", r},
-                            {"memory_bytes", usage[r].memory_bytes},
-                            {"num_shards", usage[r].num_shards},
-                            {"dim_sum", usage[r].dim_sum},
-                            {"compute_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.compute_ms; })},
-                            {"fw_comm_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.fw_comm_ms; })},
-                            {"bw_comm_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.bw_comm_ms; })},
-                            {"total_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.total_ms(); })}});
+    devices.push_back(
+        ojson{{"rank", r},
+              {"memory_bytes", usage[r].memory_bytes},
+              {"num_shards", usage[r].num_shards},
+              {"dim_sum", usage[r].dim_sum},
+              {"compute_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.compute_ms; })},
+              {"fw_comm_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.fw_comm_ms; })},
+              {"bw_comm_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.bw_comm_ms; })},
+              {"total_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.total_ms(); })}});
   }
   doc["devices"] = std::move(devices);
   if (plan.measure_loop) doc["measure_loop"] = measure_loop_to_json(*plan.measure_loop);

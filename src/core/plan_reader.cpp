@@ -42,12 +42,13 @@ Cluster plan_cluster_from_json(const nlohmann::json& plan, std::string_view sour
     throw_field_error(source, "format", fmt::format("unsupported plan format (expected \"{}\")", kPlanFormat), format);
   }
   Cluster cluster;
-  cluster.num_devices =
-      static_cast<int>(read_int64(require_member(plan, "num_devices", source, ""), source, "num_devices", 1, kMaxDevices));
+  cluster.num_devices = static_cast<int>(
+      read_int64(require_member(plan, "num_devices", source, ""), source, "num_devices", 1, kMaxDevices));
   if (const auto* k = find_member(plan, "devices_per_host")) {
     cluster.devices_per_host = static_cast<int>(read_int64(*k, source, "devices_per_host", 1, kMaxDevices));
   }
-  if (const auto* hardware = find_member(plan, "hardware")) cluster.hardware = read_string(*hardware, source, "hardware");
+  if (const auto* hardware = find_member(plan, "hardware"))
+    cluster.hardware = read_string(*hardware, source, "hardware");
   cluster.memory_per_device_bytes = read_int64(require_member(plan, "memory_per_device_bytes", source, ""), source,
                                                "memory_per_device_bytes", 1, INT64_MAX);
   if (const auto* reserve = find_member(plan, "reserve_fraction")) {
@@ -100,7 +101,8 @@ Plan assemble_plan(const nlohmann::json& doc, const std::vector<Table>& tables, 
   }
   for (const auto& table : tables) {
     const auto found = entries.find(table.name);
-    if (found == entries.end()) throw InputError(fmt::format("{}: table \"{}\" is not in the plan", source, table.name));
+    if (found == entries.end())
+      throw InputError(fmt::format("{}: table \"{}\" is not in the plan", source, table.name));
     const auto& [entry, path] = found->second;
     std::vector<Shard> shards;
     const auto& list_of_shards = read_array(require_member(*entry, "shards", source, path), source, path + ".shards");
@@ -110,7 +112,8 @@ Plan assemble_plan(const nlohmann::json& doc, const std::vector<Table>& tables, 
     TableSharding sharding = sharding_of(table, std::move(shards));
     // The file's word: the shards alone cannot tell a row-wise table on one rank, or a replica on one
     // device, from a table-wise one.
-    const std::string type = read_string(require_member(*entry, "sharding_type", source, path), source, path + ".sharding_type");
+    const std::string type =
+        read_string(require_member(*entry, "sharding_type", source, path), source, path + ".sharding_type");
     const auto parsed = parse_sharding_type(type);
     if (!parsed) throw InputError(fmt::format("{}: {}.sharding_type: unknown \"{}\"", source, path, type));
     sharding.type = *parsed;

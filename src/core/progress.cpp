@@ -57,13 +57,15 @@ void Progress::print(bool final) {
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   int64_t new_work = done_ - start_done_;
   std::string eta = "?";
-  if (new_work > 0 && total_ > done_) eta = format_duration(elapsed / static_cast<double>(new_work) * static_cast<double>(total_ - done_));
+  if (new_work > 0 && total_ > done_)
+    eta = format_duration(elapsed / static_cast<double>(new_work) * static_cast<double>(total_ - done_));
   if (total_ <= done_) eta = "0s";
   double fraction = total_ > 0 ? static_cast<double>(done_) / static_cast<double>(total_) : 1.0;
   std::string tail = note_.empty() ? "" : "  " + note_;
   if (terminal_) {
     int filled = static_cast<int>(fraction * kBarWidth);
-    std::string bar = std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kBarWidth - filled), '.');
+    std::string bar = std::string(static_cast<std::size_t>(filled), '#') +
+                      std::string(static_cast<std::size_t>(kBarWidth - filled), '.');
     fmt::print(stderr, "\r[{}] {}/{} {}  {} elapsed, ETA {}{}\x1b[K{}", bar, done_, total_, what_,
                format_duration(elapsed), eta, tail, final ? "\n" : "");
   } else {

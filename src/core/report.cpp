@@ -21,15 +21,15 @@ std::string cost_cell(const std::optional<std::vector<DeviceCost>>& costs, std::
 
 std::string device_row(const Plan& plan, const std::vector<DeviceUsage>& usage, std::size_t r) {
   const DeviceUsage& u = usage[r];
-  double share = 100.0 * static_cast<double>(u.memory_bytes) / static_cast<double>(plan.cluster.usable_bytes_per_device());
-  return fmt::format("{:>6}  {:>11} {:>6.1f}%  {:>6} {:>11} {:>7}{}{}{}{}\n", r, format_bytes(u.memory_bytes), share,
-                     u.num_shards,
-                     fmt::format("{}/{}/{}/{}", u.num_table_wise, u.num_column_wise, u.num_row_wise, u.num_data_parallel),
-                     u.dim_sum,
-                     cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.compute_ms; }),
-                     cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.fw_comm_ms; }),
-                     cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.bw_comm_ms; }),
-                     cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.total_ms(); }));
+  double share =
+      100.0 * static_cast<double>(u.memory_bytes) / static_cast<double>(plan.cluster.usable_bytes_per_device());
+  return fmt::format(
+      "{:>6}  {:>11} {:>6.1f}%  {:>6} {:>11} {:>7}{}{}{}{}\n", r, format_bytes(u.memory_bytes), share, u.num_shards,
+      fmt::format("{}/{}/{}/{}", u.num_table_wise, u.num_column_wise, u.num_row_wise, u.num_data_parallel), u.dim_sum,
+      cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.compute_ms; }),
+      cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.fw_comm_ms; }),
+      cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.bw_comm_ms; }),
+      cost_cell(plan.device_costs, r, [](const DeviceCost& c) { return c.total_ms(); }));
 }
 
 // Devices ordered heaviest first: by predicted total when known, else by memory.
@@ -61,7 +61,8 @@ std::string format_row_and_replicated_tables(const Plan& plan) {
     std::string list;
     for (std::size_t i = 0; i < names.size() && i < kNamesShown; ++i) list += (i ? ", " : "") + names[i];
     if (names.size() > kNamesShown) list += fmt::format(", and {} more", names.size() - kNamesShown);
-    out += fmt::format("{}: {} table{}: {}\n", sharding_type_name(type), names.size(), names.size() == 1 ? "" : "s", list);
+    out +=
+        fmt::format("{}: {} table{}: {}\n", sharding_type_name(type), names.size(), names.size() == 1 ? "" : "s", list);
   }
   return out;
 }
@@ -74,8 +75,8 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
   std::string out = fmt::format(
       "plan: {} on {} GPUs ({} per host{}), {} per GPU, {} usable for embeddings (optimizer {}, reserve {:g})\n",
       plan.algorithm, c.num_devices, c.devices_per_host, c.hardware.empty() ? "" : ", hardware " + c.hardware,
-      format_bytes(c.memory_per_device_bytes),
-      format_bytes(c.usable_bytes_per_device()), optimizer_name(c.optimizer), c.reserve_fraction);
+      format_bytes(c.memory_per_device_bytes), format_bytes(c.usable_bytes_per_device()), optimizer_name(c.optimizer),
+      c.reserve_fraction);
   out += fmt::format("{:>6}  {:>11} {:>7}  {:>6} {:>11} {:>7}{:>9}{:>9}{:>9}{:>9}\n", "rank", "memory", "used",
                      "shards", "tw/cw/rw/dp", "width", "compute", "fw_comm", "bw_comm", "total");
 
@@ -92,21 +93,23 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
   }
   for (std::size_t i = 0; i < shown.size(); ++i) {
     if (summarised && i == static_cast<std::size_t>(options.max_rows) * 3 / 4) {
-      out += fmt::format("{:>6}  ({} devices not shown; --full-report lists all)\n", "...",
-                         usage.size() - shown.size());
+      out +=
+          fmt::format("{:>6}  ({} devices not shown; --full-report lists all)\n", "...", usage.size() - shown.size());
     }
     out += device_row(plan, usage, shown[i]);
   }
 
-  auto max_mem = std::max_element(usage.begin(), usage.end(),
-                                  [](const DeviceUsage& a, const DeviceUsage& b) { return a.memory_bytes < b.memory_bytes; });
+  auto max_mem = std::max_element(usage.begin(), usage.end(), [](const DeviceUsage& a, const DeviceUsage& b) {
+    return a.memory_bytes < b.memory_bytes;
+  });
   int64_t total_mem = std::accumulate(usage.begin(), usage.end(), int64_t{0},
                                       [](int64_t s, const DeviceUsage& u) { return s + u.memory_bytes; });
   auto max_width = std::max_element(usage.begin(), usage.end(),
                                     [](const DeviceUsage& a, const DeviceUsage& b) { return a.dim_sum < b.dim_sum; });
-  out += fmt::format("memory: max {} ({:.1f}% of usable) on rank {}, mean {}\n", format_bytes(max_mem->memory_bytes),
-                     100.0 * static_cast<double>(max_mem->memory_bytes) / static_cast<double>(c.usable_bytes_per_device()),
-                     max_mem - usage.begin(), format_bytes(total_mem / static_cast<int64_t>(usage.size())));
+  out +=
+      fmt::format("memory: max {} ({:.1f}% of usable) on rank {}, mean {}\n", format_bytes(max_mem->memory_bytes),
+                  100.0 * static_cast<double>(max_mem->memory_bytes) / static_cast<double>(c.usable_bytes_per_device()),
+                  max_mem - usage.begin(), format_bytes(total_mem / static_cast<int64_t>(usage.size())));
   out += fmt::format("width: max {} on rank {}\n", max_width->dim_sum, max_width - usage.begin());
   out += format_row_and_replicated_tables(plan);
   if (plan.device_costs) {
@@ -128,17 +131,18 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
   }
   out += fmt::format("planned {} tables in {:.3f} s\n", plan.tables.size(), plan.planning_seconds);
   if (plan.search && !plan.search->started_from.empty()) {
-    out += plan.search->search_max_ms > 0
-               ? fmt::format("start: {}'s plan, after the sharding-type pass, scored below the search's own ({:.3f} ms)\n",
-                             plan.search->started_from, plan.search->search_max_ms)
-               : fmt::format("start: {}'s plan; the search found none (--no-baseline-starts shows why)\n",
-                             plan.search->started_from);
+    out +=
+        plan.search->search_max_ms > 0
+            ? fmt::format("start: {}'s plan, after the sharding-type pass, scored below the search's own ({:.3f} ms)\n",
+                          plan.search->started_from, plan.search->search_max_ms)
+            : fmt::format("start: {}'s plan; the search found none (--no-baseline-starts shows why)\n",
+                          plan.search->started_from);
   }
   if (plan.search && plan.search->cut_short) {
-    out += fmt::format("note: --time-limit {} s cut the search short after {} of {} split steps and {} refinement "
-                       "moves: this is the best plan found by then, not the search's answer\n",
-                       plan.search->time_limit_seconds, plan.search->steps, plan.search->step_budget,
-                       plan.search->refine_rounds);
+    out += fmt::format(
+        "note: --time-limit {} s cut the search short after {} of {} split steps and {} refinement "
+        "moves: this is the best plan found by then, not the search's answer\n",
+        plan.search->time_limit_seconds, plan.search->steps, plan.search->step_budget, plan.search->refine_rounds);
   }
   return out;
 }
@@ -165,12 +169,14 @@ std::string format_bounding_device(const BoundingDevice& bound, const DeviceCost
   }
   std::string out = device;
   if (!names.empty()) {
-    out += fmt::format(": its largest cost drivers are tables {}; without each its total falls {} ms", fmt::join(names, ", "),
-                       fmt::join(savings, ", "));
+    out += fmt::format(": its largest cost drivers are tables {}; without each its total falls {} ms",
+                       fmt::join(names, ", "), fmt::join(savings, ", "));
   }
   if (!no_gain.empty()) {
-    out += fmt::format("{}without {} alone its total would not fall: it would wait longer for the slowest GPU in the "
-                       "all-to-all", names.empty() ? ": " : "; ", fmt::join(no_gain, " or "));
+    out += fmt::format(
+        "{}without {} alone its total would not fall: it would wait longer for the slowest GPU in the "
+        "all-to-all",
+        names.empty() ? ": " : "; ", fmt::join(no_gain, " or "));
   }
   return out + "\n";
 }
@@ -191,10 +197,11 @@ std::string format_measure_loop(const MeasureLoopSummary& loop) {
     rows.push_back(fmt::format("rank {} {:.3f} -> {:.3f} ms ({:+.1f}%)", d.rank, d.predicted_ms, d.measured_ms,
                                d.measured_ms > 0 ? 100.0 * (d.measured_ms / d.predicted_ms - 1.0) : 0.0));
   }
-  return out + fmt::format("  its measured devices, predicted -> measured compute: {}; slowest device {:.3f} ms with "
-                           "measured compute{}\n",
-                           fmt::join(rows, ", "), loop.estimated_max_ms,
-                           loop.verified ? "" : " (its bound was not measured: the budget ran out)");
+  return out + fmt::format(
+                   "  its measured devices, predicted -> measured compute: {}; slowest device {:.3f} ms with "
+                   "measured compute{}\n",
+                   fmt::join(rows, ", "), loop.estimated_max_ms,
+                   loop.verified ? "" : " (its bound was not measured: the budget ran out)");
 }
 
 const BaselineOutcome* best_baseline(const std::vector<BaselineOutcome>& baselines) {
@@ -226,7 +233,8 @@ std::string format_baseline_comparison(const std::vector<BaselineOutcome>& basel
   std::vector<std::pair<const BaselineOutcome*, std::vector<std::string>>> failures;
   for (const auto& b : baselines) {
     if (b.max_total_ms) continue;
-    auto same = std::find_if(failures.begin(), failures.end(), [&](const auto& f) { return f.first->failure == b.failure; });
+    auto same =
+        std::find_if(failures.begin(), failures.end(), [&](const auto& f) { return f.first->failure == b.failure; });
     if (same == failures.end()) same = failures.insert(failures.end(), {&b, {}});
     same->second.push_back(b.planner);
   }

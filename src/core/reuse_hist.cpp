@@ -22,7 +22,8 @@ ReuseHist ReuseHistBuilder::finish() const {
   ReuseHist hist{};
   if (distinct_ == 0) return hist;
   for (int b = 0; b < kReuseBins; ++b) {
-    hist[static_cast<std::size_t>(b)] = static_cast<double>(counts_[static_cast<std::size_t>(b)]) / static_cast<double>(distinct_);
+    hist[static_cast<std::size_t>(b)] =
+        static_cast<double>(counts_[static_cast<std::size_t>(b)]) / static_cast<double>(distinct_);
   }
   return hist;
 }

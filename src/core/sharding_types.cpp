@@ -11,11 +11,16 @@ namespace shardplan {
 
 std::string_view sharding_type_name(ShardingType type) {
   switch (type) {
-    case ShardingType::kColumnWise: return "column_wise";
-    case ShardingType::kRowWise: return "row_wise";
-    case ShardingType::kTableRowWise: return "table_row_wise";
-    case ShardingType::kDataParallel: return "data_parallel";
-    case ShardingType::kTableWise: break;
+    case ShardingType::kColumnWise:
+      return "column_wise";
+    case ShardingType::kRowWise:
+      return "row_wise";
+    case ShardingType::kTableRowWise:
+      return "table_row_wise";
+    case ShardingType::kDataParallel:
+      return "data_parallel";
+    case ShardingType::kTableWise:
+      break;
   }
   return "table_wise";
 }
@@ -47,18 +52,20 @@ ShardingTypeSet parse_sharding_types(std::string_view list, std::string_view fie
     std::string_view name = list.substr(start, end - start);
     auto type = parse_sharding_type(name);
     if (!type) {
-      throw InputError(fmt::format("{}: unknown sharding type \"{}\" in \"{}\" (expected a comma-separated list of "
-                                   "table_wise, column_wise, row_wise, table_row_wise, data_parallel, or all)",
-                                   field, name, list));
+      throw InputError(
+          fmt::format("{}: unknown sharding type \"{}\" in \"{}\" (expected a comma-separated list of "
+                      "table_wise, column_wise, row_wise, table_row_wise, data_parallel, or all)",
+                      field, name, list));
     }
     if (set.allows(*type)) throw InputError(fmt::format("{}: \"{}\" is listed twice in \"{}\"", field, name, list));
     set.add(*type);
     start = end + 1;
   }
   if (!set.allows(ShardingType::kTableWise)) {
-    throw InputError(fmt::format("{}: must include table_wise, got \"{}\" (the search places tables whole or in column "
-                                 "slices, then converts tables to the other types where the cost model says so)",
-                                 field, list));
+    throw InputError(
+        fmt::format("{}: must include table_wise, got \"{}\" (the search places tables whole or in column "
+                    "slices, then converts tables to the other types where the cost model says so)",
+                    field, list));
   }
   return set;
 }
@@ -94,9 +101,10 @@ void check_table_constraints(const std::vector<Table>& tables, int num_devices, 
                                    table.name, c.ranks.back(), num_devices, num_devices - 1));
     }
     if (table_sharding_types(table, allowed).empty()) {
-      throw InputError(fmt::format("table \"{}\": sharding_types: none of \"{}\" is among the types the plan allows "
-                                   "(\"{}\")", table.name, sharding_types_string(c.sharding_types),
-                                   sharding_types_string(allowed)));
+      throw InputError(
+          fmt::format("table \"{}\": sharding_types: none of \"{}\" is among the types the plan allows "
+                      "(\"{}\")",
+                      table.name, sharding_types_string(c.sharding_types), sharding_types_string(allowed)));
     }
   }
 }

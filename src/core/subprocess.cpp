@@ -93,7 +93,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::vecto
   std::vector<char*> arg_pointers = pointers(args);
   std::vector<char*> env_pointers = pointers(env);
   pid_t pid = 0;
-  const int spawned = ::posix_spawnp(&pid, argv[0].c_str(), &actions, &attributes, arg_pointers.data(), env_pointers.data());
+  const int spawned =
+      ::posix_spawnp(&pid, argv[0].c_str(), &actions, &attributes, arg_pointers.data(), env_pointers.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   if (spawned != 0) throw RuntimeFailure(fmt::format("{}: cannot start: {}", argv[0], std::strerror(spawned)));
@@ -105,7 +106,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::vecto
     result.timed_out = true;
   } else if (!timeout_seconds) {
     while (::waitpid(pid, &status, 0) < 0) {
-      if (errno != EINTR) throw RuntimeFailure(fmt::format("{}: cannot wait for it: {}", argv[0], std::strerror(errno)));
+      if (errno != EINTR)
+        throw RuntimeFailure(fmt::format("{}: cannot wait for it: {}", argv[0], std::strerror(errno)));
     }
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -123,7 +125,8 @@ LineProcess::LineProcess(const std::vector<std::string>& argv, const std::vector
   (void)ignoring_sigpipe;
   int in[2];
   int out[2];
-  if (::pipe2(in, O_CLOEXEC) != 0) throw RuntimeFailure(fmt::format("{}: cannot make a pipe: {}", program_, std::strerror(errno)));
+  if (::pipe2(in, O_CLOEXEC) != 0)
+    throw RuntimeFailure(fmt::format("{}: cannot make a pipe: {}", program_, std::strerror(errno)));
   if (::pipe2(out, O_CLOEXEC) != 0) {
     const int error = errno;
     ::close(in[0]);
@@ -150,7 +153,8 @@ LineProcess::LineProcess(const std::vector<std::string>& argv, const std::vector
   std::vector<char*> arg_pointers = pointers(args);
   std::vector<char*> env_pointers = pointers(env);
   pid_t pid = 0;
-  const int spawned = ::posix_spawnp(&pid, program_.c_str(), &actions, nullptr, arg_pointers.data(), env_pointers.data());
+  const int spawned =
+      ::posix_spawnp(&pid, program_.c_str(), &actions, nullptr, arg_pointers.data(), env_pointers.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(in[0]);
   ::close(out[1]);

@@ -195,8 +195,7 @@ void header(Out out, const Plan& plan, const std::optional<CostSummary>& costs, 
   if (!plan.cost_model.empty()) title += ", cost model " + plan.cost_model;
   text(out, kLeft, 26, "start", "font-size=\"16\" font-weight=\"bold\"", title);
   text(out, kLeft, 46, "start", "font-size=\"13\"",
-       costs ? format_cost_summary(*costs)
-             : "costs were not predicted (no cost model was used)");
+       costs ? format_cost_summary(*costs) : "costs were not predicted (no cost model was used)");
   double y = 64;
   if (analysis.bound && !analysis.bound->drivers.empty()) {
     std::vector<std::string> names;

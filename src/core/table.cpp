@@ -18,8 +18,6 @@ bool TableConstraints::allows_rank(int rank) const {
   return ranks.empty() || std::binary_search(ranks.begin(), ranks.end(), rank);
 }
 
-const ReuseHist& Table::reuse_hist_or_default() const {
-  return reuse_hist ? *reuse_hist : kDlrmAggregateReuseHist;
-}
+const ReuseHist& Table::reuse_hist_or_default() const { return reuse_hist ? *reuse_hist : kDlrmAggregateReuseHist; }
 
 }  // namespace shardplan

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <nlohmann/json.hpp>
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_map>
 
@@ -17,8 +17,8 @@ namespace shardplan {
 namespace {
 
 const std::set<std::string>& known_table_keys() {
-  static const std::set<std::string> keys = {"name", "rows", "num_embeddings", "dim", "embedding_dim",
-                                             "pooling_factor", "reuse_hist", "dtype",
+  static const std::set<std::string> keys = {"name",           "rows",           "num_embeddings", "dim",
+                                             "embedding_dim",  "pooling_factor", "reuse_hist",     "dtype",
                                              "sharding_types", "ranks"};
   return keys;
 }
@@ -55,7 +55,8 @@ ReuseHist parse_reuse_hist(const nlohmann::json& value, std::string_view source,
 // Pinned ranks are at most this (a sanity bound; the cluster checks the real one).
 constexpr int64_t kMaxPinnedRank = 1'000'000;
 
-ShardingTypeSet parse_table_sharding_types(const nlohmann::json& value, std::string_view source, const std::string& path) {
+ShardingTypeSet parse_table_sharding_types(const nlohmann::json& value, std::string_view source,
+                                           const std::string& path) {
   const nlohmann::json& list = read_array(value, source, path);
   if (list.empty()) throw_field_error(source, path, "must list at least one sharding type", value);
   ShardingTypeSet set;
@@ -64,8 +65,8 @@ ShardingTypeSet parse_table_sharding_types(const nlohmann::json& value, std::str
     const std::string name = read_string(list[i], source, item_path);
     const auto type = parse_sharding_type(name);
     if (!type) {
-      throw_field_error(source, item_path, "must be one of table_wise, column_wise, row_wise, table_row_wise, data_parallel",
-                        list[i]);
+      throw_field_error(source, item_path,
+                        "must be one of table_wise, column_wise, row_wise, table_row_wise, data_parallel", list[i]);
     }
     if (set.allows(*type)) throw_field_error(source, item_path, "is listed twice", list[i]);
     set.add(*type);
@@ -81,7 +82,8 @@ std::vector<int> parse_pinned_ranks(const nlohmann::json& value, std::string_vie
     ranks.push_back(static_cast<int>(read_int64(list[i], source, fmt::format("{}[{}]", path, i), 0, kMaxPinnedRank)));
   }
   std::sort(ranks.begin(), ranks.end());
-  if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) throw_field_error(source, path, "lists a rank twice", value);
+  if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end())
+    throw_field_error(source, path, "lists a rank twice", value);
   return ranks;
 }
 
@@ -105,8 +107,7 @@ TableConstraints parse_constraints(const nlohmann::json& obj, std::string_view s
 
 }  // namespace
 
-Table parse_table(const nlohmann::json& obj, std::string_view source, const std::string& path,
-                  std::size_t index) {
+Table parse_table(const nlohmann::json& obj, std::string_view source, const std::string& path, std::size_t index) {
   if (!obj.is_object()) throw_field_error(source, path, "must be an object", obj);
   Table table;
   if (const auto* name = find_member(obj, "name")) {
@@ -188,17 +189,16 @@ std::vector<Table> parse_tables(const nlohmann::json& doc, std::string_view sour
 std::vector<Table> load_tables(const std::string& path) { return parse_tables(read_json_file(path), path); }
 
 nlohmann::json table_to_json(const Table& table) {
-  nlohmann::json obj = {{"name", table.name},
-                        {"rows", table.rows},
-                        {"dim", table.dim},
-                        {"pooling_factor", table.pooling_factor}};
+  nlohmann::json obj = {
+      {"name", table.name}, {"rows", table.rows}, {"dim", table.dim}, {"pooling_factor", table.pooling_factor}};
   if (table.reuse_hist) obj["reuse_hist"] = *table.reuse_hist;
   if (table.dtype != DType::kFp32) obj["dtype"] = std::string(dtype_name(table.dtype));
   const TableConstraints& c = table.constraints;
   if (!c.sharding_types.empty()) {
     nlohmann::json types = nlohmann::json::array();
     for (int i = 0; i < kNumShardingTypes; ++i) {
-      if (c.sharding_types.allows(static_cast<ShardingType>(i))) types.push_back(sharding_type_name(static_cast<ShardingType>(i)));
+      if (c.sharding_types.allows(static_cast<ShardingType>(i)))
+        types.push_back(sharding_type_name(static_cast<ShardingType>(i)));
     }
     obj["sharding_types"] = types;
   }

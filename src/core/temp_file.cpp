@@ -127,9 +127,10 @@ TempFile::TempFile(const std::filesystem::path& dir, const std::string& name, co
     SignalsHeld held;
     slot_ = claim_slot(path);
     if (slot_ < 0) {
-      throw RuntimeFailure(fmt::format("{}: cannot track a temporary file for removal on a signal (more than {} at once, "
-                                       "or a path of {} bytes or more)",
-                                       target, kSlots, kMaxPath));
+      throw RuntimeFailure(
+          fmt::format("{}: cannot track a temporary file for removal on a signal (more than {} at once, "
+                      "or a path of {} bytes or more)",
+                      target, kSlots, kMaxPath));
     }
     fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd_ >= 0) {
@@ -140,10 +141,13 @@ TempFile::TempFile(const std::filesystem::path& dir, const std::string& name, co
     release_slot(slot_);
     slot_ = -1;
     if (error != EEXIST) {
-      throw RuntimeFailure(fmt::format("{}: cannot create a temporary file in {}: {}", target, dir.string(), std::strerror(error)));
+      throw RuntimeFailure(
+          fmt::format("{}: cannot create a temporary file in {}: {}", target, dir.string(), std::strerror(error)));
     }
   }
-  if (fd_ < 0) throw RuntimeFailure(fmt::format("{}: cannot create a temporary file in {}: every name taken", target, dir.string()));
+  if (fd_ < 0)
+    throw RuntimeFailure(
+        fmt::format("{}: cannot create a temporary file in {}: every name taken", target, dir.string()));
 }
 
 TempFile::~TempFile() {

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <tuple>
-#include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "shardplan/cluster.hpp"
@@ -146,7 +146,8 @@ class Validator {
   Rect read_shard(const nlohmann::json& shard, const std::string& path) {
     read_object(shard, source_, path);
     Rect r{};
-    int64_t rank = read_int64(require_member(shard, "rank", source_, path), source_, path + ".rank", INT32_MIN, INT32_MAX);
+    int64_t rank =
+        read_int64(require_member(shard, "rank", source_, path), source_, path + ".rank", INT32_MIN, INT32_MAX);
     r.rank = static_cast<int>(rank);
     std::tie(r.row0, r.col0) = read_pair(require_member(shard, "shard_offsets", source_, path), source_,
                                          path + ".shard_offsets", kMaxRows, kMaxDim, 0);
@@ -157,11 +158,13 @@ class Validator {
     }
     if (r.rows == 0 || r.cols == 0) problem("{}.shard_sizes: empty shard [{}, {}]", path, r.rows, r.cols);
     if (r.cols % 4 != 0) problem("{}.shard_sizes: width {} is not a multiple of 4", path, r.cols);
-    std::string expected = fmt::format("rank:{}/cuda:{}", r.rank, ((r.rank % cluster_.devices_per_host) +
-                                                                   cluster_.devices_per_host) % cluster_.devices_per_host);
+    std::string expected =
+        fmt::format("rank:{}/cuda:{}", r.rank,
+                    ((r.rank % cluster_.devices_per_host) + cluster_.devices_per_host) % cluster_.devices_per_host);
     const auto& placement =
         read_string(require_member(shard, "placement", source_, path), source_, path + ".placement");
-    if (placement != expected) problem("{}.placement: \"{}\" does not match rank {} (expected \"{}\")", path, placement, r.rank, expected);
+    if (placement != expected)
+      problem("{}.placement: \"{}\" does not match rank {} (expected \"{}\")", path, placement, r.rank, expected);
     return r;
   }
 
@@ -205,16 +208,20 @@ class Validator {
       if (rects.size() != 1) problem("{}: table_wise needs exactly one shard, got {}", path, rects.size());
     } else if (type == "column_wise") {
       for (std::size_t i = 0; i < rects.size(); ++i) {
-        if (rects[i].row0 != 0 || rects[i].rows != rows) problem("{}.shards[{}]: a column_wise shard must hold every row", path, i);
+        if (rects[i].row0 != 0 || rects[i].rows != rows)
+          problem("{}.shards[{}]: a column_wise shard must hold every row", path, i);
       }
     } else if (type == "row_wise" || type == "table_row_wise") {
       for (std::size_t i = 0; i < rects.size(); ++i) {
-        if (rects[i].col0 != 0 || rects[i].cols != dim) problem("{}.shards[{}]: a {} shard must hold every column", path, i, type);
+        if (rects[i].col0 != 0 || rects[i].cols != dim)
+          problem("{}.shards[{}]: a {} shard must hold every column", path, i, type);
       }
       if (type == "table_row_wise") check_one_host(rects, path);
     } else {
-      problem("{}.sharding_type: unknown \"{}\" (expected table_wise, column_wise, row_wise, table_row_wise or "
-              "data_parallel)", path, type);
+      problem(
+          "{}.sharding_type: unknown \"{}\" (expected table_wise, column_wise, row_wise, table_row_wise or "
+          "data_parallel)",
+          path, type);
     }
   }
 
@@ -226,10 +233,9 @@ class Validator {
   bool check_overlaps(const std::vector<Rect>& rects, const std::string& path) {
     std::vector<std::size_t> order(rects.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return std::tie(rects[a].row0, a) < std::tie(rects[b].row0, b);
-    });
-    std::map<int64_t, std::size_t> active;                            // col0 -> shard, disjoint spans
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return std::tie(rects[a].row0, a) < std::tie(rects[b].row0, b); });
+    std::map<int64_t, std::size_t> active;                                  // col0 -> shard, disjoint spans
     std::multimap<int64_t, std::map<int64_t, std::size_t>::iterator> ends;  // row end -> its span
     bool any = false;
     auto report = [&](std::size_t a, std::size_t b) {
@@ -272,7 +278,8 @@ class Validator {
         problem("{}.shards[{}]: a data_parallel replica must hold the whole {} x {} table, got [{}, {}) x [{}, {})",
                 path, i, rows, dim, r.row0, r.row0 + r.rows, r.col0, r.col0 + r.cols);
       }
-      if (r.rank != static_cast<int>(i)) problem("{}.shards[{}]: replicas go in rank order, expected rank {}, got {}", path, i, i, r.rank);
+      if (r.rank != static_cast<int>(i))
+        problem("{}.shards[{}]: replicas go in rank order, expected rank {}, got {}", path, i, i, r.rank);
     }
   }
 
@@ -282,8 +289,10 @@ class Validator {
     const int host = rects.front().rank / per_host;
     for (std::size_t i = 1; i < rects.size(); ++i) {
       if (rects[i].rank / per_host != host) {
-        problem("{}.shards[{}]: rank {} is on host {}, but table_row_wise keeps a table's blocks on one host (shards[0] "
-                "is on host {})", path, i, rects[i].rank, rects[i].rank / per_host, host);
+        problem(
+            "{}.shards[{}]: rank {} is on host {}, but table_row_wise keeps a table's blocks on one host (shards[0] "
+            "is on host {})",
+            path, i, rects[i].rank, rects[i].rank / per_host, host);
       }
     }
   }

@@ -100,9 +100,10 @@ nlohmann::json allreduce_fit_to_json(const AllreduceFit& fit) {
                       {"bus_bandwidth_GBps", p.bus_bytes_per_ms / 1e6},
                       {"samples", p.samples}});
   }
-  return {{"form", "ring all-reduce, 2(W-1) x step latency + 2(W-1)/W x bytes / bus bandwidth, with the figures "
-                   "measured at the largest measured world size not above W (the smallest below them all); past "
-                   "one host, comm.fabric's network bounds them"},
+  return {{"form",
+           "ring all-reduce, 2(W-1) x step latency + 2(W-1)/W x bytes / bus bandwidth, with the figures "
+           "measured at the largest measured world size not above W (the smallest below them all); past "
+           "one host, comm.fabric's network bounds them"},
           {"fits", points}};
 }
 
@@ -114,12 +115,14 @@ AllreduceFit allreduce_fit_from_json(const nlohmann::json& doc, const std::strin
     const std::string at = fmt::format("{}.fits[{}]", path, i);
     read_object(list[i], source, at);
     AllreduceFitPoint p;
-    p.world_size = static_cast<int>(read_int64(require_member(list[i], "world_size", source, at), source,
-                                               at + ".world_size", 2, 1 << 20));
-    p.step_latency_ms = read_double(require_member(list[i], "step_latency_us", source, at), source,
-                                    at + ".step_latency_us", 0.0, 1e9) / 1e3;
+    p.world_size = static_cast<int>(
+        read_int64(require_member(list[i], "world_size", source, at), source, at + ".world_size", 2, 1 << 20));
+    p.step_latency_ms =
+        read_double(require_member(list[i], "step_latency_us", source, at), source, at + ".step_latency_us", 0.0, 1e9) /
+        1e3;
     p.bus_bytes_per_ms = read_double(require_member(list[i], "bus_bandwidth_GBps", source, at), source,
-                                     at + ".bus_bandwidth_GBps", 1e-9, 1e9) * 1e6;
+                                     at + ".bus_bandwidth_GBps", 1e-9, 1e9) *
+                         1e6;
     if (const auto* n = find_member(list[i], "samples")) {
       p.samples = static_cast<int>(read_int64(*n, source, at + ".samples", 0, 1 << 30));
     }

@@ -84,7 +84,8 @@ class AnalyticCostModel final : public CostModel {
 AnalyticShardCost analytic_shard_cost(const ShardFeatures& shard, int world_size, const AnalyticCostConfig& config) {
   AnalyticShardCost cost;
   cost.compute_ms = compute_ms(shard, config);
-  if (world_size > 1) cost.comm_ms = 2.0 * output_bytes(shard.dim, config) / collective_bytes_per_ms(world_size, config);
+  if (world_size > 1)
+    cost.comm_ms = 2.0 * output_bytes(shard.dim, config) / collective_bytes_per_ms(world_size, config);
   return cost;
 }
 

@@ -121,15 +121,17 @@ CommErrors comm_errors(const CostModel& model, const CommCorrection& correction,
 }
 
 nlohmann::json comm_correction_to_json(const CommCorrection& c) {
-  return {{"form", "per direction, transfer = max(offset + scale x the net's transfer, 0.25 x it); the forward's "
-                   "wait for later devices is kept"},
+  return {{"form",
+           "per direction, transfer = max(offset + scale x the net's transfer, 0.25 x it); the forward's "
+           "wait for later devices is kept"},
           {"fw_offset_ms", c.fw_offset_ms},
           {"fw_scale", c.fw_scale},
           {"bw_offset_ms", c.bw_offset_ms},
           {"bw_scale", c.bw_scale}};
 }
 
-CommCorrection comm_correction_from_json(const nlohmann::json& doc, const std::string& source, const std::string& path) {
+CommCorrection comm_correction_from_json(const nlohmann::json& doc, const std::string& source,
+                                         const std::string& path) {
   read_object(doc, source, path);
   auto number = [&](const char* key, double min, double max) {
     return read_double(require_member(doc, key, source, path), source, path + "." + key, min, max);

@@ -31,7 +31,8 @@ void volumes_into(const CommFabric& fabric, const std::vector<int64_t>& dim_sums
     total += static_cast<double>(dim_sums[r]);
   }
   // Bytes per unit of width to one peer: that peer's share of the batch.
-  const double unit = static_cast<double>(fabric.batch_size) / static_cast<double>(n) * static_cast<double>(fabric.element_bytes);
+  const double unit =
+      static_cast<double>(fabric.batch_size) / static_cast<double>(n) * static_cast<double>(fabric.element_bytes);
   for (std::size_t r = 0; r < n; ++r) {
     const std::size_t h = r / per_host;
     const double width = static_cast<double>(dim_sums[r]);
@@ -100,8 +101,8 @@ double structural_transfer_ms(const CommFabric& fabric, const AllToAllVolume& v)
     t = v.intra_peers * fabric.intra_peer_latency_ms + std::max(v.intra_out, v.intra_in) / fabric.intra_bytes_per_ms;
   }
   if (v.inter_peers > 0) {
-    const double bytes = fabric.inter_shared_by_host ? std::max(v.shared_port_out, v.shared_port_in)
-                                                     : std::max(v.inter_out, v.inter_in);
+    const double bytes =
+        fabric.inter_shared_by_host ? std::max(v.shared_port_out, v.shared_port_in) : std::max(v.inter_out, v.inter_in);
     t = std::max(t, v.inter_peers * fabric.inter_peer_latency_ms + bytes / fabric.inter_bytes_per_ms);
   }
   return with_host_fabric(fabric, t, v.host);
@@ -118,13 +119,15 @@ void hierarchical_alltoall_times(const CommFabric& fabric, const std::vector<int
     AllToAllTimes& t = out[r];
     t.total = structural_transfer_ms(fabric, v);
     if (fabric.host_bytes_per_ms > 0) t.host = v.host / fabric.host_bytes_per_ms;
-    t.out = v.intra_out / fabric.intra_bytes_per_ms + (v.inter_peers > 0 ? v.inter_out / fabric.inter_bytes_per_ms : 0.0);
+    t.out =
+        v.intra_out / fabric.intra_bytes_per_ms + (v.inter_peers > 0 ? v.inter_out / fabric.inter_bytes_per_ms : 0.0);
     t.in = v.intra_in / fabric.intra_bytes_per_ms + (v.inter_peers > 0 ? v.inter_in / fabric.inter_bytes_per_ms : 0.0);
     t.latency = v.intra_peers * fabric.intra_peer_latency_ms + v.inter_peers * fabric.inter_peer_latency_ms;
   }
 }
 
-void hierarchical_alltoall_ms(const CommFabric& fabric, const std::vector<int64_t>& dim_sums, std::vector<double>& out) {
+void hierarchical_alltoall_ms(const CommFabric& fabric, const std::vector<int64_t>& dim_sums,
+                              std::vector<double>& out) {
   thread_local std::vector<AllToAllTimes> times;
   hierarchical_alltoall_times(fabric, dim_sums, times);
   out.resize(times.size());

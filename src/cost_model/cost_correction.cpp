@@ -137,7 +137,8 @@ CostCorrection fit_cost_correction(const CostModel& base, const std::vector<Corr
   return correction;
 }
 
-std::shared_ptr<const CostModel> make_corrected_model(std::shared_ptr<const CostModel> base, CostCorrection correction) {
+std::shared_ptr<const CostModel> make_corrected_model(std::shared_ptr<const CostModel> base,
+                                                      CostCorrection correction) {
   return std::make_shared<CorrectedCostModel>(std::move(base), std::move(correction));
 }
 

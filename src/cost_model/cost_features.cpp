@@ -32,7 +32,8 @@ std::vector<double> comm_waits(const std::vector<double>& delays_ms) {
   return waits;
 }
 
-std::vector<CommFeatureVector> comm_features(const std::vector<int64_t>& dim_sums, const std::vector<double>& delays_ms) {
+std::vector<CommFeatureVector> comm_features(const std::vector<int64_t>& dim_sums,
+                                             const std::vector<double>& delays_ms) {
   std::vector<CommFeatureVector> out;
   comm_features_into(dim_sums, delays_ms, out);
   return out;
@@ -47,7 +48,8 @@ void comm_features_into(const std::vector<int64_t>& dim_sums, const std::vector<
   const double max_width = static_cast<double>(*std::max_element(dim_sums.begin(), dim_sums.end()));
   const double earliest = *std::min_element(delays_ms.begin(), delays_ms.end());
   const double max_delay = *std::max_element(delays_ms.begin(), delays_ms.end()) - earliest;
-  const double mean_delay = std::accumulate(delays_ms.begin(), delays_ms.end(), 0.0) / static_cast<double>(n) - earliest;
+  const double mean_delay =
+      std::accumulate(delays_ms.begin(), delays_ms.end(), 0.0) / static_cast<double>(n) - earliest;
   // What every device shares, computed once (the search evaluates this for every candidate change).
   const auto log_mean_width = static_cast<float>(std::log1p(mean_width));
   const auto log_max_width = static_cast<float>(std::log1p(max_width));
@@ -80,7 +82,8 @@ void hierarchical_comm_features_into(const CommFabric& fabric, const std::vector
   hierarchical_alltoall_times(fabric, dim_sums, times);
   const double earliest = *std::min_element(delays_ms.begin(), delays_ms.end());
   const double max_delay = *std::max_element(delays_ms.begin(), delays_ms.end()) - earliest;
-  const double mean_delay = std::accumulate(delays_ms.begin(), delays_ms.end(), 0.0) / static_cast<double>(n) - earliest;
+  const double mean_delay =
+      std::accumulate(delays_ms.begin(), delays_ms.end(), 0.0) / static_cast<double>(n) - earliest;
   const auto log_max_delay = static_cast<float>(std::log1p(max_delay));
   const auto log_mean_delay = static_cast<float>(std::log1p(mean_delay));
   const auto per_host = static_cast<std::size_t>(std::max(1, fabric.devices_per_host));
@@ -92,8 +95,14 @@ void hierarchical_comm_features_into(const CommFabric& fabric, const std::vector
     const double local = static_cast<double>(std::min(n, host_start + per_host) - host_start);
     const double remote_share = n > 1 ? (static_cast<double>(n) - local) / static_cast<double>(n - 1) : 0.0;
     const double wait = max_delay - (delays_ms[r] - earliest);
-    out[r] = {log_time(t.total), log_time(t.out), log_time(t.in), log_time(t.host), log_time(t.latency),
-              static_cast<float>(remote_share), static_cast<float>(std::log1p(wait)), log_max_delay,
+    out[r] = {log_time(t.total),
+              log_time(t.out),
+              log_time(t.in),
+              log_time(t.host),
+              log_time(t.latency),
+              static_cast<float>(remote_share),
+              static_cast<float>(std::log1p(wait)),
+              log_max_delay,
               log_mean_delay};
   }
 }

@@ -97,16 +97,18 @@ double plan_collectives_ms(const CostModel& model, const std::vector<DeviceShard
 
 void refuse_unscorable(const CostModel& model, const Table& table, int64_t cols, double compute_ms) {
   if (std::isfinite(compute_ms) && compute_ms >= 0.0) return;
-  throw InputError(fmt::format("table \"{}\" ({} x {}): the cost model {} gives no finite cost for {} of its columns "
-                               "(it predicts {}): the table lies beyond what the model can score; plan it with "
-                               "another model",
-                               table.name, table.rows, table.dim, model.name(), cols, compute_ms));
+  throw InputError(
+      fmt::format("table \"{}\" ({} x {}): the cost model {} gives no finite cost for {} of its columns "
+                  "(it predicts {}): the table lies beyond what the model can score; plan it with "
+                  "another model",
+                  table.name, table.rows, table.dim, model.name(), cols, compute_ms));
 }
 
 namespace {
 
 // Names what made a device's cost non-finite: one of its shards alone, else the device as a whole.
-[[noreturn]] void refuse_device(const CostModel& model, const Plan& plan, const DeviceShards& device, std::size_t rank) {
+[[noreturn]] void refuse_device(const CostModel& model, const Plan& plan, const DeviceShards& device,
+                                std::size_t rank) {
   for (std::size_t i = 0; i < device.pieces.size(); ++i) {
     const Table& piece = device.pieces[i];
     const TableSharding& from = plan.tables[device.plan_tables[i]];
@@ -116,8 +118,9 @@ namespace {
     named.dim = from.dim;
     refuse_unscorable(model, named, piece.dim, model.predict_compute({{shard_features(piece, piece.dim)}}).front());
   }
-  throw InputError(fmt::format("device {}: the cost model {} gives no finite cost for its {} shards ({} columns in all)",
-                               rank, model.name(), device.pieces.size(), device.dim_sum));
+  throw InputError(
+      fmt::format("device {}: the cost model {} gives no finite cost for its {} shards ({} columns in all)", rank,
+                  model.name(), device.pieces.size(), device.dim_sum));
 }
 
 }  // namespace

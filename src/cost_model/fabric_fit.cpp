@@ -50,7 +50,8 @@ FabricFit fit_fabric(const std::vector<CommSample>& samples, CommFabric start) {
       rows.push_back({volumes[r], s.bw_ms[r]});
     }
   }
-  if (rows.empty()) throw InputError("no comm samples with a positive backward time to fit the all-to-all structure to");
+  if (rows.empty())
+    throw InputError("no comm samples with a positive backward time to fit the all-to-all structure to");
   // Every k-th row for the grid (enough to place it), all rows for the final search.
   std::vector<Row> coarse;
   const std::size_t stride = std::max<std::size_t>(1, rows.size() / 3000);
@@ -117,7 +118,8 @@ FabricFit fit_fabric(const std::vector<CommSample>& samples, CommFabric start) {
           for (double factor : {step, 1.0 / step}) {
             CommFabric f = best;
             f.*param *= factor;
-            if (!spans_hosts) f.inter_bytes_per_ms = f.intra_bytes_per_ms, f.inter_peer_latency_ms = f.intra_peer_latency_ms;
+            if (!spans_hosts)
+              f.inter_bytes_per_ms = f.intra_bytes_per_ms, f.inter_peer_latency_ms = f.intra_peer_latency_ms;
             double l = loss(f, rows);
             if (l < best_loss - 1e-12) best_loss = l, best = f, improved = true;
           }

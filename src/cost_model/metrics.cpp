@@ -65,7 +65,8 @@ Metrics compute_metrics(const std::vector<double>& predicted, const std::vector<
   m.mape = 100.0 * ape / static_cast<double>(measured.size());
   m.spearman = spearman_correlation(predicted, measured);
   std::vector<double> ratios;
-  for (std::size_t i = 0; i < measured.size(); ++i) ratios.push_back(predicted[i] / std::max(std::abs(measured[i]), 1e-3));
+  for (std::size_t i = 0; i < measured.size(); ++i)
+    ratios.push_back(predicted[i] / std::max(std::abs(measured[i]), 1e-3));
   m.median_ratio = median(ratios);
   return m;
 }
@@ -108,8 +109,11 @@ std::optional<ImbalanceResponse> imbalance_response(const std::vector<std::vecto
 
 nlohmann::json Metrics::to_json() const {
   auto round = [](double v, double scale) { return std::round(v * scale) / scale; };
-  return {{"mse", round(mse, 1e6)}, {"mape_percent", round(mape, 1e3)}, {"spearman", round(spearman, 1e4)},
-          {"median_ratio", round(median_ratio, 1e4)}, {"count", count}};
+  return {{"mse", round(mse, 1e6)},
+          {"mape_percent", round(mape, 1e3)},
+          {"spearman", round(spearman, 1e4)},
+          {"median_ratio", round(median_ratio, 1e4)},
+          {"count", count}};
 }
 
 }  // namespace shardplan

@@ -43,8 +43,8 @@ std::string world_size_range(const std::vector<int>& sizes) {
 
 std::string describe_hardware(const ModelHardware& h) {
   if (h.compute_device_model.empty()) return h.note.empty() ? "unknown hardware" : h.note;
-  std::string out = fmt::format("compute {} ({})", h.compute_device.empty() ? "device" : h.compute_device,
-                                h.compute_device_model);
+  std::string out =
+      fmt::format("compute {} ({})", h.compute_device.empty() ? "device" : h.compute_device, h.compute_device_model);
   if (!h.compute_kernel.empty()) out += ", kernel " + h.compute_kernel;
   if (!h.calibrated_on.empty()) out += fmt::format(", calibrated {}", h.calibrated_on.substr(0, 10));
   if (!h.comm_world_sizes.empty()) {
@@ -52,7 +52,8 @@ std::string describe_hardware(const ModelHardware& h) {
                        h.comm_device_model.empty() ? "unknown device" : h.comm_device_model,
                        world_size_range(h.comm_world_sizes));
     if (!h.comm_fabric.empty()) out += fmt::format(" (profile {})", h.comm_fabric);
-    if (!h.comm_corrected_on.empty() && !h.comm_structure_only) out += fmt::format(", corrected on {}", h.comm_corrected_on);
+    if (!h.comm_corrected_on.empty() && !h.comm_structure_only)
+      out += fmt::format(", corrected on {}", h.comm_corrected_on);
   }
   if (h.comm_structure_only) {
     out += fmt::format("; all-to-all for {}: the hierarchical estimate from its profile's figures, not measured",
@@ -68,7 +69,8 @@ nlohmann::ordered_json hardware_to_json(const ModelHardware& h) {
     if (!h.compute_kernel.empty()) doc["compute"]["kernel"] = h.compute_kernel;
   }
   if (!h.comm_world_sizes.empty() || !h.comm_device_model.empty()) {
-    doc["comm"] = {{"device_model", h.comm_device_model}, {"backend", h.comm_backend}, {"world_sizes", h.comm_world_sizes}};
+    doc["comm"] = {
+        {"device_model", h.comm_device_model}, {"backend", h.comm_backend}, {"world_sizes", h.comm_world_sizes}};
     if (!h.comm_fabric.empty()) doc["comm"]["profile"] = h.comm_fabric;
     // A correction describes its host's links: planned on a profile's structure, it is not applied.
     if (!h.comm_corrected_on.empty() && !h.comm_structure_only) doc["comm"]["corrected_on"] = h.comm_corrected_on;
@@ -132,15 +134,17 @@ std::string comm_extrapolation_warning(const ModelHardware& hardware, int device
   const int measured = hardware.max_comm_world_size();
   if (measured == 0 || devices <= measured || hardware.comm_structure_only) return "";
   if (!hardware.comm_fabric.empty()) {
-    return fmt::format("{} GPUs is beyond the all-to-alls the cost model measured (at most {} ranks, {}): its learned "
-                       "correction is held at that size and the hierarchical structure of profile {} carries the rest; "
-                       "for times on your cluster, pass --hardware with its profile",
-                       devices, measured, hardware.comm_device_model.empty() ? "unknown device" : hardware.comm_device_model,
-                       hardware.comm_fabric);
+    return fmt::format(
+        "{} GPUs is beyond the all-to-alls the cost model measured (at most {} ranks, {}): its learned "
+        "correction is held at that size and the hierarchical structure of profile {} carries the rest; "
+        "for times on your cluster, pass --hardware with its profile",
+        devices, measured, hardware.comm_device_model.empty() ? "unknown device" : hardware.comm_device_model,
+        hardware.comm_fabric);
   }
-  return fmt::format("{} GPUs is beyond the all-to-alls the cost model measured (at most {} ranks, {}): its "
-                     "communication costs are extrapolated; read them as a ranking, not as times",
-                     devices, measured, hardware.comm_device_model.empty() ? "unknown device" : hardware.comm_device_model);
+  return fmt::format(
+      "{} GPUs is beyond the all-to-alls the cost model measured (at most {} ranks, {}): its "
+      "communication costs are extrapolated; read them as a ranking, not as times",
+      devices, measured, hardware.comm_device_model.empty() ? "unknown device" : hardware.comm_device_model);
 }
 
 }  // namespace shardplan

@@ -138,8 +138,8 @@ inline void activate(const DenseLayer& layer, float* out) {
 
 // One layer over m samples (rows `in_stride` and `out_stride` apart), then its activation when asked.
 // Always inlined, so that it is built for AVX2 within its callers' AVX2 clones.
-[[gnu::always_inline]] inline void layer_batch(const DenseLayer& layer, const float* in, std::size_t in_stride, std::size_t m, float* out,
-                        std::size_t out_stride, bool activated) {
+[[gnu::always_inline]] inline void layer_batch(const DenseLayer& layer, const float* in, std::size_t in_stride,
+                                               std::size_t m, float* out, std::size_t out_stride, bool activated) {
   if (is_wide(layer)) {
     for (std::size_t s = 0; s < m; ++s) wide_layer(layer, in + s * in_stride, out + s * out_stride);  // as forward()
   } else {
@@ -369,8 +369,9 @@ void NeuralCostModel::predict_comm(const std::vector<int64_t>& dim_sums, const s
   if (!structure_only_) apply_comm_correction(comm_.correction, compute_ms, fw_ms, bw_ms);
 }
 
-void NeuralCostModel::predict_comm_scale_free(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
-                                              std::vector<double>& fw_ms, std::vector<double>& bw_ms) const {
+void NeuralCostModel::predict_comm_scale_free(const std::vector<int64_t>& dim_sums,
+                                              const std::vector<double>& compute_ms, std::vector<double>& fw_ms,
+                                              std::vector<double>& bw_ms) const {
   const std::size_t n = dim_sums.size();
   fw_ms.assign(n, 0.0);
   bw_ms.assign(n, 0.0);
@@ -391,13 +392,15 @@ void NeuralCostModel::predict_comm_scale_free(const std::vector<int64_t>& dim_su
   comm_.net.forward_batch(features.front().data(), n, outputs.data());
   for (std::size_t r = 0; r < n; ++r) {
     const float* out = outputs.data() + 2 * r;
-    fw_ms[r] = (latest - compute_ms[r]) + std::exp(static_cast<double>(out[0] * comm_.target_std[0] + comm_.target_mean[0]));
+    fw_ms[r] =
+        (latest - compute_ms[r]) + std::exp(static_cast<double>(out[0] * comm_.target_std[0] + comm_.target_mean[0]));
     bw_ms[r] = std::exp(static_cast<double>(out[1] * comm_.target_std[1] + comm_.target_mean[1]));
   }
 }
 
-void NeuralCostModel::predict_comm_hierarchical(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
-                                                std::vector<double>& fw_ms, std::vector<double>& bw_ms) const {
+void NeuralCostModel::predict_comm_hierarchical(const std::vector<int64_t>& dim_sums,
+                                                const std::vector<double>& compute_ms, std::vector<double>& fw_ms,
+                                                std::vector<double>& bw_ms) const {
   const std::size_t n = dim_sums.size();
   fw_ms.assign(n, 0.0);
   bw_ms.assign(n, 0.0);
@@ -467,7 +470,8 @@ double NeuralCostModel::rowwise_collectives_ms(int64_t rw_dim, int num_devices) 
 
 double NeuralCostModel::allreduce_ms(double bytes, int num_devices) const {
   if (structure_only_) return ring_allreduce_ms(planning_fabric_, bytes, num_devices);
-  if (comm_.form == CommForm::kHierarchical) return fitted_allreduce_ms(comm_.allreduce, comm_.fabric, bytes, num_devices);
+  if (comm_.form == CommForm::kHierarchical)
+    return fitted_allreduce_ms(comm_.allreduce, comm_.fabric, bytes, num_devices);
   return nominal_allreduce_ms(bytes, num_devices, comm_.fabric.devices_per_host);
 }
 

@@ -69,9 +69,9 @@ std::pair<double, double> fit_line(const std::vector<double>& x, const std::vect
 std::vector<RowwisePair> rowwise_pairs(const std::vector<CommSample>& samples, std::vector<char>* is_reference) {
   std::vector<char> used(samples.size(), 0);
   auto partners = [&](const CommSample& s, const CommSample& other) {
-    if (other.rw_dim != 0 || other.allreduce_floats != 0 || !other.host_rw_dims.empty() || other.world_size != s.world_size ||
-        other.devices_per_host != s.devices_per_host || other.dim_sums.size() != s.dim_sums.size() ||
-        !same_delays(s, other)) {
+    if (other.rw_dim != 0 || other.allreduce_floats != 0 || !other.host_rw_dims.empty() ||
+        other.world_size != s.world_size || other.devices_per_host != s.devices_per_host ||
+        other.dim_sums.size() != s.dim_sums.size() || !same_delays(s, other)) {
       return false;
     }
     for (std::size_t r = 0; r < s.dim_sums.size(); ++r) {
@@ -142,10 +142,11 @@ nlohmann::json rowwise_fit_to_json(const RowwiseFit& fit) {
                       {"ms_per_column", p.ms_per_column},
                       {"pairs", p.pairs}});
   }
-  return {{"form", "what a plan's row-wise reduce-scatter and all-gather add to every GPU's step beyond their width "
-                   "in the all-to-all: latency_ms + ms_per_column x the summed row-wise width, both linear in W "
-                   "between measured world sizes; beyond them the nearest size's line, its latency_ms scaled by "
-                   "(W-1)/(W_fit-1)"},
+  return {{"form",
+           "what a plan's row-wise reduce-scatter and all-gather add to every GPU's step beyond their width "
+           "in the all-to-all: latency_ms + ms_per_column x the summed row-wise width, both linear in W "
+           "between measured world sizes; beyond them the nearest size's line, its latency_ms scaled by "
+           "(W-1)/(W_fit-1)"},
           {"fits", points}};
 }
 
@@ -157,11 +158,11 @@ RowwiseFit rowwise_fit_from_json(const nlohmann::json& doc, const std::string& s
     const std::string at = fmt::format("{}.fits[{}]", path, i);
     read_object(list[i], source, at);
     RowwiseFitPoint p;
-    p.world_size = static_cast<int>(read_int64(require_member(list[i], "world_size", source, at), source,
-                                               at + ".world_size", 2, 1 << 20));
+    p.world_size = static_cast<int>(
+        read_int64(require_member(list[i], "world_size", source, at), source, at + ".world_size", 2, 1 << 20));
     p.latency_ms = read_double(require_member(list[i], "latency_ms", source, at), source, at + ".latency_ms", 0.0, 1e9);
-    p.ms_per_column = read_double(require_member(list[i], "ms_per_column", source, at), source,
-                                  at + ".ms_per_column", 0.0, 1e9);
+    p.ms_per_column =
+        read_double(require_member(list[i], "ms_per_column", source, at), source, at + ".ms_per_column", 0.0, 1e9);
     if (const auto* n = find_member(list[i], "pairs")) {
       p.pairs = static_cast<int>(read_int64(*n, source, at + ".pairs", 0, 1 << 30));
     }

@@ -18,8 +18,8 @@ namespace {
 constexpr int kWidthStep = 4;
 constexpr int kMaxWidth = 128;
 // Independent streams of the seed: which sets come from plans, their tasks, the hold-out.
-constexpr uint64_t kTaskStream = 0x63616c6962ull;  // "calib"
-constexpr uint64_t kHoldoutStream = 0x686f6c64ull;  // "hold"
+constexpr uint64_t kTaskStream = 0x63616c6962ull;    // "calib"
+constexpr uint64_t kHoldoutStream = 0x686f6c64ull;   // "hold"
 constexpr uint64_t kCommTaskStream = 0x636f6d6dull;  // "comm"
 constexpr std::array<const char*, 4> kPlanners = {"neuroshard", "torchrec", "size_lookup_greedy", "lookup_greedy"};
 constexpr double kTaskFill = 0.7;  // share of the devices' memory a drawn task fills at most
@@ -97,17 +97,19 @@ CalibrationSet draw_calibration_set(const std::vector<Table>& pool, const Calibr
   if (index % 2 == 0) {
     if (auto set = plan_device(pool, sampling, model, index)) return std::move(*set);
   }
-  std::vector<Table> shards = draw_compute_sample(pool, sampling.max_tables, sampling.memory_cap_bytes, sampling.seed, index);
+  std::vector<Table> shards =
+      draw_compute_sample(pool, sampling.max_tables, sampling.memory_cap_bytes, sampling.seed, index);
   if (shards.empty()) {
-    throw InputError(fmt::format("--mem-cap: {} bytes holds no pool table even at width 4; raise it",
-                                 sampling.memory_cap_bytes));
+    throw InputError(
+        fmt::format("--mem-cap: {} bytes holds no pool table even at width 4; raise it", sampling.memory_cap_bytes));
   }
   return CalibrationSet{std::move(shards), "random draw"};
 }
 
-std::optional<CalibrationPlan> draw_calibration_plan(const std::vector<Table>& pool, const CalibrationSampling& sampling,
-                                                    const std::shared_ptr<const CostModel>& model, int devices,
-                                                    int64_t index) {
+std::optional<CalibrationPlan> draw_calibration_plan(const std::vector<Table>& pool,
+                                                     const CalibrationSampling& sampling,
+                                                     const std::shared_ptr<const CostModel>& model, int devices,
+                                                     int64_t index) {
   if (pool.empty()) throw InputError("calibrate: the table pool is empty");
   Rng rng(derive_seed(derive_seed(sampling.seed, kCommTaskStream), static_cast<uint64_t>(index)));
   std::vector<Table> tables = draw_task(pool, devices, sampling.memory_cap_bytes, rng);

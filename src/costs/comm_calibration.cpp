@@ -32,8 +32,8 @@ struct TimedPlan {
 
 nlohmann::json plan_to_json(const TimedPlan& p) {
   const CommObservation& o = p.observation;
-  return {{"index", p.index}, {"origin", p.origin},      {"dim_sums", o.dim_sums},
-          {"compute_ms", o.compute_ms}, {"fw_ms", o.fw_ms}, {"bw_ms", o.bw_ms}};
+  return {{"index", p.index},           {"origin", p.origin}, {"dim_sums", o.dim_sums},
+          {"compute_ms", o.compute_ms}, {"fw_ms", o.fw_ms},   {"bw_ms", o.bw_ms}};
 }
 
 TimedPlan plan_from_json(const nlohmann::json& j, const std::string& source) {
@@ -48,7 +48,8 @@ TimedPlan plan_from_json(const nlohmann::json& j, const std::string& source) {
     o.bw_ms = j.at("bw_ms").get<std::vector<double>>();
     const std::size_t n = o.dim_sums.size();
     if (o.compute_ms.size() != n || o.fw_ms.size() != n || o.bw_ms.size() != n) {
-      throw InputError(fmt::format("{}: plan {}: dim_sums, compute_ms, fw_ms and bw_ms must be as long", source, p.index));
+      throw InputError(
+          fmt::format("{}: plan {}: dim_sums, compute_ms, fw_ms and bw_ms must be as long", source, p.index));
     }
     return p;
   } catch (const nlohmann::json::exception& e) {
@@ -63,10 +64,10 @@ std::map<int64_t, TimedPlan> read_timed(const CommCalibrationConfig& config) {
   if (!std::filesystem::exists(config.data_path, ec)) return timed;
   nlohmann::json doc = read_json_file(config.data_path);
   if (doc.value("format", "") != kFormat || doc.value("settings", nlohmann::json()) != config.settings) {
-    throw InputError(fmt::format("{}: its all-to-alls were timed with other settings ({}) than this run's ({}); "
-                                 "calibrate into another --out, or remove it",
-                                 config.data_path, doc.value("settings", nlohmann::json()).dump(),
-                                 config.settings.dump()));
+    throw InputError(
+        fmt::format("{}: its all-to-alls were timed with other settings ({}) than this run's ({}); "
+                    "calibrate into another --out, or remove it",
+                    config.data_path, doc.value("settings", nlohmann::json()).dump(), config.settings.dump()));
   }
   for (const auto& j : doc.value("plans", nlohmann::json::array())) {
     TimedPlan p = plan_from_json(j, config.data_path);
@@ -93,17 +94,21 @@ bool all_timings_usable(const MeasuredComm& m) {
 
 CommCalibrationData time_calibration_plans(const std::vector<Table>& pool, const CommCalibrationConfig& config,
                                            const std::shared_ptr<const CostModel>& model, const CommPlanTimer& timer) {
-  if (config.world_size < 2) throw SettingError("all-to-all ranks", fmt::format("must be at least 2, got {}", config.world_size));
+  if (config.world_size < 2)
+    throw SettingError("all-to-all ranks", fmt::format("must be at least 2, got {}", config.world_size));
   if (config.batch_size % config.world_size != 0) {
-    throw SettingError("all-to-all ranks", fmt::format("{} ranks cannot split the comm model's global batch of {} evenly",
-                                                     config.world_size, config.batch_size));
+    throw SettingError("all-to-all ranks",
+                       fmt::format("{} ranks cannot split the comm model's global batch of {} evenly",
+                                   config.world_size, config.batch_size));
   }
   std::map<int64_t, TimedPlan> timed = read_timed(config);
   if (!timed.empty()) spdlog::info("{}: resuming after {} timed plans", config.data_path, timed.size());
 
   std::vector<TimedPlan> to_time;
-  const int64_t wanted = config.plans - static_cast<int64_t>(std::min<std::size_t>(timed.size(), static_cast<std::size_t>(config.plans)));
-  for (int64_t index = 0; static_cast<int64_t>(to_time.size()) < wanted && index < kDrawsPerPlan * config.plans; ++index) {
+  const int64_t wanted =
+      config.plans - static_cast<int64_t>(std::min<std::size_t>(timed.size(), static_cast<std::size_t>(config.plans)));
+  for (int64_t index = 0; static_cast<int64_t>(to_time.size()) < wanted && index < kDrawsPerPlan * config.plans;
+       ++index) {
     if (timed.count(index) != 0) continue;
     std::optional<CalibrationPlan> plan = draw_calibration_plan(pool, config.sampling, model, config.world_size, index);
     if (!plan) continue;
@@ -167,11 +172,13 @@ nlohmann::json CommCalibrationFit::to_json() const {
           {"correction", comm_correction_to_json(correction)}};
 }
 
-CommCalibrationFit fit_comm_calibration(const CostModel& raw, const CommCorrection& base, const CommCalibrationData& data) {
+CommCalibrationFit fit_comm_calibration(const CostModel& raw, const CommCorrection& base,
+                                        const CommCalibrationData& data) {
   if (data.tuning.size() < kMinTuningPlans || data.held_out.empty()) {
-    throw InputError(fmt::format("calibrate: {} timed plans to fit the all-to-all on and {} held out are too few (need "
-                                 "{} and 1); raise --comm-plans and re-run to resume",
-                                 data.tuning.size(), data.held_out.size(), kMinTuningPlans));
+    throw InputError(
+        fmt::format("calibrate: {} timed plans to fit the all-to-all on and {} held out are too few (need "
+                    "{} and 1); raise --comm-plans and re-run to resume",
+                    data.tuning.size(), data.held_out.size(), kMinTuningPlans));
   }
   CommCalibrationFit fit;
   fit.before = comm_errors(raw, base, data.held_out);

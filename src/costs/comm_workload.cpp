@@ -30,7 +30,8 @@ void validate_comm_workload(const CommWorkloadConfig& config) {
     throw SettingError("world size", fmt::format("must be in [2, {}], got {}", kMaxWorldSize, config.world_size));
   }
   if (!(config.max_delay_ms >= 0.0 && config.max_delay_ms <= kMaxDelayLimitMs)) {
-    throw SettingError("maximum delay", fmt::format("must be in [0, {}] ms, got {}", kMaxDelayLimitMs, config.max_delay_ms));
+    throw SettingError("maximum delay",
+                       fmt::format("must be in [0, {}] ms, got {}", kMaxDelayLimitMs, config.max_delay_ms));
   }
   if (!(config.zero_delay_fraction >= 0.0 && config.zero_delay_fraction <= 1.0)) {
     throw InputError(fmt::format("zero-delay fraction must be in [0, 1], got {}", config.zero_delay_fraction));
@@ -136,7 +137,8 @@ std::vector<CommWorkload> comm_workloads_from_json(const nlohmann::json& doc, co
         throw_field_error(source, field_path, fmt::format("must list the {} ranks of world_size", world_size), values);
       }
       for (std::size_t r = 0; r < values.size(); ++r) {
-        w.host_rw_dims.push_back(read_int64(values[r], source, fmt::format("{}[{}]", field_path, r), 0, kMaxGivenDimSum));
+        w.host_rw_dims.push_back(
+            read_int64(values[r], source, fmt::format("{}[{}]", field_path, r), 0, kMaxGivenDimSum));
       }
     }
     w.shard_counts.assign(w.dim_sums.size(), 0);  // not known for a given width

@@ -10,10 +10,10 @@
 
 #include "shardplan/cluster.hpp"
 #include "shardplan/cost_model.hpp"
-#include "shardplan/costs/timing_memory.hpp"
 #include "shardplan/costs/cost_data.hpp"
 #include "shardplan/costs/provenance.hpp"
 #include "shardplan/costs/tbe_timer.hpp"
+#include "shardplan/costs/timing_memory.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/interrupt.hpp"
@@ -42,7 +42,8 @@ nlohmann::json collection_meta(const std::vector<Table>& pool, const ComputeColl
 std::string kernel_detail(const ComputeBenchConfig& bench) {
   if (bench.kernel == ComputeBenchConfig::kFbgemmTbeKernel) {
     return "FBGEMM SplitTableBatchedEmbeddingBagsCodegen, one per data type (sum pooling, forward, backward and "
-           "fused EXACT_SGD update), " + tbe_versions(bench);
+           "fused EXACT_SGD update), " +
+           tbe_versions(bench);
   }
   return "torch embedding_bag (sum, sparse grad) per width group, sparse SGD update";
 }
@@ -99,7 +100,8 @@ std::vector<Table> draw_compute_sample(const std::vector<Table>& pool, int max_t
 CollectSummary collect_compute_costs(const std::vector<Table>& pool, const ComputeCollectConfig& config) {
   if (pool.empty()) throw InputError(fmt::format("{}: the pool has no tables", config.pool_path));
   if (config.samples < 1) throw SettingError("samples", fmt::format("must be at least 1, got {}", config.samples));
-  if (config.max_tables < 1) throw SettingError("tables per set", fmt::format("must be at least 1, got {}", config.max_tables));
+  if (config.max_tables < 1)
+    throw SettingError("tables per set", fmt::format("must be at least 1, got {}", config.max_tables));
   prepare_memory_for_timing();  // before the metadata records the policy
   CostDataWriter writer(config.out_dir, collection_meta(pool, config));
   CollectSummary summary;
@@ -121,10 +123,11 @@ CollectSummary collect_compute_costs(const std::vector<Table>& pool, const Compu
     }
     std::vector<Table> shards = draw_compute_sample(pool, config.max_tables, config.memory_cap_bytes, config.seed, i);
     if (shards.empty()) {
-      throw InputError(fmt::format("--mem-cap: {} bytes holds no pool table even at width 4; raise it",
-                                   config.memory_cap_bytes));
+      throw InputError(
+          fmt::format("--mem-cap: {} bytes holds no pool table even at width 4; raise it", config.memory_cap_bytes));
     }
-    ComputeTiming timing = measure_compute_step(shards, config.bench, derive_seed(config.seed ^ 0x7472616365ull, static_cast<uint64_t>(i)));
+    ComputeTiming timing = measure_compute_step(shards, config.bench,
+                                                derive_seed(config.seed ^ 0x7472616365ull, static_cast<uint64_t>(i)));
     ComputeSample sample;
     for (const auto& shard : shards) sample.shards.push_back(shard_features(shard, shard.dim));
     sample.latency_ms = timing.median_ms;

@@ -23,7 +23,9 @@ double fastest_ms(const std::vector<double>& iterations_ms, double fallback_ms) 
   return *std::min_element(iterations_ms.begin(), iterations_ms.end());
 }
 
-double undisturbed_latency_ms(const ComputeSample& sample) { return fastest_ms(sample.iterations_ms, sample.latency_ms); }
+double undisturbed_latency_ms(const ComputeSample& sample) {
+  return fastest_ms(sample.iterations_ms, sample.latency_ms);
+}
 
 namespace fs = std::filesystem;
 
@@ -149,8 +151,8 @@ ComputeSample compute_sample_from_json(const nlohmann::json& doc, const std::str
       throw_field_error(source, path + ".reuse_hist", "must be an array of 17 numbers", hist);
     }
     for (int b = 0; b < kReuseBins; ++b) {
-      f.reuse_hist[static_cast<std::size_t>(b)] = read_double(hist[static_cast<std::size_t>(b)], source,
-                                                              fmt::format("{}.reuse_hist[{}]", path, b), 0.0, 1.0);
+      f.reuse_hist[static_cast<std::size_t>(b)] =
+          read_double(hist[static_cast<std::size_t>(b)], source, fmt::format("{}.reuse_hist[{}]", path, b), 0.0, 1.0);
     }
     sample.shards.push_back(f);
   }
@@ -164,7 +166,8 @@ ComputeSample compute_sample_from_json(const nlohmann::json& doc, const std::str
 CommSample comm_sample_from_json(const nlohmann::json& doc, const std::string& source) {
   read_object(doc, source, "(sample)");
   CommSample sample;
-  sample.world_size = static_cast<int>(read_int64(require_member(doc, "world_size", source, ""), source, "world_size", 2, 65536));
+  sample.world_size =
+      static_cast<int>(read_int64(require_member(doc, "world_size", source, ""), source, "world_size", 2, 65536));
   auto n = static_cast<std::size_t>(sample.world_size);
   sample.dim_sums = read_vector<int64_t>(doc, "dim_sums", source, n);
   sample.delays_ms = read_vector<double>(doc, "delays_ms", source, n);
@@ -178,7 +181,8 @@ CommSample comm_sample_from_json(const nlohmann::json& doc, const std::string& s
     sample.allreduce_floats = read_int64(*floats, source, "allreduce_floats", 0, int64_t{1} << 40);
     if (sample.allreduce_floats > 0) sample.allreduce_ms = read_vector<double>(doc, "allreduce_ms", source, n);
   }
-  if (find_member(doc, "host_rw_dims") != nullptr) sample.host_rw_dims = read_vector<int64_t>(doc, "host_rw_dims", source, n);
+  if (find_member(doc, "host_rw_dims") != nullptr)
+    sample.host_rw_dims = read_vector<int64_t>(doc, "host_rw_dims", source, n);
   return sample;
 }
 
@@ -193,9 +197,10 @@ CostDataWriter::CostDataWriter(const std::string& dir, const nlohmann::json& met
     nlohmann::json old = read_json_file(meta_path.string());
     if (old.value("format", "") != kCostDataFormat || old.value("kind", nlohmann::json()) != meta.at("kind") ||
         old.value("config", nlohmann::json()) != meta.at("config")) {
-      throw InputError(fmt::format(
-          "{}: describes a different collection (kind or settings differ); use a new --out directory. Existing config: {}",
-          meta_path.string(), old.value("config", nlohmann::json()).dump()));
+      throw InputError(
+          fmt::format("{}: describes a different collection (kind or settings differ); use a new --out directory. "
+                      "Existing config: {}",
+                      meta_path.string(), old.value("config", nlohmann::json()).dump()));
     }
   } else {
     nlohmann::json full = meta;
@@ -236,7 +241,8 @@ std::optional<CostData> find_cost_data(const std::string& dir, CostKind kind) {
     dirs.push_back(dir);
   } else {
     for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-      if (entry.is_regular_file() && entry.path().filename() == kCostMetaFile) dirs.push_back(entry.path().parent_path());
+      if (entry.is_regular_file() && entry.path().filename() == kCostMetaFile)
+        dirs.push_back(entry.path().parent_path());
     }
     std::sort(dirs.begin(), dirs.end());
   }

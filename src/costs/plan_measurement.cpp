@@ -82,7 +82,8 @@ std::pair<std::string, ShardSet> canonical_set(const std::vector<Table>& pieces,
   for (const auto& [piece, index] : keyed) set.pieces.push_back(pieces[index]);
   set.trace_seed = derive_seed(config.seed, fnv1a_hash(key));
   if (int64_t bytes = measured_weight_bytes(set.pieces); bytes > cap) {
-    set.skipped = fmt::format("its weights need {}, over the measurement cap of {}", format_bytes(bytes), format_bytes(cap));
+    set.skipped =
+        fmt::format("its weights need {}, over the measurement cap of {}", format_bytes(bytes), format_bytes(cap));
   }
   return {std::move(key), std::move(set)};
 }

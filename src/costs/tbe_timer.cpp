@@ -18,8 +18,8 @@ namespace shardplan {
 
 namespace {
 
-constexpr double kStartSeconds = 300;  // importing torch and FBGEMM on a cold, loaded machine
-constexpr double kSetSeconds = 600;    // one set's build and timed steps
+constexpr double kStartSeconds = 300;        // importing torch and FBGEMM on a cold, loaded machine
+constexpr double kSetSeconds = 600;          // one set's build and timed steps
 constexpr uint64_t kShardSeedStride = 7919;  // measure_compute_step's per-shard trace seeds
 
 // One worker for the process, started on first use and restarted when asked for another program.
@@ -66,7 +66,8 @@ class TbeWorker {
     command_ = program.command;
     environment_ = program.environment;
     nlohmann::json ready = nlohmann::json::parse(process_->read_line(kStartSeconds), nullptr, false);
-    if (ready.is_discarded() || !ready.value("ready", false)) throw RuntimeFailure("the fbgemm-tbe worker did not start");
+    if (ready.is_discarded() || !ready.value("ready", false))
+      throw RuntimeFailure("the fbgemm-tbe worker did not start");
     versions_ = ready.value("versions", nlohmann::json::object());
     spdlog::debug("fbgemm-tbe worker ready: {}", versions_.dump());
   }

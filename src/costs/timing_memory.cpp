@@ -20,7 +20,8 @@ void prepare_memory_for_timing() {
     // freed pages stay mapped and are reused by the next step's tensors of the same size. The heap grows
     // in steps of kTopPad so that a step needing a little more than before does not fault page by page.
     constexpr int kTopPad = 256 << 20;
-    g_malloc_tuned = mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, -1) == 1 && mallopt(M_TOP_PAD, kTopPad) == 1;
+    g_malloc_tuned =
+        mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, -1) == 1 && mallopt(M_TOP_PAD, kTopPad) == 1;
 #endif
   });
 }

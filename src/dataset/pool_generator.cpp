@@ -160,8 +160,8 @@ std::vector<Table> generate_pool(const PoolConfig& config) {
     HistogramPrior& prior = priors[t];
     prior.lookups = trace_lookups(table, config.reference_batch);
     prior.rows = table.rows;
-    double hotness = std::log2(std::max(1.0, static_cast<double>(prior.lookups)) /
-                               static_cast<double>(config.reference_batch));
+    double hotness =
+        std::log2(std::max(1.0, static_cast<double>(prior.lookups)) / static_cast<double>(config.reference_batch));
     prior.center = kReuseCenterBase + kReuseCenterSlope * hotness + kReuseCenterNoise * reuse_rng.normal();
     prior.spread = 1.5 + 2.5 * reuse_rng.uniform();
   }

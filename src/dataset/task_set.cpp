@@ -27,8 +27,8 @@ const std::set<std::string>& known_set_keys() {
 
 // The fields parse_table reads (the tables format, tables_io.hpp).
 const std::set<std::string>& known_table_keys() {
-  static const std::set<std::string> keys = {"name", "rows", "num_embeddings", "dim", "embedding_dim",
-                                             "pooling_factor", "reuse_hist", "dtype"};
+  static const std::set<std::string> keys = {"name",          "rows",           "num_embeddings", "dim",
+                                             "embedding_dim", "pooling_factor", "reuse_hist",     "dtype"};
   return keys;
 }
 

@@ -33,8 +33,11 @@ std::string format_trace_file(const std::vector<Table>& tables, const std::vecto
     append_int64s(body, trace.indices);
     append_int64s(body, trace.offsets);
   }
-  nlohmann::ordered_json header{{"format", "shard-plan-traces/1"}, {"batch_size", batch_size}, {"seed", seed},
-                                {"byte_order", "little"}, {"tables", std::move(entries)}};
+  nlohmann::ordered_json header{{"format", "shard-plan-traces/1"},
+                                {"batch_size", batch_size},
+                                {"seed", seed},
+                                {"byte_order", "little"},
+                                {"tables", std::move(entries)}};
   return header.dump() + "\n" + body;
 }
 

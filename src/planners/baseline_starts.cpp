@@ -116,7 +116,8 @@ class BaselineCheckedPlanner final : public Planner {
     for (Candidate& c : starts) {
       if (table_and_column_only(c.plan)) order.push_back(&c);
     }
-    std::stable_sort(order.begin(), order.end(), [](const Candidate* a, const Candidate* b) { return a->max_ms < b->max_ms; });
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Candidate* a, const Candidate* b) { return a->max_ms < b->max_ms; });
     if (order.size() > kImprovedStarts) order.resize(kImprovedStarts);
     for (Candidate* c : order) {
       const auto began = std::chrono::steady_clock::now();

@@ -17,10 +17,12 @@ namespace {
 // The three tables that need the most memory, with what each needs: what decides a shortfall.
 std::string largest_tables(const std::vector<Table>& tables, const Cluster& cluster) {
   std::vector<std::pair<int64_t, std::size_t>> by_size;
-  for (std::size_t i = 0; i < tables.size(); ++i) by_size.emplace_back(table_memory_bytes(tables[i], cluster.optimizer), i);
+  for (std::size_t i = 0; i < tables.size(); ++i)
+    by_size.emplace_back(table_memory_bytes(tables[i], cluster.optimizer), i);
   const std::size_t shown = std::min<std::size_t>(3, by_size.size());
-  std::partial_sort(by_size.begin(), by_size.begin() + static_cast<std::ptrdiff_t>(shown), by_size.end(),
-                    [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::partial_sort(
+      by_size.begin(), by_size.begin() + static_cast<std::ptrdiff_t>(shown), by_size.end(),
+      [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   std::vector<std::string> named;
   for (std::size_t k = 0; k < shown; ++k) {
     named.push_back(fmt::format("\"{}\" {}", tables[by_size[k].second].name, format_bytes(by_size[k].first)));
@@ -45,17 +47,19 @@ void check_pinned_capacity(const std::vector<Table>& tables, const Cluster& clus
       const int64_t bytes = table_memory_bytes(table, cluster.optimizer);
       const bool whole = !table_sharding_types(table, ShardingTypeSet::all()).allows(ShardingType::kColumnWise);
       if (whole && bytes > usable) {
-        throw InfeasibleError(fmt::format("table \"{}\" needs {} whole (it may not be column-wise), more than a device "
-                                          "offers ({})", table.name, format_bytes(bytes), format_bytes(usable)));
+        throw InfeasibleError(
+            fmt::format("table \"{}\" needs {} whole (it may not be column-wise), more than a device "
+                        "offers ({})",
+                        table.name, format_bytes(bytes), format_bytes(usable)));
       }
       needed += static_cast<long double>(bytes);
       names.push_back(fmt::format("\"{}\"", table.name));
     }
     const long double offered = static_cast<long double>(usable) * static_cast<long double>(ranks.size());
     if (needed > offered) {
-      throw InfeasibleError(fmt::format("the tables pinned to ranks [{}] ({}) need {}, and those ranks offer {} ({} each)",
-                                        fmt::join(ranks, ", "), fmt::join(names, ", "), format_byte_total(needed),
-                                        format_byte_total(offered), format_bytes(usable)));
+      throw InfeasibleError(fmt::format(
+          "the tables pinned to ranks [{}] ({}) need {}, and those ranks offer {} ({} each)", fmt::join(ranks, ", "),
+          fmt::join(names, ", "), format_byte_total(needed), format_byte_total(offered), format_bytes(usable)));
     }
   }
 }
@@ -68,11 +72,12 @@ void check_total_capacity(const std::vector<Table>& tables, const Cluster& clust
   for (const auto& table : tables) total += static_cast<long double>(table_memory_bytes(table, cluster.optimizer));
   long double capacity = static_cast<long double>(cluster.usable_bytes_per_device()) * cluster.num_devices;
   if (total > capacity) {
-    throw InfeasibleError(fmt::format("the tables need {} in total but {} devices offer {} ({} each): {} short; the "
-                                      "largest tables: {}",
-                                      format_byte_total(total), cluster.num_devices, format_byte_total(capacity),
-                                      format_bytes(cluster.usable_bytes_per_device()), format_byte_total(total - capacity),
-                                      largest_tables(tables, cluster)));
+    throw InfeasibleError(
+        fmt::format("the tables need {} in total but {} devices offer {} ({} each): {} short; the "
+                    "largest tables: {}",
+                    format_byte_total(total), cluster.num_devices, format_byte_total(capacity),
+                    format_bytes(cluster.usable_bytes_per_device()), format_byte_total(total - capacity),
+                    largest_tables(tables, cluster)));
   }
   check_pinned_capacity(tables, cluster);
 }

@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/sharding_types.hpp"
-#include "shardplan/json_file.hpp"
 #include "shardplan/atomic_file.hpp"
+#include "shardplan/errors.hpp"
+#include "shardplan/json_file.hpp"
 #include "shardplan/plan_reader.hpp"
+#include "shardplan/sharding_types.hpp"
 #include "shardplan/subprocess.hpp"
 #include "shardplan/tables_io.hpp"
 
@@ -38,16 +38,18 @@ class ExternalPlanner final : public Planner {
     const std::string tables_path = work.path() + "/tables.json";
     const std::string plan_path = work.path() + "/plan.json";
     write_file_atomically(tables_path, tables_to_json(tables).dump());
-    const Deadline deadline = Deadline::earlier(
-        deadline_, Deadline::after(limit_.seconds, limit_.start.value_or(Deadline::Clock::now())));
-    ProcessResult done = run_process(command_line(cluster, tables_path, plan_path), program_.environment,
-                                     deadline.seconds_left());
+    const Deadline deadline =
+        Deadline::earlier(deadline_, Deadline::after(limit_.seconds, limit_.start.value_or(Deadline::Clock::now())));
+    ProcessResult done =
+        run_process(command_line(cluster, tables_path, plan_path), program_.environment, deadline.seconds_left());
     if (done.timed_out) throw DeadlinePassed(fmt::format("{}: the time limit passed before it finished", name_));
     const std::string said = tail_of(done.errors);
-    if (done.exit_code == static_cast<int>(ExitCode::kInfeasible)) throw InfeasibleError(fmt::format("{}: {}", name_, said));
+    if (done.exit_code == static_cast<int>(ExitCode::kInfeasible))
+      throw InfeasibleError(fmt::format("{}: {}", name_, said));
     if (done.exit_code == static_cast<int>(ExitCode::kBadInput)) throw InputError(fmt::format("{}: {}", name_, said));
     if (done.exit_code != 0) {
-      throw RuntimeFailure(fmt::format("{}: {} exited with {}: {}", name_, program_.command.front(), done.exit_code, said));
+      throw RuntimeFailure(
+          fmt::format("{}: {} exited with {}: {}", name_, program_.command.front(), done.exit_code, said));
     }
     Plan plan = plan_from_program_json(read_json_file(plan_path), tables, plan_path);
     plan.algorithm = name_;
@@ -59,14 +61,20 @@ class ExternalPlanner final : public Planner {
   std::vector<std::string> command_line(const Cluster& cluster, const std::string& tables_path,
                                         const std::string& plan_path) const {
     std::vector<std::string> argv = program_.command;
-    std::vector<std::string> cluster_args = {
-        "--tables", tables_path,
-        "--gpus", std::to_string(cluster.num_devices),
-        "--gpus-per-host", std::to_string(cluster.devices_per_host),
-        "--mem-per-gpu", std::to_string(cluster.usable_bytes_per_device()),
-        "--optimizer", std::string(optimizer_name(cluster.optimizer)),
-        "--sharding-types", sharding_types_string(sharding_types_),
-        "-o", plan_path};
+    std::vector<std::string> cluster_args = {"--tables",
+                                             tables_path,
+                                             "--gpus",
+                                             std::to_string(cluster.num_devices),
+                                             "--gpus-per-host",
+                                             std::to_string(cluster.devices_per_host),
+                                             "--mem-per-gpu",
+                                             std::to_string(cluster.usable_bytes_per_device()),
+                                             "--optimizer",
+                                             std::string(optimizer_name(cluster.optimizer)),
+                                             "--sharding-types",
+                                             sharding_types_string(sharding_types_),
+                                             "-o",
+                                             plan_path};
     if (limit_.global_batch_size > 0) {
       const int64_t per_rank = std::max<int64_t>(1, limit_.global_batch_size / cluster.num_devices);
       cluster_args.insert(cluster_args.end(), {"--batch-size", std::to_string(per_rank)});

@@ -32,8 +32,8 @@ class MemoryLedger {
     throw InfeasibleError(fmt::format(
         "{}: table \"{}\" needs {} but no device has room left: the most free is device {} with {} of {} usable "
         "(table-wise placement cannot split tables; try more GPUs or more memory per GPU)",
-        algorithm, table.name, format_bytes(bytes), rank,
-        format_bytes(cluster_.usable_bytes_per_device() - *most_free), format_bytes(cluster_.usable_bytes_per_device())));
+        algorithm, table.name, format_bytes(bytes), rank, format_bytes(cluster_.usable_bytes_per_device() - *most_free),
+        format_bytes(cluster_.usable_bytes_per_device())));
   }
 
  private:
@@ -55,8 +55,9 @@ Plan empty_plan(std::string_view algorithm, const std::vector<Table>& tables, co
 void refuse_tables_not_whole(const std::vector<Table>& tables, const Cluster& cluster, std::string_view algorithm) {
   check_table_constraints(tables, cluster.num_devices, ShardingTypeSet::all());
   if (const Table* table = first_table_without(tables, ShardingTypeSet::all(), ShardingTypeSet::table_and_column())) {
-    throw InfeasibleError(fmt::format("{}: table \"{}\" may only be {}, and this planner places tables whole", algorithm,
-                                      table->name, sharding_types_string(table->constraints.sharding_types)));
+    throw InfeasibleError(fmt::format("{}: table \"{}\" may only be {}, and this planner places tables whole",
+                                      algorithm, table->name,
+                                      sharding_types_string(table->constraints.sharding_types)));
   }
 }
 
@@ -107,9 +108,7 @@ class GreedyBaseline final : public Planner {
 };
 
 // Uniform in [0, n) from a standardised generator, so plans match across standard libraries.
-int uniform_index(std::mt19937_64& rng, int n) {
-  return static_cast<int>(rng() % static_cast<uint64_t>(n));
-}
+int uniform_index(std::mt19937_64& rng, int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); }
 
 class RandomBaseline final : public Planner {
  public:

@@ -10,15 +10,15 @@
 #include "shardplan/external_planner.hpp"
 #include "shardplan/measure_loop.hpp"
 #include "shardplan/neuroshard.hpp"
-#include "torchrec_planner.hpp"
 #include "shardplan/planner.hpp"
+#include "torchrec_planner.hpp"
 
 namespace shardplan {
 
 const std::vector<std::string>& planner_names() {
-  static const std::vector<std::string> names = {"neuroshard",         "torchrec",      "torchrec_cw32",
+  static const std::vector<std::string> names = {"neuroshard",         "torchrec",           "torchrec_cw32",
                                                  "torchrec_all_types", "size_lookup_greedy", "lookup_greedy",
-                                                 "dim_greedy",         "size_greedy",   "random"};
+                                                 "dim_greedy",         "size_greedy",        "random"};
   return names;
 }
 
@@ -37,7 +37,8 @@ namespace {
 // TorchRec's planner plans for a compute device, and offers the sharding types its sharders have there.
 std::unique_ptr<Planner> make_torchrec_program_planner(std::string_view name, const PlannerConfig& config) {
   if (config.torchrec_program.command.empty()) {
-    throw InputError(fmt::format("planner \"{}\" runs TorchRec's own planner, and no program to run it was given", name));
+    throw InputError(
+        fmt::format("planner \"{}\" runs TorchRec's own planner, and no program to run it was given", name));
   }
   std::vector<std::string> arguments = {"--compute-device", name == "torchrec_planner_cpu" ? "cpu" : "cuda"};
   // A time limit bounds TorchRec's search too: its own timeout returns the best plan proposed by then.
@@ -47,11 +48,10 @@ std::unique_ptr<Planner> make_torchrec_program_planner(std::string_view name, co
     const double seconds = std::max(1.0, std::floor(config.neuroshard.time_limit_seconds / 2.0));
     arguments.insert(arguments.end(), {"--timeout-seconds", std::to_string(static_cast<int64_t>(seconds))});
   }
-  return make_external_planner(std::string(name), config.torchrec_program, std::move(arguments),
-                               config.neuroshard.sharding_types,
-                               {config.neuroshard.time_limit_seconds, config.neuroshard.time_limit_start,
-                                config.global_batch_size},
-                               config.deadline);
+  return make_external_planner(
+      std::string(name), config.torchrec_program, std::move(arguments), config.neuroshard.sharding_types,
+      {config.neuroshard.time_limit_seconds, config.neuroshard.time_limit_start, config.global_batch_size},
+      config.deadline);
 }
 
 }  // namespace
@@ -59,7 +59,8 @@ std::unique_ptr<Planner> make_torchrec_program_planner(std::string_view name, co
 std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig& config) {
   if (name == "neuroshard") {
     auto search = make_neuroshard_planner(config.cost_model, config.neuroshard);
-    return config.neuroshard.baseline_starts ? make_baseline_checked_planner(std::move(search), config) : std::move(search);
+    return config.neuroshard.baseline_starts ? make_baseline_checked_planner(std::move(search), config)
+                                             : std::move(search);
   }
   if (name == "neuroshard_measured") {
     std::vector<std::shared_ptr<const Planner>> rivals;
@@ -71,8 +72,8 @@ std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig
       }
       rivals.push_back(make_planner(rival, config));
     }
-    return make_measured_neuroshard_planner(config.cost_model, config.neuroshard, config.measure_loop, config.measure_sets,
-                                            std::move(rivals));
+    return make_measured_neuroshard_planner(config.cost_model, config.neuroshard, config.measure_loop,
+                                            config.measure_sets, std::move(rivals));
   }
   const auto& external = external_planner_names();
   if (std::find(external.begin(), external.end(), name) != external.end()) {
@@ -88,7 +89,8 @@ std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig
     });
   }
   if (name == "dim_greedy") {
-    return make_greedy_baseline("dim_greedy", [](const Table& t, const Cluster&) { return static_cast<double>(t.dim); });
+    return make_greedy_baseline("dim_greedy",
+                                [](const Table& t, const Cluster&) { return static_cast<double>(t.dim); });
   }
   if (name == "lookup_greedy") {
     return make_greedy_baseline("lookup_greedy",

@@ -10,9 +10,9 @@ namespace shardplan {
 namespace {
 
 constexpr double kInputBytesPerId = 8.0;
-constexpr double kElementBytes = 4.0;          // fp32 weights and collectives, as the analytic model
-constexpr double kBackwardMultiplier = 2.0;    // BWD_COMPUTE_MULTIPLIER
-constexpr double kBatchedCopyFactor = 2.455;   // BATCHED_COPY_PERF_FACTOR
+constexpr double kElementBytes = 4.0;             // fp32 weights and collectives, as the analytic model
+constexpr double kBackwardMultiplier = 2.0;       // BWD_COMPUTE_MULTIPLIER
+constexpr double kBatchedCopyFactor = 2.455;      // BATCHED_COPY_PERF_FACTOR
 constexpr double kReplicaOptimizerFactor = 9.22;  // DP_ELEMENTWISE_KERNELS_PERF_FACTOR
 
 int local_world_size(int world_size, const AnalyticCostConfig& config) {
@@ -36,8 +36,8 @@ RowBlockBytes row_block(const Table& table, int spread, const AnalyticCostConfig
   const double lookups = global_batch * table.pooling_factor / spread;
   RowBlockBytes block;
   block.output = global_batch * table.dim * kElementBytes;
-  const double forward =
-      (lookups * kInputBytesPerId + lookups * table.dim * kElementBytes + block.output) / config.hbm_bandwidth_bytes_per_ms;
+  const double forward = (lookups * kInputBytesPerId + lookups * table.dim * kElementBytes + block.output) /
+                         config.hbm_bandwidth_bytes_per_ms;
   block.compute_ms = (1.0 + kBackwardMultiplier) * forward;
   return block;
 }
@@ -68,9 +68,9 @@ double data_parallel_perf_ms(const Table& table, int world_size, const AnalyticC
   const int local = local_world_size(world_size, config);
   const double rank_batch = static_cast<double>(config.batch_size) / world_size;
   const double lookups = rank_batch * table.pooling_factor;
-  const double forward = (lookups * kInputBytesPerId + lookups * table.dim * kElementBytes +
-                          rank_batch * table.dim * kElementBytes) /
-                         config.hbm_bandwidth_bytes_per_ms;
+  const double forward =
+      (lookups * kInputBytesPerId + lookups * table.dim * kElementBytes + rank_batch * table.dim * kElementBytes) /
+      config.hbm_bandwidth_bytes_per_ms;
   const double table_bytes = static_cast<double>(table.rows) * table.dim * kElementBytes;
   // NCCL's ring over min(hosts, 2) nodes, at one NIC per GPU (get_bw for ALL_REDUCE); doubled past 2 hosts.
   const double nodes = std::min(static_cast<double>(world_size) / local, 2.0);
@@ -92,9 +92,12 @@ double torchrec_shard_perf_ms(ShardingType type, const Table& table, int cols, i
     case ShardingType::kTableWise:
     case ShardingType::kColumnWise:
       return analytic_shard_cost(shard_features(table, cols), world_size, config).total_ms();
-    case ShardingType::kRowWise: return row_wise_perf_ms(table, world_size, config);
-    case ShardingType::kTableRowWise: return table_row_wise_perf_ms(table, world_size, config);
-    case ShardingType::kDataParallel: return data_parallel_perf_ms(table, world_size, config);
+    case ShardingType::kRowWise:
+      return row_wise_perf_ms(table, world_size, config);
+    case ShardingType::kTableRowWise:
+      return table_row_wise_perf_ms(table, world_size, config);
+    case ShardingType::kDataParallel:
+      return data_parallel_perf_ms(table, world_size, config);
   }
   return 0.0;
 }

@@ -135,10 +135,10 @@ class TorchRecPlanner final : public Planner {
       uniform_proposals(options, cluster, best);
     }
     if (best.max_rank_ms == kInfeasible) {
-      throw InfeasibleError(fmt::format("{}: no proposal fits: a table or {} found no device with room (each offers {}{})",
-                                        name(), all_types_ ? "shard" : "column-wise shard",
-                                        format_bytes(cluster.usable_bytes_per_device()),
-                                        all_types_ ? "" : "; TorchRec would need row-wise sharding here"));
+      throw InfeasibleError(
+          fmt::format("{}: no proposal fits: a table or {} found no device with room (each offers {}{})", name(),
+                      all_types_ ? "shard" : "column-wise shard", format_bytes(cluster.usable_bytes_per_device()),
+                      all_types_ ? "" : "; TorchRec would need row-wise sharding here"));
     }
     return to_plan(best, tables, options, cluster);
   }
@@ -172,7 +172,8 @@ class TorchRecPlanner final : public Planner {
       const ShardingTypeSet own = table.constraints.sharding_types;
       // A table kept column-wise whose width TorchRec does not split: one column-wise slice, as TorchRec's
       // enumerator offers it.
-      const bool only_columns = !own.empty() && !own.allows(ShardingType::kTableWise) && own.allows(ShardingType::kColumnWise);
+      const bool only_columns =
+          !own.empty() && !own.allows(ShardingType::kTableWise) && own.allows(ShardingType::kColumnWise);
       add_slices(ShardingType::kTableWise, table.dim);
       const int width = torchrec_column_width(table.dim, min_partition_);
       if (width < table.dim || only_columns) add_slices(ShardingType::kColumnWise, std::min(width, table.dim));
@@ -187,8 +188,8 @@ class TorchRecPlanner final : public Planner {
         option.blocks = static_cast<int>((table.rows + rows - 1) / rows);
         option.block_perf_ms = torchrec_shard_perf_ms(type, table, table.dim, world, estimate);
         option.block_bytes = shard_memory_bytes(rows, table.dim, table.dtype, cluster.optimizer);
-        option.last_bytes = shard_memory_bytes(table.rows - rows * (option.blocks - 1), table.dim, table.dtype,
-                                               cluster.optimizer);
+        option.last_bytes =
+            shard_memory_bytes(table.rows - rows * (option.blocks - 1), table.dim, table.dtype, cluster.optimizer);
         options[t].push_back(std::move(option));
       };
       add_blocks(ShardingType::kRowWise, world);
@@ -223,8 +224,8 @@ class TorchRecPlanner final : public Planner {
     return -1;
   }
 
-  void keep_if_better(const Proposal& proposal, const std::vector<std::vector<Option>>& options,
-                      const Cluster& cluster, Rated& best) const {
+  void keep_if_better(const Proposal& proposal, const std::vector<std::vector<Option>>& options, const Cluster& cluster,
+                      Rated& best) const {
     const double rating = rate(proposal, options, cluster);
     if (rating < best.max_rank_ms) best = Rated{proposal, rating};
   }
@@ -388,7 +389,8 @@ class TorchRecPlanner final : public Planner {
       if (item.shard >= 0) {
         const OptionShard& shard = option.shards[static_cast<std::size_t>(item.shard)];
         auto fit = std::find_if(by_load.begin(), by_load.end(), [&](const auto& entry) {
-          return used[static_cast<std::size_t>(entry.second)] + shard.bytes <= usable && option.constraints->allows_rank(entry.second);
+          return used[static_cast<std::size_t>(entry.second)] + shard.bytes <= usable &&
+                 option.constraints->allows_rank(entry.second);
         });
         if (fit == by_load.end()) return kInfeasible;
         const int rank = fit->second;
@@ -399,7 +401,9 @@ class TorchRecPlanner final : public Planner {
       const int host = least_loaded_host_with_room(option, host_load, used, usable, per_host);
       if (host < 0) return kInfeasible;
       for (int b = 0; b < option.ranks; ++b) {
-        const int64_t bytes = b + 1 < option.blocks ? option.block_bytes : b + 1 == option.blocks ? option.last_bytes : 0;
+        const int64_t bytes = b + 1 < option.blocks    ? option.block_bytes
+                              : b + 1 == option.blocks ? option.last_bytes
+                                                       : 0;
         place(static_cast<std::size_t>(host) * per_host + static_cast<std::size_t>(b), option.block_perf_ms, bytes);
       }
       if (placement != nullptr) (*placement)[item.table] = {host};
@@ -440,7 +444,9 @@ class TorchRecPlanner final : public Planner {
       const Option& option = options[t][static_cast<std::size_t>(best.proposal[t])];
       const auto& ranks = placement[t];
       switch (option.type) {
-        case ShardingType::kRowWise: plan.tables.push_back(row_wise_sharding(tables[t], cluster.num_devices)); break;
+        case ShardingType::kRowWise:
+          plan.tables.push_back(row_wise_sharding(tables[t], cluster.num_devices));
+          break;
         case ShardingType::kDataParallel:
           plan.tables.push_back(data_parallel_sharding(tables[t], cluster.num_devices));
           break;

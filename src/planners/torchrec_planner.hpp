@@ -11,7 +11,6 @@ namespace shardplan {
 int torchrec_column_width(int dim, int min_partition);
 inline constexpr int kTorchRecMinPartition = 128;  // TorchRec's default
 
-
 // all_types: TorchRec's default choice of sharding types ("torchrec_all_types"); otherwise table-wise and
 // column-wise only ("torchrec"). Past `deadline` it gives up, throwing DeadlinePassed.
 std::unique_ptr<Planner> make_torchrec_planner(bool all_types, Deadline deadline = {});

@@ -61,8 +61,8 @@ class DeviceIndex {
   // Up to this many devices a scan of them all is faster than keeping trees.
   static constexpr int kScanDevices = 32;
   bool scan_ = false;
-  std::vector<Key> keys_;   // per device
-  std::size_t leaves_ = 0;  // a power of two; leaves past the devices are never chosen
+  std::vector<Key> keys_;           // per device
+  std::size_t leaves_ = 0;          // a power of two; leaves past the devices are never chosen
   std::vector<int64_t> min_bytes_;  // per node, over every leaf
   std::vector<int64_t> width_;      // per device
   std::vector<Tree> trees_;         // trees_[0]: no limit, always built

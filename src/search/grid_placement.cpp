@@ -1,8 +1,8 @@
 #include "grid_placement.hpp"
 
 #include <algorithm>
-#include <numeric>
 #include <cmath>
+#include <numeric>
 #include <tuple>
 
 #include "device_index.hpp"
@@ -29,7 +29,8 @@ int first_pinned(const std::vector<int>& ranks, const DeviceLoads& loads, int64_
     if (loads.bytes[ru] > max_bytes || (max_width != kNoLimit && loads.width[ru] > max_width)) continue;
     if (excluded && std::find(excluded->begin(), excluded->end(), r) != excluded->end()) continue;
     const auto bu = static_cast<std::size_t>(best);
-    if (best < 0 || std::tie(loads.compute[ru], loads.bytes[ru]) < std::tie(loads.compute[bu], loads.bytes[bu])) best = r;
+    if (best < 0 || std::tie(loads.compute[ru], loads.bytes[ru]) < std::tie(loads.compute[bu], loads.bytes[bu]))
+      best = r;
   }
   return best;
 }
@@ -60,7 +61,10 @@ struct GridPlacer::Checkpoint {
 };
 
 GridPlacer::GridPlacer(const ShardCatalog& catalog, const CostModel& model, const Cluster& cluster, GridOptions grid)
-    : catalog_(catalog), model_(model), devices_(cluster.num_devices), usable_bytes_(cluster.usable_bytes_per_device()) {
+    : catalog_(catalog),
+      model_(model),
+      devices_(cluster.num_devices),
+      usable_bytes_(cluster.usable_bytes_per_device()) {
   for (int i = 0; i < grid.points; ++i) {
     grid_.push_back(grid.points == 1 ? grid.min : grid.min + (grid.max - grid.min) * i / (grid.points - 1));
   }
@@ -105,9 +109,7 @@ GridPlacer::Prepared GridPlacer::prepare(const std::vector<Piece>& pieces) const
   return p;
 }
 
-Placement GridPlacer::place(const std::vector<Piece>& pieces) const {
-  return place_points(pieces, 0, grid_.size());
-}
+Placement GridPlacer::place(const std::vector<Piece>& pieces) const { return place_points(pieces, 0, grid_.size()); }
 
 Placement GridPlacer::place_near(const std::vector<Piece>& pieces, double width_cap_multiplier) const {
   auto at = std::find(grid_.begin(), grid_.end(), width_cap_multiplier);
@@ -136,9 +138,9 @@ Placement GridPlacer::place_points(const std::vector<Piece>& pieces, std::size_t
     } else {
       scratch.reset(devices_, catalog_.summary_size(), static_cast<std::size_t>(prepared.groups));
     }
-    bool cap_bound = place_by_cost(pieces, prepared.order, prepared.group, prepared.distinct_cols,
-                                   s * static_cast<double>(prepared.total_width) / devices_, start, scratch, trial,
-                                   &reached);
+    bool cap_bound =
+        place_by_cost(pieces, prepared.order, prepared.group, prepared.distinct_cols,
+                      s * static_cast<double>(prepared.total_width) / devices_, start, scratch, trial, &reached);
     std::swap(resume, reached);
     trial.width_cap_multiplier = s;
     if (better_placement(trial, best)) std::swap(best, trial);
@@ -165,9 +167,8 @@ Placement GridPlacer::place_at(const std::vector<Piece>& pieces, double width_ca
 }
 
 bool GridPlacer::place_by_cost(const std::vector<Piece>& pieces, const std::vector<int>& order,
-                               const std::vector<int>& group, const std::vector<int>& distinct_cols,
-                               double width_cap, std::size_t start, Scratch& scratch, Placement& out,
-                               Checkpoint* reached) const {
+                               const std::vector<int>& group, const std::vector<int>& distinct_cols, double width_cap,
+                               std::size_t start, Scratch& scratch, Placement& out, Checkpoint* reached) const {
   bool cap_bound = false;
   if (start == 0) {
     out.ranks.assign(pieces.size(), -1);
@@ -246,12 +247,12 @@ void GridPlacer::place_by_memory(const std::vector<Piece>& pieces, Scratch& scra
     const Piece& piece = pieces[static_cast<std::size_t>(i)];
     const int64_t bytes = catalog_.bytes(piece.variant);
     const std::vector<int>& pins = catalog_.pinned(catalog_.table(piece.variant));
-    const int emptiest = pins.empty() ? static_cast<int>(std::min_element(scratch.bytes.begin(), scratch.bytes.end()) -
-                                                         scratch.bytes.begin())
-                                      : *std::min_element(pins.begin(), pins.end(), [&](int a, int b) {
-                                          return scratch.bytes[static_cast<std::size_t>(a)] <
-                                                 scratch.bytes[static_cast<std::size_t>(b)];
-                                        });
+    const int emptiest =
+        pins.empty()
+            ? static_cast<int>(std::min_element(scratch.bytes.begin(), scratch.bytes.end()) - scratch.bytes.begin())
+            : *std::min_element(pins.begin(), pins.end(), [&](int a, int b) {
+                return scratch.bytes[static_cast<std::size_t>(a)] < scratch.bytes[static_cast<std::size_t>(b)];
+              });
     const auto ru = static_cast<std::size_t>(emptiest);
     if (scratch.bytes[ru] + bytes > usable_bytes_) {
       out.unplaced_bytes += bytes;

@@ -23,7 +23,7 @@ struct Placement {
   int64_t unplaced_bytes = 0;  // what found no device (infeasible placements only)
   double max_cost = std::numeric_limits<double>::infinity();
   double width_cap_multiplier = 0.0;  // the grid point that gave this placement (0: memory fallback)
-  std::vector<int> ranks;      // per piece, in the order given to place()
+  std::vector<int> ranks;             // per piece, in the order given to place()
   std::vector<DeviceCost> devices;
 };
 

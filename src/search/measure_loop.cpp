@@ -17,11 +17,13 @@
 namespace shardplan {
 
 void validate_measure_loop_config(const MeasureLoopConfig& c) {
-  if (c.budget < 1 || c.budget > 100000) throw InputError(fmt::format("--measure-loop: must be in [1, 100000] shard sets, got {}", c.budget));
+  if (c.budget < 1 || c.budget > 100000)
+    throw InputError(fmt::format("--measure-loop: must be in [1, 100000] shard sets, got {}", c.budget));
   if (c.candidates < 1 || c.candidates > 1000) {
     throw InputError(fmt::format("--measure-loop-candidates: must be in [1, 1000], got {}", c.candidates));
   }
-  if (!(c.ridge > 0.0) || !std::isfinite(c.ridge)) throw InputError(fmt::format("measure loop ridge: must be positive, got {}", c.ridge));
+  if (!(c.ridge > 0.0) || !std::isfinite(c.ridge))
+    throw InputError(fmt::format("measure loop ridge: must be positive, got {}", c.ridge));
 }
 
 namespace {
@@ -35,11 +37,11 @@ constexpr double kMinLogError = 0.02;
 
 struct Candidate {
   Plan plan;
-  std::string source;               // the planner that made it
+  std::string source;  // the planner that made it
   std::vector<DeviceShards> devices;
-  std::vector<std::string> keys;    // per device: its shard set ("" when empty)
-  double base_max_ms = 0.0;         // the uncorrected model's plan cost
-  std::vector<DeviceCost> estimate; // measured compute where known, else the current model's
+  std::vector<std::string> keys;     // per device: its shard set ("" when empty)
+  double base_max_ms = 0.0;          // the uncorrected model's plan cost
+  std::vector<DeviceCost> estimate;  // measured compute where known, else the current model's
   double estimate_max_ms = 0.0;
 };
 
@@ -48,11 +50,17 @@ class MeasuredNeuroShardPlanner final : public Planner {
   MeasuredNeuroShardPlanner(std::shared_ptr<const CostModel> model, const NeuroShardConfig& search,
                             const MeasureLoopConfig& loop, ShardSetMeasurer measure,
                             std::vector<std::shared_ptr<const Planner>> rivals)
-      : base_(std::move(model)), search_(search), loop_(loop), measure_(std::move(measure)), rivals_(std::move(rivals)) {
+      : base_(std::move(model)),
+        search_(search),
+        loop_(loop),
+        measure_(std::move(measure)),
+        rivals_(std::move(rivals)) {
     validate_neuroshard_config(search_);
     validate_measure_loop_config(loop_);
     if (!base_) throw InputError("neuroshard_measured: needs a cost model (--model)");
-    if (!measure_) throw InputError("neuroshard_measured: needs a way to measure shard sets on this machine (a build with LibTorch)");
+    if (!measure_)
+      throw InputError(
+          "neuroshard_measured: needs a way to measure shard sets on this machine (a build with LibTorch)");
   }
 
   std::string_view name() const override { return "neuroshard_measured"; }
@@ -69,7 +77,8 @@ class MeasuredNeuroShardPlanner final : public Planner {
                      kSearchPlanSource);
       estimate_all(*model, state);
       if (state.used >= search_budget) break;
-      std::vector<std::string> picks = bounding_sets(state, std::min(per_round, search_budget - state.used), /*best_only=*/false);
+      std::vector<std::string> picks =
+          bounding_sets(state, std::min(per_round, search_budget - state.used), /*best_only=*/false);
       if (picks.empty()) break;
       measure(picks, state);
       model = corrected(state);
@@ -86,7 +95,8 @@ class MeasuredNeuroShardPlanner final : public Planner {
       if (picks.empty()) picks = unmeasured_bounds(state.candidates[state.search_pick], state);
       if (picks.empty()) picks = bounding_sets(state, loop_.budget - state.used, /*best_only=*/true);
       if (picks.empty()) break;
-      if (static_cast<int>(picks.size()) > loop_.budget - state.used) picks.resize(static_cast<std::size_t>(loop_.budget - state.used));
+      if (static_cast<int>(picks.size()) > loop_.budget - state.used)
+        picks.resize(static_cast<std::size_t>(loop_.budget - state.used));
       if (for_rivals) state.rival_sets += static_cast<int>(picks.size());
       measure(picks, state);
       model = corrected(state);
@@ -98,10 +108,10 @@ class MeasuredNeuroShardPlanner final : public Planner {
  private:
   struct State {
     std::vector<Candidate> candidates;
-    std::map<std::string, std::size_t> signatures;  // plan -> its index in candidates
-    std::size_t search_pick = 0;  // the latest search's own pick
-    std::map<std::string, std::vector<Table>> pieces_of;   // shard-set key -> its pieces
-    std::map<std::string, double> measured;                // key -> ms
+    std::map<std::string, std::size_t> signatures;        // plan -> its index in candidates
+    std::size_t search_pick = 0;                          // the latest search's own pick
+    std::map<std::string, std::vector<Table>> pieces_of;  // shard-set key -> its pieces
+    std::map<std::string, double> measured;               // key -> ms
     std::set<std::string> unmeasurable;
     std::vector<CorrectionObservation> observations;
     CostCorrection correction;
@@ -270,9 +280,10 @@ class MeasuredNeuroShardPlanner final : public Planner {
       }
       state.log_error = std::max(kMinLogError, std::sqrt(sum / static_cast<double>(state.observations.size())));
     }
-    spdlog::info("measure loop: {} sets measured; compute scaled x{:.3f}, {} tables slower than predicted; "
-                 "remaining error {:.1f}%",
-                 state.observations.size(), state.correction.scale, raised, 100.0 * state.log_error);
+    spdlog::info(
+        "measure loop: {} sets measured; compute scaled x{:.3f}, {} tables slower than predicted; "
+        "remaining error {:.1f}%",
+        state.observations.size(), state.correction.scale, raised, 100.0 * state.log_error);
     return model;
   }
 
@@ -314,9 +325,9 @@ class MeasuredNeuroShardPlanner final : public Planner {
     summary.chosen_from = best.source;
     summary.rival_sets_measured = state.rival_sets;
     summary.compute_scale = state.correction.scale;
-    summary.corrected_tables = static_cast<int>(std::count_if(state.correction.table_scale.begin(),
-                                                              state.correction.table_scale.end(),
-                                                              [](const auto& entry) { return entry.second > 1.0; }));
+    summary.corrected_tables =
+        static_cast<int>(std::count_if(state.correction.table_scale.begin(), state.correction.table_scale.end(),
+                                       [](const auto& entry) { return entry.second > 1.0; }));
     summary.verified = verified(best, state);
     summary.estimated_max_ms = best.estimate_max_ms;
     std::vector<double> predicted = base_->predict_compute(compute_sets(best.devices));
@@ -324,10 +335,12 @@ class MeasuredNeuroShardPlanner final : public Planner {
       auto it = state.measured.find(best.keys[r]);
       if (it != state.measured.end()) summary.devices.push_back({static_cast<int>(r), predicted[r], it->second});
     }
-    spdlog::info("measure loop: chose {}'s candidate, {} of {} by uncorrected prediction; its slowest device {:.3f} ms "
-                 "with measured compute ({} of {} devices measured{})",
-                 best.source, by_prediction + 1, summary.candidates, best.estimate_max_ms, summary.devices.size(), best.devices.size(),
-                 summary.verified ? ", its bound among them" : "; its bound was not measured, the budget ran out");
+    spdlog::info(
+        "measure loop: chose {}'s candidate, {} of {} by uncorrected prediction; its slowest device {:.3f} ms "
+        "with measured compute ({} of {} devices measured{})",
+        best.source, by_prediction + 1, summary.candidates, best.estimate_max_ms, summary.devices.size(),
+        best.devices.size(),
+        summary.verified ? ", its bound among them" : "; its bound was not measured, the budget ran out");
     Plan plan = std::move(best.plan);
     plan.algorithm = "neuroshard_measured";
     plan.measure_loop = std::move(summary);
@@ -344,8 +357,8 @@ class MeasuredNeuroShardPlanner final : public Planner {
 }  // namespace
 
 std::unique_ptr<Planner> make_measured_neuroshard_planner(std::shared_ptr<const CostModel> model,
-                                                          const NeuroShardConfig& search,
-                                                          const MeasureLoopConfig& loop, ShardSetMeasurer measure,
+                                                          const NeuroShardConfig& search, const MeasureLoopConfig& loop,
+                                                          ShardSetMeasurer measure,
                                                           std::vector<std::shared_ptr<const Planner>> rivals) {
   return std::make_unique<MeasuredNeuroShardPlanner>(std::move(model), search, loop, std::move(measure),
                                                      std::move(rivals));

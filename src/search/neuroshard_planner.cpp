@@ -12,18 +12,18 @@
 #include <unordered_map>
 
 #include "grid_placement.hpp"
-#include "shardplan/parallel_for.hpp"
 #include "placement_refinement.hpp"
 #include "shard_catalog.hpp"
 #include "sharding_type_pass.hpp"
-#include "split_estimate.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/deadline.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/neuroshard.hpp"
+#include "shardplan/parallel_for.hpp"
 #include "shardplan/progress.hpp"
 #include "shardplan/sharding_types.hpp"
 #include "shardplan/units.hpp"
+#include "split_estimate.hpp"
 
 namespace shardplan {
 
@@ -58,12 +58,15 @@ void validate_neuroshard_config(const NeuroShardConfig& c) {
   if (c.beam_width < 1 || c.beam_width > 1000) bad("beam width", c.beam_width, "must be in [1, 1000]");
   if (c.candidates < 1 || c.candidates > 10000) bad("candidates", c.candidates, "must be in [1, 10000]");
   if (c.steps < 0 || c.steps > 1'000'000) bad("split steps", c.steps, "must be in [0, 1000000] (0: automatic)");
-  if (c.patience < 0 || c.patience > 1'000'000) bad("patience", c.patience, "must be in [0, 1000000] (0: never stop early)");
+  if (c.patience < 0 || c.patience > 1'000'000)
+    bad("patience", c.patience, "must be in [0, 1000000] (0: never stop early)");
   if (!(c.min_gain >= 0.0 && c.min_gain < 1.0)) bad("minimum gain", c.min_gain, "must be a fraction in [0, 1)");
   if (c.grid_points < 1 || c.grid_points > 1000) bad("grid points", c.grid_points, "must be in [1, 1000]");
   if (!(c.grid_min > 0.0) || !std::isfinite(c.grid_min)) bad("grid minimum", c.grid_min, "must be a positive number");
-  if (!(c.grid_max >= c.grid_min) || !std::isfinite(c.grid_max)) bad("grid maximum", c.grid_max, "must be at least the grid minimum");
-  if (c.refine_rounds < 0 || c.refine_rounds > 1'000'000) bad("refine rounds", c.refine_rounds, "must be in [0, 1000000] (0: none)");
+  if (!(c.grid_max >= c.grid_min) || !std::isfinite(c.grid_max))
+    bad("grid maximum", c.grid_max, "must be at least the grid minimum");
+  if (c.refine_rounds < 0 || c.refine_rounds > 1'000'000)
+    bad("refine rounds", c.refine_rounds, "must be in [0, 1000000] (0: none)");
   if (c.threads < 0 || c.threads > 4096) bad("threads", c.threads, "must be in [0, 4096] (0: every core)");
   if (!(c.time_limit_seconds >= 0.0) || !std::isfinite(c.time_limit_seconds)) {
     bad("time limit", c.time_limit_seconds, "must be a number of seconds >= 0 (0: no limit)");
@@ -71,7 +74,8 @@ void validate_neuroshard_config(const NeuroShardConfig& c) {
   if (!c.sharding_types.allows(ShardingType::kTableWise)) {
     bad("sharding types", sharding_types_string(c.sharding_types), "must include table_wise");
   }
-  if (c.type_moves < 0 || c.type_moves > 1'000'000) bad("type moves", c.type_moves, "must be in [0, 1000000] (0: none)");
+  if (c.type_moves < 0 || c.type_moves > 1'000'000)
+    bad("type moves", c.type_moves, "must be in [0, 1000000] (0: none)");
 }
 
 namespace {
@@ -81,17 +85,15 @@ constexpr double kProgressDelaySeconds = 1.0;
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // A set of pieces (sorted by table, then column) and its best placement.
 struct SplitState {
   std::vector<Piece> pieces;
   uint64_t hash = 0;  // order-free hash of the pieces, to spot one state reached by two paths
   int splits = 0;
-  int parent = 0;          // index in the previous beam
-  std::size_t split = 0;   // the parent's piece that was halved
+  int parent = 0;         // index in the previous beam
+  std::size_t split = 0;  // the parent's piece that was halved
   Placement placement;
 };
 
@@ -144,8 +146,9 @@ std::vector<std::size_t> split_candidates(const SplitState& state, const ShardCa
   take_top(splittable, by_cost);
   const Placement& placement = state.placement;
   if (placement.feasible && !placement.devices.empty()) {
-    auto slowest = std::max_element(placement.devices.begin(), placement.devices.end(),
-                                     [](const DeviceCost& a, const DeviceCost& b) { return a.total_ms() < b.total_ms(); });
+    auto slowest =
+        std::max_element(placement.devices.begin(), placement.devices.end(),
+                         [](const DeviceCost& a, const DeviceCost& b) { return a.total_ms() < b.total_ms(); });
     int rank = static_cast<int>(slowest - placement.devices.begin());
     std::vector<std::size_t> on_slowest;
     for (std::size_t i : splittable) {
@@ -163,8 +166,10 @@ std::vector<std::size_t> split_candidates(const SplitState& state, const ShardCa
 // Runs place(i) for every child i. Under a deadline, `threads` children at a time, polling it after each
 // batch (a batch costs one placement per thread: at 4,096 GPUs, tens of milliseconds against a step's
 // few hundred); false when it passed with children left. Without one, all at once, as always.
-bool place_each(std::size_t count, int threads, const Deadline& deadline, const std::function<void(std::size_t)>& place) {
-  const std::size_t batch = deadline.set() ? static_cast<std::size_t>(std::max(threads, 1)) : std::max<std::size_t>(count, 1);
+bool place_each(std::size_t count, int threads, const Deadline& deadline,
+                const std::function<void(std::size_t)>& place) {
+  const std::size_t batch =
+      deadline.set() ? static_cast<std::size_t>(std::max(threads, 1)) : std::max<std::size_t>(count, 1);
   for (std::size_t begin = 0; begin < count; begin += batch) {
     const std::size_t n = std::min(batch, count - begin);
     parallel_for(static_cast<int>(n), threads, [&](int k) { place(begin + static_cast<std::size_t>(k)); });
@@ -203,7 +208,8 @@ class NeuroShardPlanner final : public Planner {
     check_table_constraints(tables, cluster.num_devices, config_.sharding_types);
     check_total_capacity(tables, cluster);
     const auto search_start = Clock::now();
-    const Deadline deadline = Deadline::after(config_.time_limit_seconds, config_.time_limit_start.value_or(search_start));
+    const Deadline deadline =
+        Deadline::after(config_.time_limit_seconds, config_.time_limit_start.value_or(search_start));
     const int threads = resolve_threads(config_.threads);
     ShardCatalog catalog(tables, cluster, *model_, threads, config_.sharding_types);
     const RowWiseStart rows = row_wise_start(tables, cluster, catalog);
@@ -218,7 +224,7 @@ class NeuroShardPlanner final : public Planner {
     for (const Piece& p : start.pieces) start.hash += piece_hash(p);
     start.placement = placer.place(start.pieces);
 
-    const int steps = !may_split           ? 0
+    const int steps = !may_split          ? 0
                       : config_.steps > 0 ? config_.steps
                                           : auto_split_steps(static_cast<int>(tables.size()), cluster.num_devices);
     const bool large = is_large_search(static_cast<int64_t>(start.pieces.size()), cluster.num_devices);
@@ -256,8 +262,9 @@ class NeuroShardPlanner final : public Planner {
         summary.stopped = "nothing to split";
         break;
       }
-      const std::optional<int> placed = large ? score_children_large(children, beam, catalog, placer, room, threads, deadline)
-                                              : score_children(children, beam, placer, threads, deadline);
+      const std::optional<int> placed =
+          large ? score_children_large(children, beam, catalog, placer, room, threads, deadline)
+                : score_children(children, beam, placer, threads, deadline);
       if (!placed) {  // the deadline passed before every child was placed: the step is left out whole
         stop_at_deadline();
         break;
@@ -330,8 +337,8 @@ class NeuroShardPlanner final : public Planner {
   }
 
  private:
-  RefineStats refine(SplitState& state, const ShardCatalog& catalog, const Cluster& cluster,
-                     const Deadline& deadline, bool show_progress, bool large, int threads) const {
+  RefineStats refine(SplitState& state, const ShardCatalog& catalog, const Cluster& cluster, const Deadline& deadline,
+                     bool show_progress, bool large, int threads) const {
     RefineStats stats;
     if (!state.placement.feasible || config_.refine_rounds <= 0) return stats;
     const double searched = state.placement.max_cost;
@@ -342,15 +349,16 @@ class NeuroShardPlanner final : public Planner {
     // Each change costs D all-to-all predictions: large placements try the 4 cheapest targets, not 16.
     if (large) options.target_devices = kLargeRefineTargets;
     if (show_progress) spdlog::info("search: refining the placement (at most {} moves)", config_.refine_rounds);
-    state.placement = refine_placement(state.pieces, state.placement, catalog, *model_, cluster.usable_bytes_per_device(),
-                                       options, &stats);
-    spdlog::debug("neuroshard: refinement {:.4f} -> {:.4f} ms in {} moves", searched, state.placement.max_cost, stats.rounds);
+    state.placement = refine_placement(state.pieces, state.placement, catalog, *model_,
+                                       cluster.usable_bytes_per_device(), options, &stats);
+    spdlog::debug("neuroshard: refinement {:.4f} -> {:.4f} ms in {} moves", searched, state.placement.max_cost,
+                  stats.rounds);
     return stats;
   }
 
   // The sharding-type pass over every plan (sharding_type_pass.hpp); the first plan's summary counts it.
-  void convert_types(std::vector<Plan>& plans, const std::vector<Table>& tables,
-                     const Deadline& deadline, int threads) const {
+  void convert_types(std::vector<Plan>& plans, const std::vector<Table>& tables, const Deadline& deadline,
+                     int threads) const {
     if (!config_.sharding_types.beyond_table_and_column()) return;
     const TypePassOptions options = type_pass_options(config_, threads, deadline);
     for (std::size_t i = 0; i < plans.size(); ++i) {
@@ -361,7 +369,8 @@ class NeuroShardPlanner final : public Planner {
         plans[i].search->converted = stats.converted;
         plans[i].search->cut_short = plans[i].search->cut_short || stats.cut_short;
       }
-      if (i == 0) spdlog::debug("neuroshard: sharding-type pass: {} moves, {} tables converted", stats.moves, stats.converted);
+      if (i == 0)
+        spdlog::debug("neuroshard: sharding-type pass: {} moves, {} tables converted", stats.moves, stats.converted);
     }
   }
 
@@ -385,8 +394,8 @@ class NeuroShardPlanner final : public Planner {
     convert_types(alternative, tables, deadline, threads);
     const double chosen_ms = max_total_ms(score_plan(plans.front(), tables, *model_));
     const double alternative_ms = max_total_ms(score_plan(alternative.front(), tables, *model_));
-    spdlog::debug("neuroshard: sharding types after no split {:.4f} ms against {:.4f} ms after the splits", alternative_ms,
-                  chosen_ms);
+    spdlog::debug("neuroshard: sharding types after no split {:.4f} ms against {:.4f} ms after the splits",
+                  alternative_ms, chosen_ms);
     if (!(alternative_ms < chosen_ms)) return;
     plans.front() = std::move(alternative.front());
     // The other finalists may hold the same plan (the unsplit state is one of them).
@@ -423,9 +432,10 @@ class NeuroShardPlanner final : public Planner {
     for (std::size_t t = 0; t < tables.size(); ++t) {
       const ShardingTypeSet types = table_sharding_types(tables[t], config_.sharding_types);
       if (!row_wise[t] && (types & ShardingTypeSet::table_and_column()).empty()) {
-        throw InfeasibleError(fmt::format("neuroshard: table \"{}\" may only be {}, and the search places tables whole, "
-                                          "in column slices or as row-wise blocks", tables[t].name,
-                                          sharding_types_string(types)));
+        throw InfeasibleError(
+            fmt::format("neuroshard: table \"{}\" may only be {}, and the search places tables whole, "
+                        "in column slices or as row-wise blocks",
+                        tables[t].name, sharding_types_string(types)));
       }
     }
   }
@@ -442,7 +452,8 @@ class NeuroShardPlanner final : public Planner {
     int count() const { return static_cast<int>(std::count(tables.begin(), tables.end(), 1)); }
   };
 
-  RowWiseStart row_wise_start(const std::vector<Table>& tables, const Cluster& cluster, const ShardCatalog& catalog) const {
+  RowWiseStart row_wise_start(const std::vector<Table>& tables, const Cluster& cluster,
+                              const ShardCatalog& catalog) const {
     RowWiseStart start{std::vector<char>(tables.size(), 0), cluster};
     const int64_t usable = cluster.usable_bytes_per_device();
     int64_t blocks = 0;
@@ -464,15 +475,19 @@ class NeuroShardPlanner final : public Planner {
       }
     }
     const int count = start.count();
-    if (count > static_cast<int>(names.size())) names.push_back(fmt::format("{} more", count - static_cast<int>(names.size())));
+    if (count > static_cast<int>(names.size()))
+      names.push_back(fmt::format("{} more", count - static_cast<int>(names.size())));
     if (count == 0) return start;
     if (blocks > usable) {
-      throw InfeasibleError(fmt::format("neuroshard: the tables that start as row-wise blocks ({}) need {} per device, "
-                                        "more than a device offers ({})",
-                                        fmt::join(names, ", "), format_bytes(blocks), format_bytes(usable)));
+      throw InfeasibleError(
+          fmt::format("neuroshard: the tables that start as row-wise blocks ({}) need {} per device, "
+                      "more than a device offers ({})",
+                      fmt::join(names, ", "), format_bytes(blocks), format_bytes(usable)));
     }
-    spdlog::info("search: {} start as row-wise blocks ({} per device): no device holds them whole or in column slices, "
-                 "or their types leave only that", fmt::join(names, ", "), format_bytes(blocks));
+    spdlog::info(
+        "search: {} start as row-wise blocks ({} per device): no device holds them whole or in column slices, "
+        "or their types leave only that",
+        fmt::join(names, ", "), format_bytes(blocks));
     start.search_cluster.memory_per_device_bytes = usable - blocks;
     start.search_cluster.reserve_fraction = 0.0;
     return start;
@@ -497,10 +512,11 @@ class NeuroShardPlanner final : public Planner {
       if (row_wise[t]) continue;
       int v = catalog.whole(static_cast<int>(t));
       if (!table_sharding_types(tables[t], allowed).allows(ShardingType::kColumnWise) && catalog.bytes(v) > usable) {
-        throw InfeasibleError(fmt::format("table \"{}\" ({} x {}, {}) does not fit a device ({}) whole, and may not "
-                                          "be column_wise (sharding types {})", tables[t].name, tables[t].rows,
-                                          tables[t].dim, format_bytes(catalog.bytes(v)), format_bytes(usable),
-                                          sharding_types_string(table_sharding_types(tables[t], allowed))));
+        throw InfeasibleError(
+            fmt::format("table \"{}\" ({} x {}, {}) does not fit a device ({}) whole, and may not "
+                        "be column_wise (sharding types {})",
+                        tables[t].name, tables[t].rows, tables[t].dim, format_bytes(catalog.bytes(v)),
+                        format_bytes(usable), sharding_types_string(table_sharding_types(tables[t], allowed))));
       }
       add_fitting(Piece{v, 0}, tables[t], usable, catalog, pieces);
     }
@@ -557,7 +573,8 @@ class NeuroShardPlanner final : public Planner {
                                           const ShardCatalog& catalog, const GridPlacer& placer, const Cluster& cluster,
                                           int threads, const Deadline& deadline) const {
     const auto shortlist = static_cast<std::size_t>(2 * config_.beam_width);
-    const bool estimable = std::all_of(beam.begin(), beam.end(), [](const SplitState& s) { return s.placement.feasible; });
+    const bool estimable =
+        std::all_of(beam.begin(), beam.end(), [](const SplitState& s) { return s.placement.feasible; });
     if (!estimable) return score_children(children, beam, placer, threads, deadline);
     if (children.size() > shortlist) {
       std::vector<SplitEstimator> estimators;
@@ -577,7 +594,8 @@ class NeuroShardPlanner final : public Planner {
     }
     const bool all = place_each(children.size(), threads, deadline, [&](std::size_t i) {
       auto& child = children[i];
-      child.placement = placer.place_near(child.pieces, beam[static_cast<std::size_t>(child.parent)].placement.width_cap_multiplier);
+      child.placement =
+          placer.place_near(child.pieces, beam[static_cast<std::size_t>(child.parent)].placement.width_cap_multiplier);
     });
     if (!all) return std::nullopt;
     return static_cast<int>(children.size());
@@ -659,7 +677,8 @@ class NeuroShardPlanner final : public Planner {
 
 }  // namespace
 
-std::unique_ptr<Planner> make_neuroshard_planner(std::shared_ptr<const CostModel> model, const NeuroShardConfig& config) {
+std::unique_ptr<Planner> make_neuroshard_planner(std::shared_ptr<const CostModel> model,
+                                                 const NeuroShardConfig& config) {
   if (!model) throw InputError("neuroshard: needs a cost model (--model)");
   return std::make_unique<NeuroShardPlanner>(std::move(model), config);
 }

@@ -18,7 +18,8 @@ class Devices {
   Devices(const std::vector<Piece>& pieces, const std::vector<int>& ranks, const ShardCatalog& catalog,
           const CostModel& model, int count)
       : pieces_(pieces), catalog_(catalog), model_(model), held_(static_cast<std::size_t>(count)), rank_(ranks) {
-    for (std::size_t i = 0; i < ranks.size(); ++i) held_[static_cast<std::size_t>(ranks[i])].push_back(static_cast<int>(i));
+    for (std::size_t i = 0; i < ranks.size(); ++i)
+      held_[static_cast<std::size_t>(ranks[i])].push_back(static_cast<int>(i));
     group_pieces_of_tables();
     loads.reset(count, catalog.summary_size());
     for (std::size_t r = 0; r < held_.size(); ++r) rebuild(r);
@@ -34,9 +35,8 @@ class Devices {
   // not the device's: a device may hold thousands of pieces, a table only a few.
   bool holds_table_of(std::size_t r, int i, int except) const {
     const std::vector<int>& same = table_pieces_[static_cast<std::size_t>(group_[static_cast<std::size_t>(i)])];
-    return std::any_of(same.begin(), same.end(), [&](int k) {
-      return k != except && rank_[static_cast<std::size_t>(k)] == static_cast<int>(r);
-    });
+    return std::any_of(same.begin(), same.end(),
+                       [&](int k) { return k != except && rank_[static_cast<std::size_t>(k)] == static_cast<int>(r); });
   }
 
   // Device r's compute if `out` (or -1) left it and `in` (or -1) joined it.
@@ -72,7 +72,8 @@ class Devices {
     std::unordered_map<int, int> group_of_table;
     group_.resize(pieces_.size());
     for (std::size_t i = 0; i < pieces_.size(); ++i) {
-      auto [at, added] = group_of_table.emplace(catalog_.table(variant(static_cast<int>(i))), static_cast<int>(table_pieces_.size()));
+      auto [at, added] =
+          group_of_table.emplace(catalog_.table(variant(static_cast<int>(i))), static_cast<int>(table_pieces_.size()));
       if (added) table_pieces_.emplace_back();
       group_[i] = at->second;
       table_pieces_[static_cast<std::size_t>(at->second)].push_back(static_cast<int>(i));
@@ -87,9 +88,9 @@ class Devices {
   const std::vector<Piece>& pieces_;
   const ShardCatalog& catalog_;
   const CostModel& model_;
-  std::vector<std::vector<int>> held_;  // ascending piece indices
-  std::vector<int> rank_;               // each piece's device
-  std::vector<int> group_;              // each piece's index in table_pieces_
+  std::vector<std::vector<int>> held_;          // ascending piece indices
+  std::vector<int> rank_;                       // each piece's device
+  std::vector<int> group_;                      // each piece's index in table_pieces_
   std::vector<std::vector<int>> table_pieces_;  // the pieces of each table
 };
 
@@ -129,14 +130,15 @@ void choose_devices(const Placement& out, const DeviceLoads& loads, const Refine
   const std::size_t n = out.devices.size();
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return out.devices[a].total_ms() > out.devices[b].total_ms();
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return out.devices[a].total_ms() > out.devices[b].total_ms(); });
   const auto slowest_compute =
       static_cast<std::size_t>(std::max_element(loads.compute.begin(), loads.compute.end()) - loads.compute.begin());
-  sources.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(n, options.source_devices)));
+  sources.assign(order.begin(),
+                 order.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(n, options.source_devices)));
   if (std::find(sources.begin(), sources.end(), slowest_compute) == sources.end()) sources.push_back(slowest_compute);
-  targets.assign(order.rbegin(), order.rbegin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(n, options.target_devices)));
+  targets.assign(order.rbegin(),
+                 order.rbegin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(n, options.target_devices)));
 }
 
 // One round: every move or swap of a piece from a source to a target, listed in a fixed order and
@@ -188,8 +190,7 @@ Change best_change(const Devices& devices, const Placement& out, const CostModel
 }  // namespace
 
 Placement refine_placement(const std::vector<Piece>& pieces, const Placement& start, const ShardCatalog& catalog,
-                           const CostModel& model, int64_t usable_bytes, RefineOptions options,
-                           RefineStats* stats) {
+                           const CostModel& model, int64_t usable_bytes, RefineOptions options, RefineStats* stats) {
   RefineStats unused;
   RefineStats& done = stats ? *stats : unused;
   done = RefineStats{};

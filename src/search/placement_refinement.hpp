@@ -14,10 +14,10 @@
 namespace shardplan {
 
 struct RefineOptions {
-  int max_rounds = 64;        // accepted moves at most; each lowers the maximum, so it ends anyway
-  int source_devices = 4;     // pieces leave only the costliest devices (and the one with most compute)
-  int target_devices = 16;    // and go only to the cheapest ones: both bound the work per round
-  int threads = 1;            // changes evaluated at once; the result does not depend on it
+  int max_rounds = 64;      // accepted moves at most; each lowers the maximum, so it ends anyway
+  int source_devices = 4;   // pieces leave only the costliest devices (and the one with most compute)
+  int target_devices = 16;  // and go only to the cheapest ones: both bound the work per round
+  int threads = 1;          // changes evaluated at once; the result does not depend on it
   // Polled before each round and after each batch of changes it evaluates (a batch costs about as much
   // whatever the devices hold), so a round over thousands of pieces per device stops on time too.
   Deadline deadline;

@@ -9,8 +9,8 @@
 #include <unordered_map>
 
 #include "poll_batch.hpp"
-#include "shardplan/parallel_for.hpp"
 #include "shardplan/cluster.hpp"
+#include "shardplan/parallel_for.hpp"
 #include "shardplan/validate.hpp"
 
 namespace shardplan {
@@ -35,7 +35,7 @@ struct Layout {
   TableSharding sharding;
   std::vector<float> summaries;  // shards x summary size
   std::vector<int64_t> bytes;
-  std::vector<int64_t> widths;   // 0 for replicas, which send nothing in the all-to-all
+  std::vector<int64_t> widths;  // 0 for replicas, which send nothing in the all-to-all
   int64_t allreduce_bytes = 0;
   // A row-wise table's width: the plan then runs a reduce-scatter and an all-gather.
   int64_t row_wise_dim() const { return sharding.type == ShardingType::kRowWise ? sharding.dim : 0; }
@@ -74,9 +74,13 @@ struct DeviceState {
 class TypePass {
  public:
   TypePass(Plan& plan, const std::vector<Table>& tables, const CostModel& model, const TypePassOptions& options)
-      : plan_(plan), model_(model), options_(options), devices_(plan.cluster.num_devices),
+      : plan_(plan),
+        model_(model),
+        options_(options),
+        devices_(plan.cluster.num_devices),
         per_host_(std::max(plan.cluster.devices_per_host, 1)),
-        summary_size_(static_cast<std::size_t>(model.summary_size())), usable_(plan.cluster.usable_bytes_per_device()) {
+        summary_size_(static_cast<std::size_t>(model.summary_size())),
+        usable_(plan.cluster.usable_bytes_per_device()) {
     host_row_wise_dims_.assign(static_cast<std::size_t>((devices_ + per_host_ - 1) / per_host_), 0);
     std::unordered_map<std::string, const Table*> by_name;
     for (const auto& table : tables) by_name.emplace(table.name, &table);
@@ -117,8 +121,9 @@ class TypePass {
       if (best == candidates.size()) break;
       Candidate& chosen = candidates[best];
       const bool converted = chosen.layout.sharding.type != layouts_[chosen.table].sharding.type;
-      spdlog::debug("sharding types: {} \"{}\" -> {}: {:.4f} -> {:.4f} ms", converted ? "converting" : "moving a shard of",
-                    chosen.layout.sharding.name, sharding_type_name(chosen.layout.sharding.type), current, scores[best]);
+      spdlog::debug("sharding types: {} \"{}\" -> {}: {:.4f} -> {:.4f} ms",
+                    converted ? "converting" : "moving a shard of", chosen.layout.sharding.name,
+                    sharding_type_name(chosen.layout.sharding.type), current, scores[best]);
       apply(chosen.table, std::move(chosen.layout));
       current = total_costs(costs_);
       stats.moves += 1;
@@ -174,8 +179,9 @@ class TypePass {
         const float* from = layout.summaries.data() + at->second * summary_size_;
         std::copy(from, from + summary_size_, out);
       }
-      layout.bytes.push_back(replicated ? replica_memory_bytes(table, plan_.cluster.optimizer)
-                                        : shard_memory_bytes(shard.rows, shard.cols, table.dtype, plan_.cluster.optimizer));
+      layout.bytes.push_back(replicated
+                                 ? replica_memory_bytes(table, plan_.cluster.optimizer)
+                                 : shard_memory_bytes(shard.rows, shard.cols, table.dtype, plan_.cluster.optimizer));
       layout.widths.push_back(replicated ? 0 : shard.cols);
     }
     if (replicated) layout.allreduce_bytes = replica_gradient_bytes(table);
@@ -257,10 +263,10 @@ class TypePass {
       if (touched.bytes[k] > usable_) return kInfinity;
       compute[static_cast<std::size_t>(ranks[k])] = device_compute(touched.sum(k), touched.count[k]);
     }
-    return max_total_from_compute(model_, compute, width,
-                                  collectives_ms(allreduce_bytes_ - now.allreduce_bytes + next.allreduce_bytes,
-                                                 row_wise_dim_ - now.row_wise_dim() + next.row_wise_dim(),
-                                                 host_row_wise_dim_with(now, next)));
+    return max_total_from_compute(
+        model_, compute, width,
+        collectives_ms(allreduce_bytes_ - now.allreduce_bytes + next.allreduce_bytes,
+                       row_wise_dim_ - now.row_wise_dim() + next.row_wise_dim(), host_row_wise_dim_with(now, next)));
   }
 
   void apply(std::size_t t, Layout next) {
@@ -284,7 +290,8 @@ class TypePass {
   std::vector<Candidate> candidates_on_bounding() {
     auto by_total = [](const DeviceCost& a, const DeviceCost& b) { return a.total_ms() < b.total_ms(); };
     auto by_compute = [](const DeviceCost& a, const DeviceCost& b) { return a.compute_ms < b.compute_ms; };
-    std::vector<int> sources{static_cast<int>(std::max_element(costs_.begin(), costs_.end(), by_total) - costs_.begin())};
+    std::vector<int> sources{
+        static_cast<int>(std::max_element(costs_.begin(), costs_.end(), by_total) - costs_.begin())};
     const auto busiest = static_cast<int>(std::max_element(costs_.begin(), costs_.end(), by_compute) - costs_.begin());
     if (busiest != sources.front()) sources.push_back(busiest);
     std::vector<Candidate> out;
@@ -300,7 +307,8 @@ class TypePass {
     std::stable_sort(targets.begin(), targets.end(), [&](int a, int b) {
       return costs_[static_cast<std::size_t>(a)].total_ms() < costs_[static_cast<std::size_t>(b)].total_ms();
     });
-    if (static_cast<int>(targets.size()) > options_.relocation_targets) targets.resize(static_cast<std::size_t>(options_.relocation_targets));
+    if (static_cast<int>(targets.size()) > options_.relocation_targets)
+      targets.resize(static_cast<std::size_t>(options_.relocation_targets));
     const int per_host = plan_.cluster.devices_per_host;
     const int hosts = (devices_ + per_host - 1) / per_host;
     // The host whose slowest device is the fastest: where a table-row-wise table troubles no one.
@@ -317,18 +325,20 @@ class TypePass {
     for (std::size_t t = 0; t < layouts_.size(); ++t) {
       const TableSharding& now = layouts_[t].sharding;
       if (now.type != ShardingType::kTableWise && now.type != ShardingType::kColumnWise) continue;
-      if (std::none_of(now.shards.begin(), now.shards.end(), [&](const Shard& s) { return s.rank == source; })) continue;
+      if (std::none_of(now.shards.begin(), now.shards.end(), [&](const Shard& s) { return s.rank == source; }))
+        continue;
       // A table on both sources is converted once, from the first; its shards on each are moved from each.
-      const bool offered = source != sources.front() &&
-                           std::any_of(now.shards.begin(), now.shards.end(),
-                                       [&](const Shard& s) { return s.rank == sources.front(); });
+      const bool offered =
+          source != sources.front() &&
+          std::any_of(now.shards.begin(), now.shards.end(), [&](const Shard& s) { return s.rank == sources.front(); });
       const Table& table = *tables_[t];
       const ShardingTypeSet types = table_sharding_types(table, options_.allowed);
       if (types.allows(ShardingType::kRowWise) && !offered) {
         // Only with a block on every rank: every rank joins the reduce-scatter, and the layout's widths
         // count the table on the ranks that hold it (device_shards counts it on all).
         TableSharding rows = row_wise_sharding(table, devices_);
-        if (rows.shards.size() == static_cast<std::size_t>(devices_)) out.push_back({t, make_layout(t, std::move(rows))});
+        if (rows.shards.size() == static_cast<std::size_t>(devices_))
+          out.push_back({t, make_layout(t, std::move(rows))});
       }
       if (types.allows(ShardingType::kDataParallel) && !offered) {
         out.push_back({t, make_layout(t, data_parallel_sharding(table, devices_))});

@@ -6,7 +6,11 @@ namespace shardplan {
 
 SplitEstimator::SplitEstimator(const std::vector<Piece>& pieces, const Placement& placement,
                                const ShardCatalog& catalog, const CostModel& model, int64_t usable_bytes)
-    : pieces_(pieces), placement_(placement), catalog_(catalog), model_(model), usable_bytes_(usable_bytes),
+    : pieces_(pieces),
+      placement_(placement),
+      catalog_(catalog),
+      model_(model),
+      usable_bytes_(usable_bytes),
       table_devices_(static_cast<std::size_t>(catalog.num_tables())) {
   const auto devices = static_cast<int>(placement.devices.size());
   loads_.reset(devices, catalog.summary_size());

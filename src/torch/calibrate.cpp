@@ -24,8 +24,8 @@
 #include "shardplan/interrupt.hpp"
 #include "shardplan/json_file.hpp"
 #include "shardplan/median.hpp"
-#include "shardplan/model_hardware.hpp"
 #include "shardplan/metrics.hpp"
+#include "shardplan/model_hardware.hpp"
 #include "shardplan/progress.hpp"
 #include "training.hpp"
 
@@ -65,9 +65,11 @@ nlohmann::json collection_meta(const CalibrateConfig& config, const std::string&
 
 void check_config(const CalibrateConfig& c) {
   if (c.samples < kMinTrainSamples + kMinHeldOutSamples || c.samples > 1'000'000) {
-    throw SettingError("samples", fmt::format("must be in [{}, 1000000], got {}", kMinTrainSamples + kMinHeldOutSamples, c.samples));
+    throw SettingError(
+        "samples", fmt::format("must be in [{}, 1000000], got {}", kMinTrainSamples + kMinHeldOutSamples, c.samples));
   }
-  if (!(c.minutes > 0.0) || c.minutes > 7 * 24 * 60) throw SettingError("minutes", fmt::format("must be in (0, 10080], got {}", c.minutes));
+  if (!(c.minutes > 0.0) || c.minutes > 7 * 24 * 60)
+    throw SettingError("minutes", fmt::format("must be in (0, 10080], got {}", c.minutes));
   if (!(c.holdout_fraction >= 0.05 && c.holdout_fraction <= 0.5)) {
     throw SettingError("held-out fraction", fmt::format("must be in [0.05, 0.5], got {}", c.holdout_fraction));
   }
@@ -75,18 +77,21 @@ void check_config(const CalibrateConfig& c) {
     throw SettingError("tables per set", fmt::format("must be in [1, 1000], got {}", c.sampling.max_tables));
   }
   if (c.comm_ranks != 0) {
-    if (c.comm_ranks < 2 || c.comm_ranks > 64) throw SettingError("all-to-all ranks", fmt::format("must be 0 or in [2, 64], got {}", c.comm_ranks));
+    if (c.comm_ranks < 2 || c.comm_ranks > 64)
+      throw SettingError("all-to-all ranks", fmt::format("must be 0 or in [2, 64], got {}", c.comm_ranks));
     // Fewer plans could leave too few to fit after the hold-out, found only after timing them.
     if (c.comm_plans < 8 || c.comm_plans > 100000) {
       throw SettingError("all-to-all plans", fmt::format("must be in [8, 100000], got {}", c.comm_plans));
     }
     if (!c.hardware.empty()) {
-      throw InputError("--comm-ranks times this host's all-to-all, --hardware plans it on another's links: pass one of them");
+      throw InputError(
+          "--comm-ranks times this host's all-to-all, --hardware plans it on another's links: pass one of them");
     }
     if (c.bench.device != "cpu") {
-      throw InputError(fmt::format("--comm-ranks: times Gloo ranks on this host's CPU, not the all-to-all of --device {}; "
-                                   "time GPUs' collectives with collect-costs comm",
-                                   c.bench.device));
+      throw InputError(
+          fmt::format("--comm-ranks: times Gloo ranks on this host's CPU, not the all-to-all of --device {}; "
+                      "time GPUs' collectives with collect-costs comm",
+                      c.bench.device));
     }
   }
   if (c.epochs < 1 || c.patience < 1 || !(c.learning_rate > 0) || c.batch_size < 1 || c.threads < 1) {
@@ -111,7 +116,8 @@ void measure_samples(const std::vector<Table>& pool, const CalibrateConfig& conf
       break;
     }
     CalibrationSet set = draw_calibration_set(pool, config.sampling, base, i);
-    ComputeTiming timing = timer(set.shards, derive_seed(config.sampling.seed ^ kTraceStream, static_cast<uint64_t>(i)));
+    ComputeTiming timing =
+        timer(set.shards, derive_seed(config.sampling.seed ^ kTraceStream, static_cast<uint64_t>(i)));
     ComputeSample sample;
     for (const auto& shard : set.shards) sample.shards.push_back(shard_features(shard, shard.dim));
     sample.latency_ms = timing.median_ms;
@@ -165,12 +171,13 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   if (!config.hardware.empty()) links = load_hardware_profile(config.hardware);
   std::shared_ptr<const CostModel> base_model = load_cost_model(config.base_dir);
   const ModelHardware base_hardware = base_model->hardware();
-  const std::string base_identity =
-      fmt::format("{} ({:016x})", config.base_dir, fnv1a_hash(base.meta.dump()));
+  const std::string base_identity = fmt::format("{} ({:016x})", config.base_dir, fnv1a_hash(base.meta.dump()));
 
   ShardSetTimer timer = timer_or_default;
   if (!timer) {
-    timer = [&config](const std::vector<Table>& shards, uint64_t seed) { return measure_compute_step(shards, config.bench, seed); };
+    timer = [&config](const std::vector<Table>& shards, uint64_t seed) {
+      return measure_compute_step(shards, config.bench, seed);
+    };
   }
   prepare_memory_for_timing();  // before the metadata records the policy
   const fs::path data_dir = fs::path(config.out_dir) / kCalibrationDataDir;
@@ -182,15 +189,16 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   if (config.comm_ranks > 0) {
     if (!comm_timer) throw std::logic_error("calibrate_cost_model: comm_ranks needs a comm timer");
     if (base.comm_spec.structure_only) {
-      throw InputError(fmt::format("--comm-ranks: the all-to-all of {} is a hardware profile's structure, not a "
-                                   "timed net to correct; start from a model whose comm data was timed (--base)",
-                                   config.base_dir));
+      throw InputError(
+          fmt::format("--comm-ranks: the all-to-all of {} is a hardware profile's structure, not a "
+                      "timed net to correct; start from a model whose comm data was timed (--base)",
+                      config.base_dir));
     }
     comm_config.world_size = config.comm_ranks;
     // The batch the base's comm net predicts at (a scale-free net's is fixed), not the compute sets' batch:
     // a batch ratio must not pass for a correction.
-    comm_config.batch_size = base.comm_spec.form == CommForm::kHierarchical ? base.comm_spec.fabric.batch_size
-                                                                           : kScaleFreeCommBatch;
+    comm_config.batch_size =
+        base.comm_spec.form == CommForm::kHierarchical ? base.comm_spec.fabric.batch_size : kScaleFreeCommBatch;
     comm_config.plans = config.comm_plans;
     comm_config.holdout_fraction = config.holdout_fraction;
     comm_config.sampling = config.sampling;
@@ -215,9 +223,10 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
     const NeuralCostModel raw("calibrating", base.compute_spec, raw_spec);
     comm_fit = fit_comm_calibration(raw, base.comm_spec.correction, *comm_data);
     if (comm_fit->kept_base) {
-      spdlog::warn("calibrate: the all-to-all correction fitted here does not beat the base model on the held-out "
-                   "plans ({:.1f}% against {:.1f}% per device); the base's comm is kept",
-                   comm_fit->after.total_mape_percent, comm_fit->before.total_mape_percent);
+      spdlog::warn(
+          "calibrate: the all-to-all correction fitted here does not beat the base model on the held-out "
+          "plans ({:.1f}% against {:.1f}% per device); the base's comm is kept",
+          comm_fit->after.total_mape_percent, comm_fit->before.total_mape_percent);
     }
   }
   {
@@ -240,10 +249,12 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
         .push_back(data.compute[i]);
   }
   drop_disturbed(tuning, 0.3);
-  if (static_cast<int64_t>(tuning.size()) < kMinTrainSamples || static_cast<int64_t>(held_out.size()) < kMinHeldOutSamples) {
-    throw InputError(fmt::format("calibrate: {} sets to fine-tune on and {} held out are too few (need {} and {}); "
-                                 "raise --minutes or --samples and re-run to resume",
-                                 tuning.size(), held_out.size(), kMinTrainSamples, kMinHeldOutSamples));
+  if (static_cast<int64_t>(tuning.size()) < kMinTrainSamples ||
+      static_cast<int64_t>(held_out.size()) < kMinHeldOutSamples) {
+    throw InputError(
+        fmt::format("calibrate: {} sets to fine-tune on and {} held out are too few (need {} and {}); "
+                    "raise --minutes or --samples and re-run to resume",
+                    tuning.size(), held_out.size(), kMinTrainSamples, kMinHeldOutSamples));
   }
 
   at::set_num_threads(config.threads);
@@ -261,7 +272,8 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
     return sets;
   }());
   std::vector<double> log_ratios;
-  for (std::size_t i = 0; i < predicted.size(); ++i) log_ratios.push_back(std::log(set.latency_ms[i] / std::max(1e-6, predicted[i])));
+  for (std::size_t i = 0; i < predicted.size(); ++i)
+    log_ratios.push_back(std::log(set.latency_ms[i] / std::max(1e-6, predicted[i])));
   const double offset = median(log_ratios);
   ComputeNet& net = base.compute;
   shift_log_latency(net, offset);
@@ -275,7 +287,8 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   ComputeBatch validation = compute_batch(set, split.validation, norm);
   auto validation_loss = [&] {
     torch::NoGradGuard no_grad;
-    return torch::l1_loss(net->forward(validation.x, validation.device, validation.devices), validation.target).item<double>();
+    return torch::l1_loss(net->forward(validation.x, validation.device, validation.devices), validation.target)
+        .item<double>();
   };
   const double start_loss = validation_loss();
   TrainSettings settings;
@@ -300,9 +313,10 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   // hundred noisy sets: the user must hear it rather than find a worse model under a new name.
   const bool base_was_better = after["mape_percent"].get<double>() > before["mape_percent"].get<double>();
   if (base_was_better) {
-    spdlog::warn("calibrate: the base model {} fits this machine's held-out sets better ({:.1f}% MAPE) than the "
-                 "calibrated one ({:.1f}%); keep planning with the base, or calibrate again with more --samples",
-                 config.base_dir, before["mape_percent"].get<double>(), after["mape_percent"].get<double>());
+    spdlog::warn(
+        "calibrate: the base model {} fits this machine's held-out sets better ({:.1f}% MAPE) than the "
+        "calibrated one ({:.1f}%); keep planning with the base, or calibrate again with more --samples",
+        config.base_dir, before["mape_percent"].get<double>(), after["mape_percent"].get<double>());
   }
 
   // 3. The new model directory: the base's meta with this machine's compute, the base's comm kept (and
@@ -319,10 +333,12 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
     match_comm_batch(meta["comm"], config.bench.batch_size, config.base_dir);
   }
   std::string comm_text =
-      links ? fmt::format("the hierarchical estimate on profile {}'s links at batch {}, not measured: "
-                          "compute-only calibration cannot time all-to-alls",
-                          links->name, config.bench.batch_size)
-            : fmt::format("kept from the base model {}: compute-only calibration cannot time all-to-alls", config.base_dir);
+      links ? fmt::format(
+                  "the hierarchical estimate on profile {}'s links at batch {}, not measured: "
+                  "compute-only calibration cannot time all-to-alls",
+                  links->name, config.bench.batch_size)
+            : fmt::format("kept from the base model {}: compute-only calibration cannot time all-to-alls",
+                          config.base_dir);
   if (comm_fit) {
     if (!comm_fit->kept_base) {
       meta["comm"]["correction"] = comm_correction_to_json(comm_fit->correction);
@@ -331,41 +347,42 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
     }
     const std::size_t plans = comm_data->tuning.size() + comm_data->held_out.size();
     comm_text = comm_fit->kept_base
-                    ? fmt::format("the base model {}'s net, kept: a correction fitted to {} plans timed on {} ranks "
-                                  "here did no better on the held-out ones",
-                                  config.base_dir, plans, config.comm_ranks)
-                    : fmt::format("the base model {}'s net, corrected by {} plans timed on {} ranks here", config.base_dir,
-                                  plans, config.comm_ranks);
+                    ? fmt::format(
+                          "the base model {}'s net, kept: a correction fitted to {} plans timed on {} ranks "
+                          "here did no better on the held-out ones",
+                          config.base_dir, plans, config.comm_ranks)
+                    : fmt::format("the base model {}'s net, corrected by {} plans timed on {} ranks here",
+                                  config.base_dir, plans, config.comm_ranks);
   }
-  meta["hardware"] = {{"compute", {{"device", source_meta.value("device", "")},
-                                   {"device_model", source_meta.value("device_model", "")},
-                                   {"kernel", config.bench.kernel},
-                                   {"host", source_meta.value("host", "")},
-                                   {"date", source_meta.value("date", "")},
-                                   {"batch_size", config.bench.batch_size}}},
+  meta["hardware"] = {{"compute",
+                       {{"device", source_meta.value("device", "")},
+                        {"device_model", source_meta.value("device_model", "")},
+                        {"kernel", config.bench.kernel},
+                        {"host", source_meta.value("host", "")},
+                        {"date", source_meta.value("date", "")},
+                        {"batch_size", config.bench.batch_size}}},
                       {"comm", comm_hardware},
                       {"calibrated_on", utc_now()}};
   const double seconds = elapsed_seconds(started);
-  meta["calibration"] = {
-      {"base_model", base_identity},
-      {"base_hardware", describe_hardware(base_hardware)},
-      {"data", data_dir.string()},
-      {"samples", data.compute.size()},
-      {"tuning_samples", set.latency_ms.size()},
-      {"held_out_samples", held_out.size()},
-      {"holdout_fraction", config.holdout_fraction},
-      {"before", before},
-      {"after_scale_only", after_offset},
-      {"after", after},
-      {"base_was_better", base_was_better},
-      {"scale", std::exp(offset)},
-      {"epochs", tuned.epochs_run},
-      {"best_epoch", tuned.best_epoch},
-      {"stopped_by_time", tuned.stopped_by_time},
-      {"learning_rate", config.learning_rate},
-      {"comm", comm_text},
-      {"seconds", std::round(seconds)},
-      {"command", config.command_line}};
+  meta["calibration"] = {{"base_model", base_identity},
+                         {"base_hardware", describe_hardware(base_hardware)},
+                         {"data", data_dir.string()},
+                         {"samples", data.compute.size()},
+                         {"tuning_samples", set.latency_ms.size()},
+                         {"held_out_samples", held_out.size()},
+                         {"holdout_fraction", config.holdout_fraction},
+                         {"before", before},
+                         {"after_scale_only", after_offset},
+                         {"after", after},
+                         {"base_was_better", base_was_better},
+                         {"scale", std::exp(offset)},
+                         {"epochs", tuned.epochs_run},
+                         {"best_epoch", tuned.best_epoch},
+                         {"stopped_by_time", tuned.stopped_by_time},
+                         {"learning_rate", config.learning_rate},
+                         {"comm", comm_text},
+                         {"seconds", std::round(seconds)},
+                         {"command", config.command_line}};
   meta["metrics"]["compute"] = after;
   meta["metrics"]["compute_note"] = "on the calibration's held-out sets";
   if (comm_fit) {
@@ -379,11 +396,12 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   }
   save_model_directory(config.out_dir, meta, net, base.comm);
   outcome.meta = meta;
-  spdlog::info("calibrated {} on {} sets in {:.0f} s: held-out MAPE {:.1f}% -> {:.1f}% (scale alone {:.1f}%), Spearman "
-               "{:.3f} -> {:.3f}",
-               config.out_dir, data.compute.size(), seconds, before["mape_percent"].get<double>(),
-               after["mape_percent"].get<double>(), after_offset["mape_percent"].get<double>(),
-               before["spearman"].get<double>(), after["spearman"].get<double>());
+  spdlog::info(
+      "calibrated {} on {} sets in {:.0f} s: held-out MAPE {:.1f}% -> {:.1f}% (scale alone {:.1f}%), Spearman "
+      "{:.3f} -> {:.3f}",
+      config.out_dir, data.compute.size(), seconds, before["mape_percent"].get<double>(),
+      after["mape_percent"].get<double>(), after_offset["mape_percent"].get<double>(), before["spearman"].get<double>(),
+      after["spearman"].get<double>());
   if (comm_fit) {
     spdlog::info("all-to-all on {} held-out plans: per-device MAPE of forward plus backward {:.1f}% -> {:.1f}%{}",
                  comm_data->held_out.size(), comm_fit->before.total_mape_percent, comm_fit->after.total_mape_percent,

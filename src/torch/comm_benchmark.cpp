@@ -1,9 +1,9 @@
 // The all-to-all collector: one process per rank, rendezvous over c10d's TCP store, collectives through a
 // c10d process group (Gloo on CPU tensors; NCCL on CUDA tensors when this LibTorch has them). The only
 // translation unit of the collector that includes LibTorch headers.
-#include "shardplan/median.hpp"
 #include "shardplan/costs/comm_benchmark.hpp"
 #include "shardplan/costs/provenance.hpp"
+#include "shardplan/median.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -344,7 +344,8 @@ nlohmann::json collection_meta(const CommCollectConfig& config, const std::strin
           {"date", utc_now()},
           {"load_average_at_start", load_average()},
           {"command", config.command_line},
-          {"workloads_file", config.workloads_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(config.workloads_path)},
+          {"workloads_file",
+           config.workloads_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(config.workloads_path)},
           {"timeout_s", config.timeout_s},
           {"timing",
            "per rank: barrier, sleep delays_ms, then fw_ms = forward all-to-all (sends (B/W) x dim_sum[self] "
@@ -377,7 +378,7 @@ std::vector<int64_t> shared_settings(const CommCollectConfig& config) {
 }
 
 constexpr const char* kSharedSettingNames[] = {
-    "--world-size", "--samples", "--batch-size",  "--seed", "--max-delay (us)", "zero-delay fraction (ppm)",
+    "--world-size", "--samples", "--batch-size",   "--seed",    "--max-delay (us)",     "zero-delay fraction (ppm)",
     "mean shards",  "skew",      "warm-up rounds", "--repeats", "--workloads (digest)", "--gpus-per-host"};
 
 // Reusable buffers that only grow, filled once, so no allocation or first-touch page fault happens inside
@@ -539,8 +540,8 @@ Timing run_sample_repeated(const Job& job, Buffers& buffers, const CommWorkload&
 
 // Every rank's {delay, fw, bw} at every rank (rank 0 writes them).
 std::vector<Timing> gather_timings(const Job& job, const Timing& mine) {
-  std::vector<at::Tensor> input{
-      at::tensor({mine.delay_ms, mine.fw_ms, mine.bw_ms, mine.allreduce_ms}, at::kDouble).to(job.double_options.device())};
+  std::vector<at::Tensor> input{at::tensor({mine.delay_ms, mine.fw_ms, mine.bw_ms, mine.allreduce_ms}, at::kDouble)
+                                    .to(job.double_options.device())};
   std::vector<std::vector<at::Tensor>> output(1);
   for (int r = 0; r < job.world; ++r) output[0].push_back(at::empty({4}, job.double_options));
   job.finish(job.group->allgather(output, input));
@@ -638,8 +639,8 @@ void check_given_workloads(const CommCollectConfig& config, int64_t local_batch)
   if (given.empty()) return;
   const std::string source = config.workloads_path.empty() ? "--workloads" : config.workloads_path;
   if (config.samples > static_cast<int64_t>(given.size())) {
-    throw InputError(fmt::format("--samples: must not exceed the {} workloads of {}, got {}", given.size(), source,
-                                 config.samples));
+    throw InputError(
+        fmt::format("--samples: must not exceed the {} workloads of {}, got {}", given.size(), source, config.samples));
   }
   const auto ranks = static_cast<std::size_t>(config.rendezvous.world_size);
   const int per_host = config.gpus_per_host;
@@ -652,17 +653,23 @@ void check_given_workloads(const CommCollectConfig& config, int64_t local_batch)
     int64_t host_dim = 0;
     if (!given[i].host_rw_dims.empty()) {
       if (given[i].host_rw_dims.size() != ranks) {
-        throw InputError(fmt::format("{}: workloads[{}].host_rw_dims: must list the {} ranks of the world size", source, i, ranks));
+        throw InputError(
+            fmt::format("{}: workloads[{}].host_rw_dims: must list the {} ranks of the world size", source, i, ranks));
       }
       if (per_host < 2 || ranks % static_cast<std::size_t>(per_host) != 0) {
-        throw InputError(fmt::format("--gpus-per-host: workloads with host_rw_dims need hosts of at least 2 ranks that "
-                                     "divide the world size {}, got {}", ranks, per_host));
+        throw InputError(
+            fmt::format("--gpus-per-host: workloads with host_rw_dims need hosts of at least 2 ranks that "
+                        "divide the world size {}, got {}",
+                        ranks, per_host));
       }
       for (std::size_t r = 0; r < ranks; ++r) {
-        const int64_t first = given[i].host_rw_dims[r / static_cast<std::size_t>(per_host) * static_cast<std::size_t>(per_host)];
+        const int64_t first =
+            given[i].host_rw_dims[r / static_cast<std::size_t>(per_host) * static_cast<std::size_t>(per_host)];
         if (given[i].host_rw_dims[r] != first) {
-          throw InputError(fmt::format("{}: workloads[{}].host_rw_dims[{}]: must be its host's value {} (hosts of {} "
-                                       "ranks), got {}", source, i, r, first, per_host, given[i].host_rw_dims[r]));
+          throw InputError(
+              fmt::format("{}: workloads[{}].host_rw_dims[{}]: must be its host's value {} (hosts of {} "
+                          "ranks), got {}",
+                          source, i, r, first, per_host, given[i].host_rw_dims[r]));
         }
         host_dim = std::max(host_dim, given[i].host_rw_dims[r]);
       }
@@ -672,30 +679,37 @@ void check_given_workloads(const CommCollectConfig& config, int64_t local_batch)
     int64_t width = 0;
     for (int64_t d : given[i].dim_sums) width += d;
     const double rw_floats = static_cast<double>(local_batch) * static_cast<double>(given[i].rw_dim);
-    const double row_partials = std::max(2.0 * static_cast<double>(ranks) * rw_floats, static_cast<double>(given[i].allreduce_floats));
+    const double row_partials =
+        std::max(2.0 * static_cast<double>(ranks) * rw_floats, static_cast<double>(given[i].allreduce_floats));
     // The host's table-row-wise reduce-scatter: two of world x local_batch x its width, and its own part.
     const double host_floats = static_cast<double>(local_batch) * static_cast<double>(host_dim);
-    const double host_mine = per_host > 0 ? static_cast<double>(ranks / static_cast<std::size_t>(std::max(per_host, 1))) * host_floats : 0.0;
+    const double host_mine =
+        per_host > 0 ? static_cast<double>(ranks / static_cast<std::size_t>(std::max(per_host, 1))) * host_floats : 0.0;
     const std::array<double, 6> sizes{static_cast<double>(local_batch) * static_cast<double>(width),
-                                      static_cast<double>(local_batch) * static_cast<double>(width), row_partials, rw_floats,
-                                      2.0 * static_cast<double>(ranks) * host_floats, host_mine};
+                                      static_cast<double>(local_batch) * static_cast<double>(width),
+                                      row_partials,
+                                      rw_floats,
+                                      2.0 * static_cast<double>(ranks) * host_floats,
+                                      host_mine};
     double bytes = 0.0;
     for (std::size_t b = 0; b < sizes.size(); ++b) {
       bytes += sizes[b] * sizeof(float);
       largest[b] = std::max(largest[b], sizes[b]);
     }
     if (bytes > kMaxGivenBufferBytes) {
-      throw InputError(fmt::format("{}: workloads[{}]: its dim_sums, rw_dim, allreduce_floats and host_rw_dims need {:.1f} GiB of "
-                                   "buffers per rank at batch {}, over the limit of {:.0f} GiB",
-                                   source, i, bytes / (1ull << 30), config.batch_size, kMaxGivenBufferBytes / (1ull << 30)));
+      throw InputError(
+          fmt::format("{}: workloads[{}]: its dim_sums, rw_dim, allreduce_floats and host_rw_dims need {:.1f} GiB of "
+                      "buffers per rank at batch {}, over the limit of {:.0f} GiB",
+                      source, i, bytes / (1ull << 30), config.batch_size, kMaxGivenBufferBytes / (1ull << 30)));
     }
   }
   double held = 0.0;
   for (double floats : largest) held += floats * sizeof(float);
   if (held > kMaxGivenBufferBytes) {
-    throw InputError(fmt::format("{}: workloads: together need {:.1f} GiB of buffers per rank at batch {} (each buffer "
-                                 "keeps its largest size), over the limit of {:.0f} GiB",
-                                 source, held / (1ull << 30), config.batch_size, kMaxGivenBufferBytes / (1ull << 30)));
+    throw InputError(
+        fmt::format("{}: workloads: together need {:.1f} GiB of buffers per rank at batch {} (each buffer "
+                    "keeps its largest size), over the limit of {:.0f} GiB",
+                    source, held / (1ull << 30), config.batch_size, kMaxGivenBufferBytes / (1ull << 30)));
   }
 }
 

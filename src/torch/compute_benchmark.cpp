@@ -1,7 +1,7 @@
-#include "shardplan/median.hpp"
 #include "shardplan/costs/compute_benchmark.hpp"
 #include "shardplan/costs/tbe_timer.hpp"
 #include "shardplan/costs/timing_memory.hpp"
+#include "shardplan/median.hpp"
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -34,8 +34,9 @@ torch::Device parse_device(const std::string& name) {
   if (name == "cpu") return torch::kCPU;
   if (name == "cuda") {
     if (!torch::cuda::is_available()) {
-      throw InputError("--device: cuda requested but this LibTorch has no CUDA device (it was built without CUDA "
-                       "or no GPU is visible)");
+      throw InputError(
+          "--device: cuda requested but this LibTorch has no CUDA device (it was built without CUDA "
+          "or no GPU is visible)");
     }
     return torch::kCUDA;
   }
@@ -66,7 +67,8 @@ std::vector<WidthGroup> build_groups(const std::vector<Table>& shards, const Com
     for (std::size_t i : members) {
       const IndexTrace trace = std::move(traces[i]);
       int64_t base = static_cast<int64_t>(indices.size());
-      for (int64_t b = 0; b < config.batch_size; ++b) offsets.push_back(base + trace.offsets[static_cast<std::size_t>(b)]);
+      for (int64_t b = 0; b < config.batch_size; ++b)
+        offsets.push_back(base + trace.offsets[static_cast<std::size_t>(b)]);
       for (int64_t id : trace.indices) indices.push_back(id + total_rows);
       total_rows += shards[i].rows;
     }

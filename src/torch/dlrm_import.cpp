@@ -58,7 +58,8 @@ class StoredTensor {
         throw InputError(fmt::format("{}: {}: shape {} is too large", source, role_, shape()));
       }
       int64_t reach = 0;
-      if (size > 0 && (__builtin_mul_overflow(size - 1, stride, &reach) || __builtin_add_overflow(last, reach, &last))) {
+      if (size > 0 &&
+          (__builtin_mul_overflow(size - 1, stride, &reach) || __builtin_add_overflow(last, reach, &last))) {
         throw InputError(fmt::format("{}: {}: shape {} is too large", source, role_, shape()));
       }
     }
@@ -78,9 +79,10 @@ class StoredTensor {
       throw InputError(fmt::format("{}: {}: its data record {} is missing from the archive", source, role_, record));
     }
     if (entry->method != 0) {
-      throw InputError(fmt::format("{}: {}: record {} is compressed inside the zip (method {}); torch.save stores "
-                                   "records uncompressed, so the archive was repacked: re-save it with torch.save",
-                                   source, role_, record, entry->method));
+      throw InputError(
+          fmt::format("{}: {}: record {} is compressed inside the zip (method {}); torch.save stores "
+                      "records uncompressed, so the archive was repacked: re-save it with torch.save",
+                      source, role_, record, entry->method));
     }
     const uint64_t record_bytes = std::min(entry->compressed_size, entry->uncompressed_size);  // equal when stored
     if (record_bytes < static_cast<uint64_t>(meta_.storage_bytes)) {
@@ -178,7 +180,7 @@ std::string archive_prefix(const ZipReader& zip, const std::string& source) {
 uint64_t archive_version(const ZipReader& zip, const std::string& prefix, const std::string& source) {
   const ZipEntry* entry = zip.find(prefix + "version");
   if (entry == nullptr) entry = zip.find(prefix + ".data/version");  // where newer PyTorch writes it
-  if (entry == nullptr) return 3;  // the format version PyTorch 1.6 .. 1.13 writes
+  if (entry == nullptr) return 3;                                    // the format version PyTorch 1.6 .. 1.13 writes
   std::string text = zip.read_small(*entry, 64);
   try {
     return std::stoull(text);
@@ -210,9 +212,10 @@ Layout check_layout(const StoredTensor& indices, const StoredTensor& offsets, co
   } else if (offsets.numel() == bags) {
     layout.offsets_closed = false;
   } else {
-    throw InputError(fmt::format("{}: offsets has {} entries, but lengths (shape {}) describes {} bags: expected {} "
-                                 "(or {})",
-                                 source, offsets.numel(), lengths.shape(), bags, bags + 1, bags));
+    throw InputError(
+        fmt::format("{}: offsets has {} entries, but lengths (shape {}) describes {} bags: expected {} "
+                    "(or {})",
+                    source, offsets.numel(), lengths.shape(), bags, bags + 1, bags));
   }
   const int64_t total = indices.numel();
   layout.table_start.reserve(static_cast<std::size_t>(layout.tables) + 1);
@@ -233,13 +236,14 @@ Layout check_layout(const StoredTensor& indices, const StoredTensor& offsets, co
           throw InputError(fmt::format("{}: lengths[{}][{}] is {}: negative", source, t, b0 + i, l));
         }
         if (o != pos) {
-          throw InputError(fmt::format("{}: offsets[{}] is {}, but the lengths of the bags before it sum to {} "
-                                       "(table {}, bag {}): offsets and lengths disagree",
-                                       source, bag0 + i, o, pos, t, b0 + i));
+          throw InputError(
+              fmt::format("{}: offsets[{}] is {}, but the lengths of the bags before it sum to {} "
+                          "(table {}, bag {}): offsets and lengths disagree",
+                          source, bag0 + i, o, pos, t, b0 + i));
         }
         if (l > total - pos) {
-          throw InputError(fmt::format("{}: lengths run past the {} indices at table {}, bag {}", source, total, t,
-                                       b0 + i));
+          throw InputError(
+              fmt::format("{}: lengths run past the {} indices at table {}, bag {}", source, total, t, b0 + i));
         }
         pos += l;
       }
@@ -250,8 +254,8 @@ Layout check_layout(const StoredTensor& indices, const StoredTensor& offsets, co
     int64_t end = 0;
     offsets.read(offsets.element(bags), 1, 1, &end);
     if (end != pos) {
-      throw InputError(fmt::format("{}: the last offset, offsets[{}], is {}, but the lengths sum to {}", source, bags,
-                                   end, pos));
+      throw InputError(
+          fmt::format("{}: the last offset, offsets[{}], is {}, but the lengths sum to {}", source, bags, end, pos));
     }
   }
   if (pos != total) {
@@ -271,8 +275,8 @@ Table table_statistics(std::vector<int64_t>& ids, int64_t table, int64_t first_i
     max_id = std::max(max_id, ids[i]);
   }
   if (max_id >= kMaxRows) {
-    throw InputError(fmt::format("{}: table {} has id {}, beyond the {} rows a table may have", source, table, max_id,
-                                 kMaxRows));
+    throw InputError(
+        fmt::format("{}: table {} has id {}, beyond the {} rows a table may have", source, table, max_id, kMaxRows));
   }
   // Sorting in place keeps the working set at the ids themselves; a hash map of counts would need
   // several times more for the tables with millions of distinct ids.
@@ -308,7 +312,8 @@ DlrmImport import_dlrm_dataset(const std::string& path, const DlrmImportOptions&
   if (const ZipEntry* order = zip.find(prefix + "byteorder")) {
     std::string text = zip.read_small(*order, 64);
     if (text != "little") {
-      throw InputError(fmt::format("{}: saved with byte order '{}'; only little-endian files are supported", path, text));
+      throw InputError(
+          fmt::format("{}: saved with byte order '{}'; only little-endian files are supported", path, text));
     }
   }
   const uint64_t version = archive_version(zip, prefix, path);

@@ -54,13 +54,14 @@ int create_anonymous_temp(const std::string& dir, const std::string& source) {
   std::string path = dir + "/.shard-plan-unpack.XXXXXX";
   int fd = ::mkstemp(path.data());
   if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
-    throw InputError(fmt::format("{}: the directory {} for unpacking it does not exist (set --temp-dir or TMPDIR)",
-                                 source, dir));
+    throw InputError(
+        fmt::format("{}: the directory {} for unpacking it does not exist (set --temp-dir or TMPDIR)", source, dir));
   }
   if (fd < 0) {
-    throw RuntimeFailure(fmt::format("{}: cannot create a temporary file in {} to unpack it: {} (set --temp-dir or "
-                                     "TMPDIR)",
-                                     source, dir, std::strerror(errno)));
+    throw RuntimeFailure(
+        fmt::format("{}: cannot create a temporary file in {} to unpack it: {} (set --temp-dir or "
+                    "TMPDIR)",
+                    source, dir, std::strerror(errno)));
   }
   ::unlink(path.c_str());  // anonymous from here on: the space is freed when the descriptor closes
   return fd;
@@ -72,9 +73,10 @@ void write_all(int fd, const char* data, std::size_t n, const std::string& sourc
     ssize_t put = ::write(fd, data, n);
     if (put < 0) {
       if (errno == EINTR) continue;
-      throw RuntimeFailure(fmt::format("{}: cannot write the unpacked data into {} after {} bytes: {} (the unpacked "
-                                       "size must fit there; set --temp-dir or TMPDIR)",
-                                       source, dir, written_so_far, std::strerror(errno)));
+      throw RuntimeFailure(
+          fmt::format("{}: cannot write the unpacked data into {} after {} bytes: {} (the unpacked "
+                      "size must fit there; set --temp-dir or TMPDIR)",
+                      source, dir, written_so_far, std::strerror(errno)));
     }
     data += put;
     n -= static_cast<std::size_t>(put);

@@ -71,7 +71,8 @@ class MonotoneNetImpl : public torch::nn::Module {
     positive_in = torch::zeros({hidden_, inputs});
     positive_in.index_put_({torch::indexing::Slice(0, dependent), torch::indexing::Slice(0, monotone)}, 1.0);
     cut_in = torch::ones({hidden_, inputs});
-    cut_in.index_put_({torch::indexing::Slice(dependent, torch::indexing::None), torch::indexing::Slice(0, monotone)}, 0.0);
+    cut_in.index_put_({torch::indexing::Slice(dependent, torch::indexing::None), torch::indexing::Slice(0, monotone)},
+                      0.0);
     positive_out = torch::zeros({1, hidden_});
     positive_out.index_put_({0, torch::indexing::Slice(0, dependent)}, 1.0);
   }
@@ -142,9 +143,11 @@ class ComputeNetImpl : public torch::nn::Module {
     // The head sees the set through its latency-weighted mean embedding, so a set that one heavy shard
     // dominates is judged by that shard, not by the many light ones beside it (with a plain mean, the
     // discount learned for sets of light shards was applied to heavy ones, and the search exploited it).
-    torch::Tensor context = weighted_context_
-        ? torch::zeros({devices, h.size(1)}, options).index_add(0, device, h * alone_ms.unsqueeze(1)) / sum_ms.unsqueeze(1)
-        : torch::zeros({devices, h.size(1)}, options).index_add(0, device, h) / count.unsqueeze(1);
+    torch::Tensor context =
+        weighted_context_
+            ? torch::zeros({devices, h.size(1)}, options).index_add(0, device, h * alone_ms.unsqueeze(1)) /
+                  sum_ms.unsqueeze(1)
+            : torch::zeros({devices, h.size(1)}, options).index_add(0, device, h) / count.unsqueeze(1);
     torch::Tensor logit = head->forward(torch::cat({context, torch::log(count).unsqueeze(1)}, 1)).squeeze(1);
     torch::Tensor device_ms = sum_ms * torch::exp(interaction_range_ * torch::tanh(logit));
     if (log_step_ms.defined()) device_ms = device_ms + torch::exp(log_step_ms);

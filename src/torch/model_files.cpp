@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "model_meta.hpp"
+#include "model_verify.hpp"
 #include "shardplan/atomic_file.hpp"
 #include "shardplan/cost_features.hpp"
 #include "shardplan/cost_model_io.hpp"
@@ -16,8 +18,6 @@
 #include "shardplan/json_file.hpp"
 #include "shardplan/model_hardware.hpp"
 #include "shardplan/sha256.hpp"
-#include "model_meta.hpp"
-#include "model_verify.hpp"
 
 namespace shardplan {
 
@@ -38,7 +38,8 @@ void require_finite_weights(const Mlp& net, const std::string& file) {
   for (const DenseLayer& layer : net.layers) {
     for (const std::vector<float>* values : {&layer.weight, &layer.bias}) {
       for (float v : *values) {
-        if (!std::isfinite(v)) throw InputError(fmt::format("{}: holds a weight that is not a finite number ({})", file, v));
+        if (!std::isfinite(v))
+          throw InputError(fmt::format("{}: holds a weight that is not a finite number ({})", file, v));
       }
     }
   }
@@ -49,8 +50,10 @@ void load_weights(ModuleHolder& module, const fs::path& path) {
   try {
     torch::load(module, path.string());
   } catch (const c10::Error& e) {
-    throw InputError(fmt::format("{}: not readable as this model's weights (corrupt, truncated or another "
-                                 "architecture): {}", path.string(), e.what_without_backtrace()));
+    throw InputError(
+        fmt::format("{}: not readable as this model's weights (corrupt, truncated or another "
+                    "architecture): {}",
+                    path.string(), e.what_without_backtrace()));
   }
 }
 
@@ -74,16 +77,18 @@ void save_model_directory(const std::string& dir, nlohmann::json& meta, ComputeN
 void plan_comm_on_profile(nlohmann::json& comm_section, nlohmann::json& comm_hardware, const HardwareProfile& profile,
                           int64_t batch, const std::string& from) {
   if (comm_section.value("form", std::string()) != kHierarchicalCommForm) {
-    throw InputError(fmt::format("--hardware {}: the all-to-all of {} has no hierarchical structure to plan on the "
-                                 "profile's links; re-train that model, or start from a newer one",
-                                 profile.name, from));
+    throw InputError(
+        fmt::format("--hardware {}: the all-to-all of {} has no hierarchical structure to plan on the "
+                    "profile's links; re-train that model, or start from a newer one",
+                    profile.name, from));
   }
   comm_section["fabric"] = fabric_to_json(fabric_of(profile, batch));
   comm_section["structure_only"] = true;
   comm_hardware = {{"profile", profile.name}, {"structure_only", true}, {"net_from_model", from}};
-  spdlog::info("communication: the hierarchical estimate on profile {}'s links at batch {} ({}); the comm net of "
-               "{} is kept but not used",
-               profile.name, batch, profile.source_path, from);
+  spdlog::info(
+      "communication: the hierarchical estimate on profile {}'s links at batch {} ({}); the comm net of "
+      "{} is kept but not used",
+      profile.name, batch, profile.source_path, from);
 }
 
 void match_comm_batch(nlohmann::json& comm_section, int64_t compute_batch, const std::string& from) {
@@ -94,10 +99,11 @@ void match_comm_batch(nlohmann::json& comm_section, int64_t compute_batch, const
     comm_section["fabric"]["batch_size"] = compute_batch;  // no learned net: the structure scales with the batch
     return;
   }
-  spdlog::warn("the compute was timed at batch {} but {}'s all-to-alls at batch {}: the model will weigh "
-               "communication against compute wrongly; pass --hardware PROFILE to plan the all-to-all on that "
-               "profile's links at batch {}",
-               compute_batch, from, comm_batch, compute_batch);
+  spdlog::warn(
+      "the compute was timed at batch {} but {}'s all-to-alls at batch {}: the model will weigh "
+      "communication against compute wrongly; pass --hardware PROFILE to plan the all-to-all on that "
+      "profile's links at batch {}",
+      compute_batch, from, comm_batch, compute_batch);
 }
 
 ModelFiles load_model_files(const std::string& dir_or_name) {
@@ -143,9 +149,10 @@ ModelFiles load_model_files(const std::string& dir_or_name) {
     first.concave_end = meta.concave_end;
     for (int input = 0; input < kHierCommMonotoneInputs; ++input) {
       if (!mlp_non_decreasing_in(comm.net, input)) {
-        throw InputError(fmt::format("{}: the hierarchical all-to-all network has negative weights on the path of its "
-                                     "structural input {}, so more bytes could cost less; re-train the model",
-                                     (root / kCommWeightsFile).string(), input));
+        throw InputError(
+            fmt::format("{}: the hierarchical all-to-all network has negative weights on the path of its "
+                        "structural input {}, so more bytes could cost less; re-train the model",
+                        (root / kCommWeightsFile).string(), input));
       }
     }
   }
@@ -155,7 +162,8 @@ ModelFiles load_model_files(const std::string& dir_or_name) {
 std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir) {
   ModelFiles files = load_model_files(dir);
   std::string name = files.meta.value("name", fs::path(dir).filename().string());
-  auto model = std::make_unique<NeuralCostModel>("neural:" + name, std::move(files.compute_spec), std::move(files.comm_spec));
+  auto model =
+      std::make_unique<NeuralCostModel>("neural:" + name, std::move(files.compute_spec), std::move(files.comm_spec));
   model->set_hardware(hardware_from_model_meta(files.meta));
   if (model->comm_spec().structure_only) model->plan_for_hardware(model->comm_spec().fabric);
   return model;

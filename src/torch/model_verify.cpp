@@ -62,9 +62,10 @@ void verify_model_archive(const torchio::RandomAccessFile& file, const nlohmann:
   if (recorded.empty()) return;
   const std::string actual = file_sha256(file);
   if (actual != recorded) {
-    throw InputError(fmt::format("{}: its SHA-256 is {}, but {} records {}: the file changed after the model was "
-                                 "written (corrupted or replaced)",
-                                 file.name(), actual, meta_source, recorded));
+    throw InputError(
+        fmt::format("{}: its SHA-256 is {}, but {} records {}: the file changed after the model was "
+                    "written (corrupted or replaced)",
+                    file.name(), actual, meta_source, recorded));
   }
 }
 

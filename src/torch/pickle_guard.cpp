@@ -11,8 +11,8 @@ namespace shardplan::torchio {
 
 namespace {
 
-constexpr std::size_t kMaxMemo = 1 << 16;    // torch.save puts one memo entry per object: a handful here
-constexpr std::size_t kMaxDepth = 1 << 20;   // stack entries or marks
+constexpr std::size_t kMaxMemo = 1 << 16;   // torch.save puts one memo entry per object: a handful here
+constexpr std::size_t kMaxDepth = 1 << 20;  // stack entries or marks
 
 class Walker {
  public:
@@ -34,9 +34,9 @@ class Walker {
         case '.':  // STOP
           if (depth_ != 1 || !marks_.empty()) fail(fmt::format("stops at byte {} with an unbalanced stack", at));
           return;
-        case ')':  // EMPTY_TUPLE
-        case ']':  // EMPTY_LIST
-        case 'N':  // NONE
+        case ')':   // EMPTY_TUPLE
+        case ']':   // EMPTY_LIST
+        case 'N':   // NONE
         case 0x88:  // NEWTRUE
         case 0x89:  // NEWFALSE
           push();
@@ -117,8 +117,8 @@ class Walker {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw InputError(
-        fmt::format("{}: data.pkl {} (it is not a tuple of tensors saved by torch.save, or is damaged)", source_, what));
+    throw InputError(fmt::format("{}: data.pkl {} (it is not a tuple of tensors saved by torch.save, or is damaged)",
+                                 source_, what));
   }
   void skip(std::size_t n) {
     if (n > p_.size() - pos_) fail("ends inside an argument: truncated");
@@ -156,7 +156,8 @@ class Walker {
     memo_[id] = true;
   }
   void get(std::size_t id, std::size_t at) {
-    if (id >= memo_.size() || !memo_[id]) fail(fmt::format("reads memo entry {} that was never set at byte {}", id, at));
+    if (id >= memo_.size() || !memo_[id])
+      fail(fmt::format("reads memo entry {} that was never set at byte {}", id, at));
     push();
   }
   std::string line() {

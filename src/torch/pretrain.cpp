@@ -11,13 +11,12 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <map>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "mlp_module.hpp"
 #include "model_files.hpp"
-#include "training.hpp"
 #include "shardplan/allreduce_fit.hpp"
 #include "shardplan/atomic_file.hpp"
 #include "shardplan/cost_features.hpp"
@@ -31,6 +30,7 @@
 #include "shardplan/model_hardware.hpp"
 #include "shardplan/progress.hpp"
 #include "shardplan/rowwise_fit.hpp"
+#include "training.hpp"
 
 namespace shardplan {
 
@@ -76,8 +76,8 @@ CommRows comm_rows(const std::vector<CommSample>& samples, const CommFabric& fab
   std::vector<double> structure;
   for (std::size_t s = 0; s < samples.size(); ++s) {
     const CommSample& sample = samples[s];
-    hierarchical_comm_features_into(fabric_for_sample(fabric, sample), model_dim_sums(sample), sample.delays_ms, features,
-                                    structure);
+    hierarchical_comm_features_into(fabric_for_sample(fabric, sample), model_dim_sums(sample), sample.delays_ms,
+                                    features, structure);
     std::vector<double> waits = comm_waits(sample.delays_ms);
     for (std::size_t r = 0; r < features.size(); ++r) {
       rows.features.push_back(features[r]);
@@ -251,7 +251,8 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
       slowest_by_size[sample.world_size].add(sample, fw, bw);
     } else if (sample.allreduce_floats > 0) {
       // A data-parallel all-reduce timed too (given workloads): every rank against the model's.
-      const double predicted = model.allreduce_ms(4.0 * static_cast<double>(sample.allreduce_floats), sample.world_size);
+      const double predicted =
+          model.allreduce_ms(4.0 * static_cast<double>(sample.allreduce_floats), sample.world_size);
       for (double ms : sample.allreduce_ms) {
         ar_pred.push_back(predicted);
         ar_true.push_back(ms);
@@ -279,7 +280,7 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
   if (by_size.size() > 1) {
     for (const auto& [world_size, own] : by_size) {
       metrics["by_world_size"][std::to_string(world_size)] = {{"fw", compute_metrics(own[0], own[1]).to_json()},
-                                                               {"bw", compute_metrics(own[2], own[3]).to_json()}};
+                                                              {"bw", compute_metrics(own[2], own[3]).to_json()}};
     }
   }
   // Within one world size only: sizes differ in how widths reach the links.
@@ -335,15 +336,21 @@ nlohmann::json compute_hardware(const nlohmann::json& compute_meta) {
   const std::string kernel = meta.value("kernel", "") == ComputeBenchConfig::kFbgemmTbeKernel
                                  ? ComputeBenchConfig::kFbgemmTbeKernel
                                  : ComputeBenchConfig::kEmbeddingBagKernel;
-  return {{"device", meta.value("device", "")}, {"device_model", meta.value("device_model", "")},
-          {"kernel", kernel}, {"host", meta.value("host", "")}, {"date", meta.value("date", "")}};
+  return {{"device", meta.value("device", "")},
+          {"device_model", meta.value("device_model", "")},
+          {"kernel", kernel},
+          {"host", meta.value("host", "")},
+          {"date", meta.value("date", "")}};
 }
 
 // Where the all-to-alls were timed, from the comm data's provenance.
 nlohmann::json comm_hardware(const nlohmann::json& comm_meta, const std::set<int>& world_sizes) {
   const nlohmann::json& meta = first_source(comm_meta);
-  return {{"device_model", meta.value("device_model", "")}, {"backend", meta.value("backend", "")},
-          {"world_sizes", world_sizes}, {"host", meta.value("host", "")}, {"date", meta.value("date", "")}};
+  return {{"device_model", meta.value("device_model", "")},
+          {"backend", meta.value("backend", "")},
+          {"world_sizes", world_sizes},
+          {"host", meta.value("host", "")},
+          {"date", meta.value("date", "")}};
 }
 
 // The communication part of a model: trained on comm data, or carried over from another model.
@@ -366,7 +373,8 @@ CommPart comm_from_model(const std::string& dir) {
   ModelHardware hardware = hardware_from_model_meta(base.meta);
   part.hardware = hardware_to_json(hardware).value("comm", nlohmann::ordered_json::object());
   part.hardware["from_model"] = dir;
-  part.data = {{"from_model", dir}, {"samples", base.meta.value("/data/comm/samples"_json_pointer, nlohmann::json(nullptr))}};
+  part.data = {{"from_model", dir},
+               {"samples", base.meta.value("/data/comm/samples"_json_pointer, nlohmann::json(nullptr))}};
   if (base.meta.contains("metrics")) {
     part.test_metrics = base.meta["metrics"].value("comm", nlohmann::json(nullptr));
     part.holdout_metrics = base.meta["metrics"].value("comm_holdout", nlohmann::json(nullptr));
@@ -385,7 +393,8 @@ std::string profile_name(const nlohmann::json& comm_section) {
 int64_t collection_batch_size(const nlohmann::json& data_meta) {
   std::set<int64_t> batches;
   auto add = [&](const nlohmann::json& meta) {
-    if (meta.contains("batch_size") && meta["batch_size"].is_number_integer()) batches.insert(meta["batch_size"].get<int64_t>());
+    if (meta.contains("batch_size") && meta["batch_size"].is_number_integer())
+      batches.insert(meta["batch_size"].get<int64_t>());
   };
   if (data_meta.contains("sources") && data_meta["sources"].is_array()) {
     for (const auto& m : data_meta["sources"]) add(m);
@@ -393,8 +402,9 @@ int64_t collection_batch_size(const nlohmann::json& data_meta) {
     add(data_meta);
   }
   if (batches.size() > 1) {
-    throw InputError(fmt::format("comm data: sources were collected with different --batch-size ({}); train on one batch size",
-                                 fmt::join(batches, ", ")));
+    throw InputError(
+        fmt::format("comm data: sources were collected with different --batch-size ({}); train on one batch size",
+                    fmt::join(batches, ", ")));
   }
   return batches.empty() ? kScaleFreeCommBatch : *batches.begin();
 }
@@ -426,20 +436,22 @@ CommFabric comm_fabric(const CostData& comm_data, const PretrainConfig& config, 
   start.batch_size = batch;
   start.devices_per_host = per_host != 0 ? per_host : single_host_max;
   std::vector<CommSample> fitted_on;
-  for (const auto& s : comm_data.comm) if (s.world_size != left_out_world_size) fitted_on.push_back(s);
+  for (const auto& s : comm_data.comm)
+    if (s.world_size != left_out_world_size) fitted_on.push_back(s);
   FabricFit fit = fit_fabric(fitted_on, start);
   const CommFabric& f = fit.fabric;
-  spdlog::info("comm structure fitted to the data: intra-host {:.4g} GB/s and {:.4g} us per peer, host fabric {}, "
-               "inter-host {} (mean |log error| {:.3f}); a profile with these figures can be passed as --hardware",
-               f.intra_bytes_per_ms / 1e6, f.intra_peer_latency_ms * 1e3,
-               f.host_bytes_per_ms > 0
-                   ? fmt::format("{:.4g} GB/s ({}; the other form's error {:.3f})", f.host_bytes_per_ms / 1e6,
-                                 f.host_adds ? "adding to each GPU's links" : "bounding them", fit.other_form_error)
-                   : std::string("not shared"),
-               fit.inter_measured ? fmt::format("{:.4g} GB/s and {:.4g} us per peer", f.inter_bytes_per_ms / 1e6,
-                                                f.inter_peer_latency_ms * 1e3)
-                                  : std::string("not measured (taken as intra-host)"),
-               fit.mean_abs_log_error);
+  spdlog::info(
+      "comm structure fitted to the data: intra-host {:.4g} GB/s and {:.4g} us per peer, host fabric {}, "
+      "inter-host {} (mean |log error| {:.3f}); a profile with these figures can be passed as --hardware",
+      f.intra_bytes_per_ms / 1e6, f.intra_peer_latency_ms * 1e3,
+      f.host_bytes_per_ms > 0
+          ? fmt::format("{:.4g} GB/s ({}; the other form's error {:.3f})", f.host_bytes_per_ms / 1e6,
+                        f.host_adds ? "adding to each GPU's links" : "bounding them", fit.other_form_error)
+          : std::string("not shared"),
+      fit.inter_measured
+          ? fmt::format("{:.4g} GB/s and {:.4g} us per peer", f.inter_bytes_per_ms / 1e6, f.inter_peer_latency_ms * 1e3)
+          : std::string("not measured (taken as intra-host)"),
+      fit.mean_abs_log_error);
   return fit.fabric;
 }
 
@@ -466,35 +478,42 @@ CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config,
     }
   }
   if (row_wise_samples > 0) {
-    spdlog::info("comm data: {} samples of plans with row-wise or table-row-wise tables and their pairs are left "
-                 "out of the all-to-all's training ({} row-wise pairs fit the row-wise collectives)",
-                 row_wise_samples, rowwise.size());
+    spdlog::info(
+        "comm data: {} samples of plans with row-wise or table-row-wise tables and their pairs are left "
+        "out of the all-to-all's training ({} row-wise pairs fit the row-wise collectives)",
+        row_wise_samples, rowwise.size());
   }
-  if (comm_data.comm.empty()) throw InputError("the comm cost data holds only all-reduce samples: no all-to-all to learn");
+  if (comm_data.comm.empty())
+    throw InputError("the comm cost data holds only all-reduce samples: no all-to-all to learn");
   const CommFabric fabric = comm_fabric(comm_data, config);
   CommRows rows = comm_rows(comm_data.comm, fabric);
   Split comm_split = split_indices(comm_data.comm.size(), config.validation_fraction, config.test_fraction, config.seed,
                                    kCommSplitStream);
-  CommTrained comm = train_comm(rows, rows_of_samples(rows, comm_split.train), rows_of_samples(rows, comm_split.validation),
-                                fabric, config, "comm model", kCommShuffleStream);
+  CommTrained comm =
+      train_comm(rows, rows_of_samples(rows, comm_split.train), rows_of_samples(rows, comm_split.validation), fabric,
+                 config, "comm model", kCommShuffleStream);
 
   // Generalisation across device counts: retrain without one world size, test on it.
   std::set<int> world_sizes;
   for (const auto& s : comm_data.comm) world_sizes.insert(s.world_size);
   int holdout = config.holdout_world_size;
-  if (holdout == 0 && world_sizes.size() >= 3) holdout = *std::next(world_sizes.begin(), static_cast<std::ptrdiff_t>(world_sizes.size() / 2));
+  if (holdout == 0 && world_sizes.size() >= 3)
+    holdout = *std::next(world_sizes.begin(), static_cast<std::ptrdiff_t>(world_sizes.size() / 2));
   if (holdout != 0 && world_sizes.count(holdout)) {
     std::vector<std::size_t> seen_train, seen_val;
     std::vector<CommSample> held;
-    for (std::size_t s : comm_split.train) if (comm_data.comm[s].world_size != holdout) seen_train.push_back(s);
-    for (std::size_t s : comm_split.validation) if (comm_data.comm[s].world_size != holdout) seen_val.push_back(s);
-    for (const auto& s : comm_data.comm) if (s.world_size == holdout) held.push_back(s);
+    for (std::size_t s : comm_split.train)
+      if (comm_data.comm[s].world_size != holdout) seen_train.push_back(s);
+    for (std::size_t s : comm_split.validation)
+      if (comm_data.comm[s].world_size != holdout) seen_val.push_back(s);
+    for (const auto& s : comm_data.comm)
+      if (s.world_size == holdout) held.push_back(s);
     // The structure is fitted again without the held-out size too, so nothing of it leaks into the test.
     const CommFabric fabric_without = comm_fabric(comm_data, config, holdout);
     CommRows rows_without = comm_rows(comm_data.comm, fabric_without);
-    CommTrained without = train_comm(rows_without, rows_of_samples(rows_without, seen_train),
-                                     rows_of_samples(rows_without, seen_val), fabric_without, config,
-                                     fmt::format("comm model without W={}", holdout), kHoldoutShuffleStream);
+    CommTrained without =
+        train_comm(rows_without, rows_of_samples(rows_without, seen_train), rows_of_samples(rows_without, seen_val),
+                   fabric_without, config, fmt::format("comm model without W={}", holdout), kHoldoutShuffleStream);
     NeuralCostModel probe("holdout", compute_spec, without.spec);
     part.holdout_metrics = comm_metrics(probe, held);
     part.holdout_metrics["world_size"] = holdout;
@@ -506,18 +525,25 @@ CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config,
   part.net = comm.net;
   part.outcome = comm.outcome;
   const DenseLayer& hidden = comm.spec.net.layers.front();
-  part.meta_section = {{"form", kHierarchicalCommForm}, {"features", kHierCommFeatures}, {"layers", {hidden.outputs}},
+  part.meta_section = {{"form", kHierarchicalCommForm},
+                       {"features", kHierCommFeatures},
+                       {"layers", {hidden.outputs}},
                        {"monotone_inputs", kHierCommMonotoneInputs},
                        {"concave_units", {hidden.concave_begin, hidden.concave_end}},
                        {"fabric", fabric_to_json(fabric)},
-                       {"feature_mean", comm.spec.features.mean}, {"feature_std", comm.spec.features.std},
-                       {"input_min", comm.spec.input_min}, {"input_max", comm.spec.input_max},
-                       {"target", "standardised log of measured over structural transfer time (forward minus the "
-                                  "wait, backward); the network is non-decreasing in the structural inputs and sees "
-                                  "them clamped to [input_min, input_max]"},
-                       {"target_mean", comm.spec.target_mean}, {"target_std", comm.spec.target_std},
+                       {"feature_mean", comm.spec.features.mean},
+                       {"feature_std", comm.spec.features.std},
+                       {"input_min", comm.spec.input_min},
+                       {"input_max", comm.spec.input_max},
+                       {"target",
+                        "standardised log of measured over structural transfer time (forward minus the "
+                        "wait, backward); the network is non-decreasing in the structural inputs and sees "
+                        "them clamped to [input_min, input_max]"},
+                       {"target_mean", comm.spec.target_mean},
+                       {"target_std", comm.spec.target_std},
                        {"backward_context", kBackwardWithoutDelays},
-                       {"world_sizes", world_sizes}, {"weights", kCommWeightsFile}};
+                       {"world_sizes", world_sizes},
+                       {"weights", kCommWeightsFile}};
   const AllreduceFit allreduce = fit_allreduce(allreduce_samples);  // empty without such samples
   if (!allreduce_samples.empty()) {
     std::vector<double> structure, fitted, measured;
@@ -557,8 +583,10 @@ CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config,
                  rowwise.size(), fitted_error / n, latency_error / n);
   }
   part.hardware = comm_hardware(comm_data.meta, world_sizes);
-  part.data = {{"samples", comm_data.comm.size()}, {"train", comm_split.train.size()},
-               {"validation", comm_split.validation.size()}, {"test", comm_split.test.size()}};
+  part.data = {{"samples", comm_data.comm.size()},
+               {"train", comm_split.train.size()},
+               {"validation", comm_split.validation.size()},
+               {"test", comm_split.test.size()}};
   if (!allreduce_samples.empty()) part.data["allreduce_samples"] = allreduce_samples.size();
   return part;
 }
@@ -569,7 +597,8 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
   if (config.epochs < 1 || config.batch_size < 1 || config.learning_rate <= 0 || config.threads < 1) {
     throw InputError("--epochs, --batch-size, --lr and --threads must be positive");
   }
-  if (config.validation_fraction <= 0 || config.test_fraction <= 0 || config.validation_fraction + config.test_fraction >= 0.9) {
+  if (config.validation_fraction <= 0 || config.test_fraction <= 0 ||
+      config.validation_fraction + config.test_fraction >= 0.9) {
     throw InputError(fmt::format("--val-fraction and --test-fraction must be positive and sum below 0.9, got {} and {}",
                                  config.validation_fraction, config.test_fraction));
   }
@@ -589,10 +618,11 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
   if (config.comm_from.empty()) {
     comm_data = find_cost_data(config.data_dir, CostKind::kComm);
     if (!comm_data) {
-      throw InputError(fmt::format("{}: no comm cost data to train the communication model; to train on compute "
-                                   "data alone, pass --comm-from MODEL_DIR (e.g. models/default) to keep that "
-                                   "model's communication part",
-                                   config.data_dir));
+      throw InputError(
+          fmt::format("{}: no comm cost data to train the communication model; to train on compute "
+                      "data alone, pass --comm-from MODEL_DIR (e.g. models/default) to keep that "
+                      "model's communication part",
+                      config.data_dir));
     }
   }
   spdlog::info("training on {} compute samples and {} from {}", compute_data.compute.size(),
@@ -619,7 +649,8 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
       },
       [&] {
         torch::NoGradGuard no_grad;
-        return torch::mse_loss(compute_net->forward(validation.x, validation.device, validation.devices), validation.target)
+        return torch::mse_loss(compute_net->forward(validation.x, validation.device, validation.devices),
+                               validation.target)
             .item<double>();
       },
       train_settings(config), "compute model", kComputeShuffleStream);
@@ -635,7 +666,8 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
   if (!comm_data && !config.hardware.empty()) {
     plan_comm_on_profile(comm.meta_section, comm.hardware, load_hardware_profile(config.hardware),
                          collection_batch_size(compute_data.meta), config.comm_from);
-    comm.data = {{"from_model", config.comm_from}, {"samples", 0}, {"structure", "profile " + profile_name(comm.meta_section)}};
+    comm.data = {
+        {"from_model", config.comm_from}, {"samples", 0}, {"structure", "profile " + profile_name(comm.meta_section)}};
     comm.test_metrics = nullptr;  // the net's metrics describe hardware the model no longer predicts for
     comm.holdout_metrics = nullptr;
   } else if (!comm_data) {
@@ -643,30 +675,46 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
   }
 
   // Write the directory, then evaluate through the same loading and plain-C++ inference the planner uses.
-  nlohmann::json meta = {
-      {"format", kModelFormat},
-      {"name", fs::path(config.out_dir).filename().string()},
-      {"feature_schema", kFeatureSchemaVersion},
-      {"hardware", {{"compute", compute_hardware(compute_data.meta)}, {"comm", comm.hardware}}},
-      {"compute", {{"features", kComputeFeatures}, {"shard_layers", kShardWidths}, {"head_layers", kHeadWidths},
-                   {"interaction_range", config.interaction_range},
-                   {"step_cost_ms", compute_spec.step_cost_ms},
-                   {"context", "latency-weighted mean embedding"},
-                   {"feature_mean", compute_spec.features.mean}, {"feature_std", compute_spec.features.std},
-                   {"target", "log ms of the fastest timed iteration: log(sum of shards' ms x "
-                              "exp(interaction_range x tanh(head)) + step_cost_ms)"},
-                   {"weights", kComputeWeightsFile}}},
-      {"comm", comm.meta_section},
-      {"training", {{"seed", config.seed}, {"threads", config.threads}, {"learning_rate", config.learning_rate},
-                    {"batch_size", config.batch_size}, {"max_epochs", config.epochs}, {"patience", config.patience},
-                    {"loss", "MSE on log latency (compute); L1 on standardised log transfer time (comm)"},
-                    {"compute_epochs", compute_outcome.epochs_run}, {"compute_best_epoch", compute_outcome.best_epoch},
-                    {"command", config.command_line}}},
-      {"data", {{"dir", config.data_dir},
-                {"compute", {{"provenance", data_provenance(first_source(compute_data.meta))}, {"collected", collected},
-                             {"max_iteration_spread", config.max_iteration_spread}, {"samples", set.latency_ms.size()},
-                             {"train", split.train.size()}, {"validation", split.validation.size()}, {"test", split.test.size()}}},
-                {"comm", comm.data}}}};
+  nlohmann::json meta = {{"format", kModelFormat},
+                         {"name", fs::path(config.out_dir).filename().string()},
+                         {"feature_schema", kFeatureSchemaVersion},
+                         {"hardware", {{"compute", compute_hardware(compute_data.meta)}, {"comm", comm.hardware}}},
+                         {"compute",
+                          {{"features", kComputeFeatures},
+                           {"shard_layers", kShardWidths},
+                           {"head_layers", kHeadWidths},
+                           {"interaction_range", config.interaction_range},
+                           {"step_cost_ms", compute_spec.step_cost_ms},
+                           {"context", "latency-weighted mean embedding"},
+                           {"feature_mean", compute_spec.features.mean},
+                           {"feature_std", compute_spec.features.std},
+                           {"target",
+                            "log ms of the fastest timed iteration: log(sum of shards' ms x "
+                            "exp(interaction_range x tanh(head)) + step_cost_ms)"},
+                           {"weights", kComputeWeightsFile}}},
+                         {"comm", comm.meta_section},
+                         {"training",
+                          {{"seed", config.seed},
+                           {"threads", config.threads},
+                           {"learning_rate", config.learning_rate},
+                           {"batch_size", config.batch_size},
+                           {"max_epochs", config.epochs},
+                           {"patience", config.patience},
+                           {"loss", "MSE on log latency (compute); L1 on standardised log transfer time (comm)"},
+                           {"compute_epochs", compute_outcome.epochs_run},
+                           {"compute_best_epoch", compute_outcome.best_epoch},
+                           {"command", config.command_line}}},
+                         {"data",
+                          {{"dir", config.data_dir},
+                           {"compute",
+                            {{"provenance", data_provenance(first_source(compute_data.meta))},
+                             {"collected", collected},
+                             {"max_iteration_spread", config.max_iteration_spread},
+                             {"samples", set.latency_ms.size()},
+                             {"train", split.train.size()},
+                             {"validation", split.validation.size()},
+                             {"test", split.test.size()}}},
+                           {"comm", comm.data}}}};
   if (comm_data) {
     meta["training"]["comm_epochs"] = comm.outcome.epochs_run;
     meta["training"]["comm_best_epoch"] = comm.outcome.best_epoch;
@@ -693,7 +741,8 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
                           profile_name(comm.meta_section))
             : fmt::format("{} (its own test metrics)", config.comm_from);
   }
-  meta["training"]["seconds"] = std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  meta["training"]["seconds"] =
+      std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   write_file_atomically((fs::path(config.out_dir) / "meta.json").string(), meta.dump(2) + "\n");
   return meta;
 }
@@ -704,8 +753,9 @@ nlohmann::json evaluate_cost_model(const std::string& model_dir, const std::stri
   std::optional<CommFabric> fabric;
   if (!hardware.empty()) {
     HardwareProfile profile = load_hardware_profile(hardware);
-    fabric = fabric_of(profile, model->comm_spec().form == CommForm::kHierarchical ? model->comm_spec().fabric.batch_size
-                                                                                   : kScaleFreeCommBatch);
+    fabric =
+        fabric_of(profile, model->comm_spec().form == CommForm::kHierarchical ? model->comm_spec().fabric.batch_size
+                                                                              : kScaleFreeCommBatch);
     model->plan_for_hardware(*fabric);
   }
   nlohmann::json out = nlohmann::json::object();

@@ -27,9 +27,15 @@ std::string first_line(const std::string& text) { return text.substr(0, text.fin
 SavedTensor describe_tensor(const at::Tensor& tensor) {
   SavedTensor saved;
   switch (tensor.scalar_type()) {
-    case at::kLong: saved.type = ElementType::kInt64; break;
-    case at::kInt: saved.type = ElementType::kInt32; break;
-    default: saved.type = ElementType::kOther; break;
+    case at::kLong:
+      saved.type = ElementType::kInt64;
+      break;
+    case at::kInt:
+      saved.type = ElementType::kInt32;
+      break;
+    default:
+      saved.type = ElementType::kOther;
+      break;
   }
   saved.dtype_name = c10::toString(tensor.scalar_type());
   saved.itemsize = static_cast<int>(tensor.element_size());
@@ -66,7 +72,8 @@ std::vector<SavedTensor> read_tensor_sequence(const std::string& pickle, uint64_
     throw InputError(fmt::format("{}: data.pkl cannot be read as a tuple of tensors: {}", source,
                                  first_line(e.what_without_backtrace())));
   } catch (const std::exception& e) {
-    throw InputError(fmt::format("{}: data.pkl cannot be read as a tuple of tensors: {}", source, first_line(e.what())));
+    throw InputError(
+        fmt::format("{}: data.pkl cannot be read as a tuple of tensors: {}", source, first_line(e.what())));
   }
 
   std::vector<c10::IValue> elements;

@@ -12,12 +12,12 @@ namespace shardplan::torchio {
 enum class ElementType { kInt64, kInt32, kOther };
 
 struct SavedTensor {
-  std::string record;           // storage key in the archive: the data lives in "<prefix>data/<record>"
+  std::string record;  // storage key in the archive: the data lives in "<prefix>data/<record>"
   ElementType type = ElementType::kOther;
-  std::string dtype_name;       // e.g. "Long", for messages
+  std::string dtype_name;  // e.g. "Long", for messages
   int itemsize = 0;
-  int64_t storage_bytes = 0;    // size of the storage the pickle declares
-  int64_t storage_offset = 0;   // in elements
+  int64_t storage_bytes = 0;   // size of the storage the pickle declares
+  int64_t storage_offset = 0;  // in elements
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;  // in elements
 };

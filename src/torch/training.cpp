@@ -62,8 +62,8 @@ std::size_t drop_disturbed(std::vector<ComputeSample>& samples, double max_sprea
 
 nlohmann::json data_provenance(const nlohmann::json& meta) {
   nlohmann::json out = nlohmann::json::object();
-  for (const char* key : {"device", "device_model", "cpu_model", "threads", "torch_version", "batch_size", "host", "date",
-                          "world_size", "backend"}) {
+  for (const char* key : {"device", "device_model", "cpu_model", "threads", "torch_version", "batch_size", "host",
+                          "date", "world_size", "backend"}) {
     if (meta.contains(key)) out[key] = meta[key];
   }
   return out;

@@ -84,8 +84,8 @@ struct TrainOutcome {
 // when no epoch beats them.
 template <typename Module, typename LossFn>
 TrainOutcome train(Module& module, std::size_t train_size, const LossFn& loss_of_batch,
-                   const std::function<double()>& validation_loss, const TrainSettings& settings, const std::string& what,
-                   uint64_t shuffle_stream,
+                   const std::function<double()>& validation_loss, const TrainSettings& settings,
+                   const std::string& what, uint64_t shuffle_stream,
                    double start_validation_loss = std::numeric_limits<double>::infinity()) {
   torch::optim::Adam optimizer(module->parameters(), torch::optim::AdamOptions(settings.learning_rate));
   std::vector<std::size_t> order(train_size);
@@ -131,7 +131,8 @@ TrainOutcome train(Module& module, std::size_t train_size, const LossFn& loss_of
                                        outcome.best_validation_loss, outcome.best_epoch));
     if (epoch - outcome.best_epoch >= settings.patience) break;
     if (settings.time_limit_seconds > 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >= settings.time_limit_seconds) {
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >=
+            settings.time_limit_seconds) {
       outcome.stopped_by_time = true;
       break;
     }
@@ -149,7 +150,7 @@ TrainOutcome train(Module& module, std::size_t train_size, const LossFn& loss_of
 
 struct ComputeSet {
   std::vector<std::vector<ComputeFeatureVector>> shards;  // per sample
-  std::vector<double> latency_ms;                          // the undisturbed latency (fastest timed step)
+  std::vector<double> latency_ms;                         // the undisturbed latency (fastest timed step)
 };
 
 ComputeSet compute_set(const std::vector<ComputeSample>& samples);

@@ -35,7 +35,9 @@ uint32_t le32(const unsigned char* p) {
   return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
          (static_cast<uint32_t>(p[3]) << 24);
 }
-uint64_t le64(const unsigned char* p) { return static_cast<uint64_t>(le32(p)) | (static_cast<uint64_t>(le32(p + 4)) << 32); }
+uint64_t le64(const unsigned char* p) {
+  return static_cast<uint64_t>(le32(p)) | (static_cast<uint64_t>(le32(p + 4)) << 32);
+}
 
 }  // namespace
 
@@ -96,10 +98,11 @@ ZipReader::ZipReader(const RandomAccessFile& file) : file_(file) {
       throw InputError(fmt::format("{}: zip archive without its central directory: the file is truncated", name));
     }
     if (head[0] == 0x80) {
-      throw InputError(fmt::format("{}: a bare pickle, not a zip archive: the legacy torch.save format (PyTorch < 1.6, "
-                                   "or _use_new_zipfile_serialization=False) is not supported; re-save it with a newer "
-                                   "PyTorch",
-                                   name));
+      throw InputError(
+          fmt::format("{}: a bare pickle, not a zip archive: the legacy torch.save format (PyTorch < 1.6, "
+                      "or _use_new_zipfile_serialization=False) is not supported; re-save it with a newer "
+                      "PyTorch",
+                      name));
     }
     throw InputError(fmt::format("{}: not a torch.save file (no zip archive found)", name));
   }
@@ -123,9 +126,10 @@ ZipReader::ZipReader(const RandomAccessFile& file) : file_(file) {
     dir_offset = le64(z64 + 48);
   }
   if (entry_count > kMaxEntries || dir_size > kMaxDirectoryBytes || dir_size > size || dir_offset > size - dir_size) {
-    throw InputError(fmt::format("{}: zip central directory out of range ({} entries, {} bytes at {}, file of {} bytes): "
-                                 "truncated or corrupt",
-                                 name, entry_count, dir_size, dir_offset, size));
+    throw InputError(
+        fmt::format("{}: zip central directory out of range ({} entries, {} bytes at {}, file of {} bytes): "
+                    "truncated or corrupt",
+                    name, entry_count, dir_size, dir_offset, size));
   }
   std::vector<unsigned char> dir(dir_size);
   file.read_exact(dir_offset, dir.data(), dir.size(), "the zip central directory");
@@ -192,9 +196,10 @@ uint64_t ZipReader::stored_data_offset(const ZipEntry& entry) const {
   }
   uint64_t data = entry.local_header_offset + kLocalHeaderSize + le16(h + 26) + le16(h + 28);
   if (data > file_.size() || entry.compressed_size > file_.size() - data) {
-    throw InputError(fmt::format("{}: zip entry {} ({} bytes at offset {}) runs past the end of the file ({} bytes): "
-                                 "truncated",
-                                 file_.name(), entry.name, entry.compressed_size, data, file_.size()));
+    throw InputError(
+        fmt::format("{}: zip entry {} ({} bytes at offset {}) runs past the end of the file ({} bytes): "
+                    "truncated",
+                    file_.name(), entry.name, entry.compressed_size, data, file_.size()));
   }
   return data;
 }
@@ -258,7 +263,8 @@ void ZipReader::verify_crc(const ZipEntry& entry) const {
     throw InputError(fmt::format("{}: zip entry {} uses compression method {}; only stored and deflated are supported",
                                  file_.name(), entry.name, entry.method));
   }
-  if (produced != entry.uncompressed_size) throw corrupt(fmt::format("{} bytes, but {} recorded", produced, entry.uncompressed_size));
+  if (produced != entry.uncompressed_size)
+    throw corrupt(fmt::format("{} bytes, but {} recorded", produced, entry.uncompressed_size));
   if (crc != entry.crc32) throw corrupt(fmt::format("CRC-32 {:08x}, but {:08x} recorded", crc, entry.crc32));
 }
 

@@ -293,9 +293,9 @@ TEST(CommCollect, GivenWorkloadsAreTimedInOrder) {
   const std::string file = dir.path("workloads.json");
   write_comm_workloads(file, 2, given);
   const std::string out = dir.path("timed");
-  const std::vector<std::string> args{"collect-costs", "comm",  "--world-size", "2",  "--spawn",
-                                      "--workloads",   file,    "--out",        out,  "--batch-size",
-                                      "16",            "--repeats", "3"};
+  const std::vector<std::string> args{
+      "collect-costs", "comm", "--world-size", "2", "--spawn", "--workloads", file, "--out", out,
+      "--batch-size",  "16",   "--repeats",    "3"};
   std::string err;
   ASSERT_EQ(run(args, &err), 0) << err;
   std::vector<CommSample> samples = samples_in(out);
@@ -385,16 +385,16 @@ TEST(CommCollect, GivenTableRowWiseCollectivesRunWithinEachHost) {
   EXPECT_EQ(model_dim_sums(samples[0]), (std::vector<int64_t>{24, 24, 4, 4}));
   EXPECT_TRUE(samples[1].host_rw_dims.empty());
 
-  EXPECT_EQ(run({"collect-costs", "comm", "--world-size", "4", "--spawn", "--workloads", file, "--out",
-                 dir.path("a"), "--batch-size", "16"},
+  EXPECT_EQ(run({"collect-costs", "comm", "--world-size", "4", "--spawn", "--workloads", file, "--out", dir.path("a"),
+                 "--batch-size", "16"},
                 &err),
             2);
   EXPECT_NE(err.find("--gpus-per-host: workloads with host_rw_dims need hosts of at least 2 ranks"), std::string::npos)
       << err;
   given[0].host_rw_dims = {16, 12, 0, 0};
   write_comm_workloads(file, 4, given);
-  EXPECT_EQ(run({"collect-costs", "comm", "--world-size", "4", "--spawn", "--workloads", file, "--out",
-                 dir.path("b"), "--gpus-per-host", "2", "--batch-size", "16"},
+  EXPECT_EQ(run({"collect-costs", "comm", "--world-size", "4", "--spawn", "--workloads", file, "--out", dir.path("b"),
+                 "--gpus-per-host", "2", "--batch-size", "16"},
                 &err),
             2);
   EXPECT_NE(err.find("workloads[0].host_rw_dims[1]: must be its host's value 16 (hosts of 2 ranks), got 12"),
@@ -422,10 +422,10 @@ TEST(BenchMeasureComm, StepIsComputePlusTimedAllToAlls) {
   }
 
   std::string err;
-  EXPECT_EQ(run({"bench", "--tasks", std::string(SHARDPLAN_SOURCE_DIR) + "/data/tasks/paper-4gpu.json",
-                 "--measure-comm"},
-                &err),
-            2);
+  EXPECT_EQ(
+      run({"bench", "--tasks", std::string(SHARDPLAN_SOURCE_DIR) + "/data/tasks/paper-4gpu.json", "--measure-comm"},
+          &err),
+      2);
   EXPECT_NE(err.find("--measure-comm: needs --measure"), std::string::npos) << err;
 }
 

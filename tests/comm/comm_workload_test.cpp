@@ -164,7 +164,8 @@ TEST(CommWorkloads, PlanCollectivesAreOptionalFields) {
     comm_workloads_from_json(doc, "w.json", world_size);
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("workloads[0].host_rw_dims: must list the 2 ranks"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("workloads[0].host_rw_dims: must list the 2 ranks"), std::string::npos)
+        << e.what();
   }
 }
 

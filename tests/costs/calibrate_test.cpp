@@ -343,7 +343,8 @@ TEST(Calibrate, EveryCommFitIsJudgedAndAReRunWithFewerPlansFitsOnTheFirst) {
   // At a 5% hold-out, 8 plans draw no held-out index for most seeds: the last plan is held out then.
   int none_drawn = 0;
   for (uint64_t seed = 0; seed < 6; ++seed) {
-    CommCalibrationData data = timed_plans(dir.path(fmt::format("p{}.json", seed)), 8, seed, 0.05, host.timer, host.base);
+    CommCalibrationData data =
+        timed_plans(dir.path(fmt::format("p{}.json", seed)), 8, seed, 0.05, host.timer, host.base);
     ASSERT_EQ(data.tuning.size() + data.held_out.size(), 8u);
     EXPECT_GE(data.held_out.size(), 1u) << "seed " << seed;
     if (data.held_out.size() == 1) ++none_drawn;
@@ -421,9 +422,25 @@ TEST(Calibrate, TooFewSetsInTheTimeIsBadInputNotAModel) {
 
 // The command on real kernels at tiny sizes.
 std::vector<std::string> cli_args(const std::string& out, int samples) {
-  return {"calibrate", "--out",       out, "--samples", std::to_string(samples), "--batch-size", "16",
-          "--iterations", "1", "--warmup", "0",         "--mem-cap", "16MiB", "--max-tables", "4",
-          "--epochs", "5",     "--minutes", "10"};
+  return {"calibrate",
+          "--out",
+          out,
+          "--samples",
+          std::to_string(samples),
+          "--batch-size",
+          "16",
+          "--iterations",
+          "1",
+          "--warmup",
+          "0",
+          "--mem-cap",
+          "16MiB",
+          "--max-tables",
+          "4",
+          "--epochs",
+          "5",
+          "--minutes",
+          "10"};
 }
 
 TEST(CalibrateCli, InterruptKeepsTheSetsAndARerunResumesThenWritesTheModel) {
@@ -494,9 +511,12 @@ TEST(CalibrateCli, CommRanksTimesRealAllToAllsAndReportsTheFit) {
 
 TEST(CalibrateCli, BadFlagsNameTheFlag) {
   TempDir dir;
-  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
-           {"--samples", "2"}, {"--minutes", "0"}, {"--holdout-fraction", "0.9"}, {"--device", "tpu"},
-           {"--comm-ranks", "1"}, {"--comm-plans", "2"}}) {
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{{"--samples", "2"},
+                                                                                    {"--minutes", "0"},
+                                                                                    {"--holdout-fraction", "0.9"},
+                                                                                    {"--device", "tpu"},
+                                                                                    {"--comm-ranks", "1"},
+                                                                                    {"--comm-plans", "2"}}) {
     std::vector<std::string> args = {"calibrate", "--out", dir.path("m"), flag, value};
     if (flag == "--comm-plans") args.insert(args.end(), {"--comm-ranks", "2"});
     Process process(args);
@@ -544,7 +564,8 @@ TEST_F(Provenance, PlanFileAndReportNameTheModelsHardware) {
   EXPECT_FALSE(doc["cost_model_hardware"]["compute"]["device_model"].get<std::string>().empty());
   EXPECT_NE(out.find("cost model measured on: compute cpu"), std::string::npos) << out;
   EXPECT_NE(out.find("note: 16 GPUs is beyond the all-to-alls"), std::string::npos) << out;
-  EXPECT_NE(err.find("16 GPUs is beyond the all-to-alls the cost model measured (at most 8 ranks"), std::string::npos) << err;
+  EXPECT_NE(err.find("16 GPUs is beyond the all-to-alls the cost model measured (at most 8 ranks"), std::string::npos)
+      << err;
   ASSERT_EQ(run({"--tables", tables_, "--gpus", "4", "-o", plan, "--no-compare"}, &err, &out), 0) << err;
   EXPECT_EQ(err.find("beyond the all-to-alls"), std::string::npos) << err;
 }
@@ -558,9 +579,10 @@ TEST_F(Provenance, MeasuringOnOtherHardwareWarns) {
   std::ofstream((model / "meta.json").string(), std::ios::trunc) << meta.dump(2);
   const std::string plan = dir_.path("plan.json");
   std::string err, out;
-  ASSERT_EQ(run({"--tables", tables_, "--gpus", "2", "-o", plan, "--no-compare", "--model", model.string()}, &err), 0) << err;
-  const std::vector<std::string> measure = {"--measure", "--measure-batch-size", "16", "--measure-iterations", "1",
-                                            "--measure-rounds", "1"};
+  ASSERT_EQ(run({"--tables", tables_, "--gpus", "2", "-o", plan, "--no-compare", "--model", model.string()}, &err), 0)
+      << err;
+  const std::vector<std::string> measure = {"--measure", "--measure-batch-size", "16", "--measure-iterations",
+                                            "1",         "--measure-rounds",     "1"};
   std::vector<std::string> args = {"evaluate", "--plan", plan, "--tables", tables_, "--model", model.string()};
   args.insert(args.end(), measure.begin(), measure.end());
   ASSERT_EQ(run(args, &err, &out), 0) << err;

@@ -52,8 +52,10 @@ TEST(ComputeBenchmark, MorePoolingCostsMore) {
   bench.timed_iterations = 5;
   double light = 1e300, heavy = 1e300;
   for (int round = 0; round < 3; ++round) {
-    for (double ms : measure_compute_step({table("big", 400'000, 64, 4)}, bench, 3).iterations_ms) light = std::min(light, ms);
-    for (double ms : measure_compute_step({table("big", 400'000, 64, 64)}, bench, 3).iterations_ms) heavy = std::min(heavy, ms);
+    for (double ms : measure_compute_step({table("big", 400'000, 64, 4)}, bench, 3).iterations_ms)
+      light = std::min(light, ms);
+    for (double ms : measure_compute_step({table("big", 400'000, 64, 64)}, bench, 3).iterations_ms)
+      heavy = std::min(heavy, ms);
   }
   EXPECT_GT(heavy, light * 1.1) << "pf 4: " << light << " ms, pf 64: " << heavy << " ms (fastest steps)";
 }
@@ -124,7 +126,8 @@ TEST(ComputeCollector, CollectsResumesAndRecordsProvenance) {
   for (const auto& sample : data.compute) {
     EXPECT_GT(sample.latency_ms, 0.0);
     EXPECT_EQ(sample.iterations_ms.size(), 3u);
-    EXPECT_EQ(sample.shards.size(), draw_compute_sample(pool, 4, config.memory_cap_bytes, 5, &sample - &data.compute[0]).size());
+    EXPECT_EQ(sample.shards.size(),
+              draw_compute_sample(pool, 4, config.memory_cap_bytes, 5, &sample - &data.compute[0]).size());
   }
   for (const char* key : {"device", "cpu_model", "threads", "torch_version", "batch_size", "seed", "date", "host"}) {
     EXPECT_TRUE(data.meta.contains(key)) << key;

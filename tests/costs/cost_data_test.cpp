@@ -115,16 +115,21 @@ TEST(CostData, PlanCollectivesRoundTrip) {
 
 TEST(CostData, MalformedLinesNameTheFileAndLine) {
   fs::path dir = fresh_dir("bad");
-  { CostDataWriter writer(dir.string(), meta(1024)); writer.append(comm_sample_to_json(sample(1.0))); }
+  {
+    CostDataWriter writer(dir.string(), meta(1024));
+    writer.append(comm_sample_to_json(sample(1.0)));
+  }
   {
     std::ofstream out(dir / kCostSamplesFile, std::ios::app);
-    out << R"({"world_size": 2, "dim_sums": [64], "delays_ms": [0, 0], "fw_ms": [1, 1], "bw_ms": [1, 1]})" << "\n";
+    out << R"({"world_size": 2, "dim_sums": [64], "delays_ms": [0, 0], "fw_ms": [1, 1], "bw_ms": [1, 1]})"
+        << "\n";
   }
   try {
     load_cost_data(dir.string(), CostKind::kComm);
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("samples.jsonl:2: dim_sums: must have 2 entries"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("samples.jsonl:2: dim_sums: must have 2 entries"), std::string::npos)
+        << e.what();
   }
   fs::remove_all(dir);
 }

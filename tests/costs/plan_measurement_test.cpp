@@ -1,9 +1,9 @@
 // measure_plans: a task's plans measured together, identical devices measured once and shared.
 #include <gtest/gtest.h>
 
+#include "../unit/test_tables.hpp"
 #include "shardplan/costs/plan_measurement.hpp"
 #include "shardplan/errors.hpp"
-#include "../unit/test_tables.hpp"
 
 namespace shardplan {
 namespace {

@@ -28,7 +28,8 @@ fs::path write_synthetic_data(const std::string& name, int compute_samples, int 
   fs::remove_all(root);
   Rng rng(42);
   {
-    CostDataWriter writer((root / "compute").string(), {{"kind", "compute"}, {"config", {{"synthetic", true}}}, {"device", "test"}});
+    CostDataWriter writer((root / "compute").string(),
+                          {{"kind", "compute"}, {"config", {{"synthetic", true}}}, {"device", "test"}});
     for (int i = 0; i < compute_samples; ++i) {
       ComputeSample s;
       int n = 1 + static_cast<int>(rng.below(6));
@@ -98,8 +99,9 @@ TEST(Pretrain, TrainingReducesErrorAndRoundTripsThroughTheModelDirectory) {
   // Loading twice gives identical predictions; evaluating on the data reproduces sensible metrics.
   auto a = load_cost_model(trained.string());
   auto b = load_cost_model(trained.string());
-  std::vector<std::vector<ShardFeatures>> sets = {{{1000, 64, 3.0, kDlrmAggregateReuseHist}},
-                                                  {{50000, 16, 10.0, kDlrmAggregateReuseHist}, {700, 128, 1.0, kDlrmAggregateReuseHist}}};
+  std::vector<std::vector<ShardFeatures>> sets = {
+      {{1000, 64, 3.0, kDlrmAggregateReuseHist}},
+      {{50000, 16, 10.0, kDlrmAggregateReuseHist}, {700, 128, 1.0, kDlrmAggregateReuseHist}}};
   EXPECT_EQ(a->predict_compute(sets), b->predict_compute(sets));
   nlohmann::json eval = evaluate_cost_model(trained.string(), data.string());
   EXPECT_LT(eval["compute"]["mape_percent"].get<double>(), 20.0);
@@ -108,7 +110,8 @@ TEST(Pretrain, TrainingReducesErrorAndRoundTripsThroughTheModelDirectory) {
 }
 
 // Every device's predicted all-to-all, forward and backward, for fixed compute times.
-void predict(const CostModel& model, const std::vector<int64_t>& widths, std::vector<double>& fw, std::vector<double>& bw) {
+void predict(const CostModel& model, const std::vector<int64_t>& widths, std::vector<double>& fw,
+             std::vector<double>& bw) {
   std::vector<double> compute;
   for (std::size_t r = 0; r < widths.size(); ++r) compute.push_back(1.0 + 0.25 * static_cast<double>(r % 3));
   model.predict_comm(widths, compute, fw, bw);
@@ -203,8 +206,9 @@ TEST(Pretrain, SamplesFromSeveralHostLayoutsTrainTogether) {
   // Emulated hosts: 2 and 4 ranks per host, slower between hosts.
   Rng rng(9);
   for (int per_host : {2, 4}) {
-    CostDataWriter writer((data / "comm" / ("h" + std::to_string(per_host))).string(),
-                          {{"kind", "comm"}, {"config", {{"world_size", 8}, {"gpus_per_host", per_host}}}, {"world_size", 8}});
+    CostDataWriter writer(
+        (data / "comm" / ("h" + std::to_string(per_host))).string(),
+        {{"kind", "comm"}, {"config", {{"world_size", 8}, {"gpus_per_host", per_host}}}, {"world_size", 8}});
     for (int i = 0; i < 40; ++i) {
       CommSample s;
       s.world_size = 8;
@@ -306,7 +310,8 @@ TEST(Pretrain, SameSeedGivesTheSameModel) {
 TEST(Pretrain, LeavesOutDisturbedMeasurements) {
   fs::path data = write_synthetic_data("disturbed", 150, 20);
   {
-    CostDataWriter writer((data / "compute").string(), {{"kind", "compute"}, {"config", {{"synthetic", true}}}, {"device", "test"}});
+    CostDataWriter writer((data / "compute").string(),
+                          {{"kind", "compute"}, {"config", {{"synthetic", true}}}, {"device", "test"}});
     for (int i = 0; i < 10; ++i) {
       ComputeSample s;
       s.shards.push_back({1000, 16, 2.0, kDlrmAggregateReuseHist});
@@ -365,8 +370,9 @@ TEST(Pretrain, ComputeOnlyDataWithAProfileEstimatesTheAllToAllOnItsLinksAtTheCom
   fs::path gpu = data / "gpu";
   {
     CostData measured = load_cost_data((data / "compute").string(), CostKind::kCompute);
-    CostDataWriter writer((gpu / "compute").string(),
-                          {{"kind", "compute"}, {"config", {{"synthetic", true}}}, {"device", "cuda"}, {"batch_size", 65536}});
+    CostDataWriter writer(
+        (gpu / "compute").string(),
+        {{"kind", "compute"}, {"config", {{"synthetic", true}}}, {"device", "cuda"}, {"batch_size", 65536}});
     for (const auto& s : measured.compute) writer.append(compute_sample_to_json(s));
   }
   const std::string profile_path = std::string(SHARDPLAN_SOURCE_DIR) + "/data/hardware/h100-sxm-ib400.json";
@@ -394,7 +400,8 @@ TEST(Pretrain, ComputeOnlyDataWithAProfileEstimatesTheAllToAllOnItsLinksAtTheCom
   EXPECT_TRUE(model->comm_structure_only());
   predict(*model, widths, fw, bw);
   EXPECT_EQ(bw, structure);
-  EXPECT_EQ(describe_hardware(model->hardware()).find("gloo"), std::string::npos) << describe_hardware(model->hardware());
+  EXPECT_EQ(describe_hardware(model->hardware()).find("gloo"), std::string::npos)
+      << describe_hardware(model->hardware());
   fs::remove_all(data);
 }
 
@@ -421,14 +428,13 @@ TEST(ModelFiles, MissingOrCorruptFilesAreBadInput) {
   fs::path model = data / "model";
   pretrain_cost_models(quick_config(data, model, 1));
   auto expect_error = [&](const std::string& fragment) { expect_load_error(model, fragment); };
-  {
-    std::ofstream(model / "comm.pt", std::ios::trunc) << "not a torch file";
-  }
+  { std::ofstream(model / "comm.pt", std::ios::trunc) << "not a torch file"; }
   expect_error("comm.pt: not a torch.save zip archive");
   fs::remove(model / "comm.pt");
   expect_error("comm.pt: missing");
   {
-    std::ofstream(model / "meta.json", std::ios::trunc) << "{\"format\": \"shard-plan-model/2\", \"feature_schema\": 99}";
+    std::ofstream(model / "meta.json", std::ios::trunc)
+        << "{\"format\": \"shard-plan-model/2\", \"feature_schema\": 99}";
   }
   expect_error("feature_schema 99");
   fs::remove(model / "meta.json");
@@ -442,7 +448,9 @@ std::string file_bytes(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-void write_bytes(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes; }
+void write_bytes(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
 
 // Issue 43: weights with 64 bytes flipped loaded silently. A model's files are checked on load against
 // their zip CRCs and the SHA-256 the writer records in meta.json; a meta without the record (the bundled
@@ -460,7 +468,8 @@ TEST(ModelFiles, WeightsAreCheckedAgainstTheirCrcsAndRecordedHashes) {
 
   auto expect_error = [&](const std::string& fragment) { expect_load_error(model, fragment); };
   std::string flipped = compute;
-  for (std::size_t i = flipped.size() / 2; i < flipped.size() / 2 + 64; ++i) flipped[i] = static_cast<char>(~flipped[i]);
+  for (std::size_t i = flipped.size() / 2; i < flipped.size() / 2 + 64; ++i)
+    flipped[i] = static_cast<char>(~flipped[i]);
   write_bytes(model / "compute.pt", flipped);
   expect_error("compute.pt: zip entry");
   expect_error("recorded: the file is corrupt");

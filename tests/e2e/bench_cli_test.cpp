@@ -43,7 +43,7 @@ TEST(PlanCliSearch, SameInputSamePlanForAnyThreadCount) {
   std::string two = dir.path("two.json");
   ASSERT_EQ(run_cli({"--tables", tables, "--gpus", "16", "--threads", "1", "-q", "-o", one}).exit_code, 0);
   ASSERT_EQ(run_cli({"--tables", tables, "--gpus", "16", "--threads", "2", "-q", "-o", two}).exit_code, 0);
-  EXPECT_EQ(read_file(one), read_file(two));  // byte-identical
+  EXPECT_EQ(read_file(one), read_file(two));                                                 // byte-identical
   EXPECT_FALSE(nlohmann::json::parse(read_file(one))["summary"]["max_total_ms"].is_null());  // scored by the model
 }
 

@@ -13,7 +13,8 @@ const std::string kTables = source_path("tests/fixtures/tables_small.json");
 
 std::string plan_for(TempDir& dir, const std::string& algo) {
   std::string path = dir.path(algo + ".json");
-  CliResult r = run_cli({"--tables", kTables, "--gpus", "4", "--mem-per-gpu", "1GiB", "--algo", algo, "-q", "-o", path});
+  CliResult r =
+      run_cli({"--tables", kTables, "--gpus", "4", "--mem-per-gpu", "1GiB", "--algo", algo, "-q", "-o", path});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return path;
 }
@@ -38,7 +39,8 @@ TEST(EvaluateCli, AgreesWithThePlansOwnScores) {
 
 TEST(EvaluateCli, TextReportNamesTheBoundingDevice) {
   TempDir dir;
-  CliResult r = run_cli({"evaluate", "--plan", plan_for(dir, "size_greedy"), "--tables", kTables, "--model", "analytic"});
+  CliResult r =
+      run_cli({"evaluate", "--plan", plan_for(dir, "size_greedy"), "--tables", kTables, "--model", "analytic"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("plan: size_greedy on 4 GPUs, scored by analytic"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("predicted: max"), std::string::npos) << r.out;

@@ -29,8 +29,8 @@ struct HostileCase {
   std::map<std::string, std::string> files;  // written into a fresh directory first
   std::vector<std::string> args;             // "{dir}" is replaced by that directory
   int exit_code;
-  std::string message;                       // a fragment stderr must contain
-  bool needs_torch = false;                  // reads LibTorch files
+  std::string message;                            // a fragment stderr must contain
+  bool needs_torch = false;                       // reads LibTorch files
   std::map<std::string, std::string> links = {};  // symlinks made beside the files: name -> target
 };
 
@@ -39,20 +39,23 @@ void PrintTo(const HostileCase& c, std::ostream* os) { *os << c.name; }
 const std::string kTables = source_path("tests/fixtures/tables_small.json");
 const std::string kOkTables = R"([{"name": "a", "rows": 1000, "dim": 16}])";
 
-std::string deep(int levels) { return std::string(static_cast<std::size_t>(levels), '[') + std::string(static_cast<std::size_t>(levels), ']'); }
+std::string deep(int levels) {
+  return std::string(static_cast<std::size_t>(levels), '[') + std::string(static_cast<std::size_t>(levels), ']');
+}
 
 // A plan for kTables' first table (t0, 2000000 x 32) on 4 GPUs, edited by `edit`. Built by hand: test
 // parameters are made before main, too early to run the binary.
 std::string plan_text(const std::function<void(nlohmann::json&)>& edit) {
   nlohmann::json doc = {{"format", "shard-plan/1"}, {"num_devices", 4}, {"memory_per_device_bytes", 1 << 30}};
-  doc["tables"] = {{{"name", "t0"},
-                    {"rows", 2000000},
-                    {"dim", 32},
-                    {"dtype", "fp32"},
-                    {"sharding_type", "table_wise"},
-                    {"ranks", {0}},
-                    {"shards",
-                     {{{"rank", 0}, {"shard_offsets", {0, 0}}, {"shard_sizes", {2000000, 32}}, {"placement", "rank:0/cuda:0"}}}}}};
+  doc["tables"] = {
+      {{"name", "t0"},
+       {"rows", 2000000},
+       {"dim", 32},
+       {"dtype", "fp32"},
+       {"sharding_type", "table_wise"},
+       {"ranks", {0}},
+       {"shards",
+        {{{"rank", 0}, {"shard_offsets", {0, 0}}, {"shard_sizes", {2000000, 32}}, {"placement", "rank:0/cuda:0"}}}}}};
   doc["devices"] = nlohmann::json::array();
   for (int r = 0; r < 4; ++r) doc["devices"].push_back({{"rank", r}, {"memory_bytes", r == 0 ? 2000000 * 32 * 4 : 0}});
   edit(doc);
@@ -69,8 +72,8 @@ std::string task_set_text(const std::function<void(nlohmann::json&)>& edit) {
 }
 
 std::vector<std::string> plan_args(const std::string& extra_flag = "") {
-  std::vector<std::string> args = {"--tables", "{dir}/tables.json", "--gpus", "4", "--mem-per-gpu", "1GiB", "-o",
-                                   "{dir}/out.json"};
+  std::vector<std::string> args = {"--tables", "{dir}/tables.json", "--gpus", "4", "--mem-per-gpu", "1GiB",
+                                   "-o",       "{dir}/out.json"};
   if (!extra_flag.empty()) args.push_back(extra_flag);
   return args;
 }
@@ -152,96 +155,172 @@ INSTANTIATE_TEST_SUITE_P(
     Classes, HostileInput,
     ::testing::Values(
         // --- tables files ---
-        HostileCase{"tables_truncated", {{"tables.json", R"([{"name": "a", "rows": 10)"}}, plan_args(), 2,
+        HostileCase{"tables_truncated",
+                    {{"tables.json", R"([{"name": "a", "rows": 10)"}},
+                    plan_args(),
+                    2,
                     "tables.json: invalid JSON"},
-        HostileCase{"tables_nested_a_million_deep", {{"tables.json", deep(1'000'000)}}, plan_args(), 2,
+        HostileCase{"tables_nested_a_million_deep",
+                    {{"tables.json", deep(1'000'000)}},
+                    plan_args(),
+                    2,
                     "invalid JSON: nested more than 64 levels deep"},
-        HostileCase{"tables_number_beyond_double", {{"tables.json", R"([{"rows": 1e999, "dim": 8}])"}}, plan_args(), 2,
+        HostileCase{"tables_number_beyond_double",
+                    {{"tables.json", R"([{"rows": 1e999, "dim": 8}])"}},
+                    plan_args(),
+                    2,
                     "invalid JSON: number overflow parsing '1e999'"},
         HostileCase{"tables_pooling_not_finite_or_huge",
-                    {{"tables.json", R"([{"rows": 10, "dim": 8, "pooling_factor": 1e300}])"}}, plan_args(), 2,
+                    {{"tables.json", R"([{"rows": 10, "dim": 8, "pooling_factor": 1e300}])"}},
+                    plan_args(),
+                    2,
                     "tables[0].pooling_factor"},
-        HostileCase{"tables_binary_garbage", {{"tables.json", std::string("\x00\xff\xfe\x01", 4)}}, plan_args(), 2,
+        HostileCase{"tables_binary_garbage",
+                    {{"tables.json", std::string("\x00\xff\xfe\x01", 4)}},
+                    plan_args(),
+                    2,
                     "tables.json: invalid JSON"},
         HostileCase{"tables_whitespace_only", {{"tables.json", " \n\t "}}, plan_args(), 2, "file is empty"},
         HostileCase{"tables_total_bytes_overflow_int64",
-                    {{"tables.json", [] {
+                    {{"tables.json",
+                      [] {
                         std::string text = "[";
                         for (int i = 0; i < 64; ++i) {
                           text += (i ? "," : "") + std::string(R"({"rows": 1000000000000, "dim": 65536})");
                         }
                         return text + "]";
                       }()}},
-                    with(plan_args(), {"--optimizer", "adam"}), 3, "TiB in total but 4 devices offer"},
+                    with(plan_args(), {"--optimizer", "adam"}),
+                    3,
+                    "TiB in total but 4 devices offer"},
         HostileCase{"tables_is_a_directory", {{"tables.json/x", "{}"}}, plan_args(), 2, "tables.json: is a directory"},
         // --- command-line values ---
-        HostileCase{"gpus_zero", {{"tables.json", kOkTables}}, with(plan_args(), {"--gpus", "0"}), 2,
+        HostileCase{"gpus_zero",
+                    {{"tables.json", kOkTables}},
+                    with(plan_args(), {"--gpus", "0"}),
+                    2,
                     "--gpus: must be between 1 and 65536, got 0"},
-        HostileCase{"gpus_million", {{"tables.json", kOkTables}}, with(plan_args(), {"--gpus", "1000000"}), 2,
+        HostileCase{"gpus_million",
+                    {{"tables.json", kOkTables}},
+                    with(plan_args(), {"--gpus", "1000000"}),
+                    2,
                     "--gpus: must be between 1 and 65536, got 1000000"},
-        HostileCase{"memory_overflowing_int64", {{"tables.json", kOkTables}},
-                    with(plan_args(), {"--mem-per-gpu", "99999999TiB"}), 2, "--mem-per-gpu"},
-        HostileCase{"search_steps_absurd", {{"tables.json", kOkTables}}, with(plan_args(), {"--steps", "1000000000"}),
-                    2, "--steps: must be in [0, 1000000]"},
-        HostileCase{"time_limit_negative", {{"tables.json", kOkTables}}, with(plan_args(), {"--time-limit", "-1"}), 2,
+        HostileCase{"memory_overflowing_int64",
+                    {{"tables.json", kOkTables}},
+                    with(plan_args(), {"--mem-per-gpu", "99999999TiB"}),
+                    2,
+                    "--mem-per-gpu"},
+        HostileCase{"search_steps_absurd",
+                    {{"tables.json", kOkTables}},
+                    with(plan_args(), {"--steps", "1000000000"}),
+                    2,
+                    "--steps: must be in [0, 1000000]"},
+        HostileCase{"time_limit_negative",
+                    {{"tables.json", kOkTables}},
+                    with(plan_args(), {"--time-limit", "-1"}),
+                    2,
                     "--time-limit: must be a number of seconds >= 0 (0: no limit), got -1"},
-        HostileCase{"grid_bound_nan", {{"tables.json", kOkTables}}, with(plan_args(), {"--grid-min", "nan"}), 2,
+        HostileCase{"grid_bound_nan",
+                    {{"tables.json", kOkTables}},
+                    with(plan_args(), {"--grid-min", "nan"}),
+                    2,
                     "--grid-min: must be a positive number, got nan"},
-        HostileCase{"report_not_svg", {{"tables.json", kOkTables}}, with(plan_args(), {"--report", "{dir}/c.png"}), 2,
+        HostileCase{"report_not_svg",
+                    {{"tables.json", kOkTables}},
+                    with(plan_args(), {"--report", "{dir}/c.png"}),
+                    2,
                     "--report"},
         // --- plan files (evaluate reads any tool's plan) ---
-        HostileCase{"plan_truncated", {{"plan.json", R"({"format": "shard-plan/1", "num_devices": 4, "tab)"}},
-                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", kTables}, 2, "plan.json: invalid JSON"},
+        HostileCase{"plan_truncated",
+                    {{"plan.json", R"({"format": "shard-plan/1", "num_devices": 4, "tab)"}},
+                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", kTables},
+                    2,
+                    "plan.json: invalid JSON"},
         HostileCase{"plan_wrong_type",
                     {{"plan.json", plan_text([](nlohmann::json& d) { d["num_devices"] = "4"; })}},
-                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", kTables}, 2,
+                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", kTables},
+                    2,
                     "num_devices: must be an integer in [1, 65536], got \"4\""},
         HostileCase{"plan_absurd_cluster",
                     {{"plan.json", plan_text([](nlohmann::json& d) { d["num_devices"] = 1'000'000'000; })}},
-                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", kTables}, 2,
+                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", kTables},
+                    2,
                     "num_devices: must be an integer in [1, 65536], got 1000000000"},
         HostileCase{"plan_shard_sizes_overflow",
                     {{"plan.json", plan_text([](nlohmann::json& d) {
                         d["tables"][0]["shards"][0]["shard_sizes"] = {1'000'000'000'000'000'000ll, 65536};
                       })}},
-                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", kTables}, 2,
+                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", kTables},
+                    2,
                     "tables[0].shards[0].shard_sizes[0]: must be an integer in [0, 1000000000000]"},
         HostileCase{"plan_duplicate_table",
                     {{"plan.json", plan_text([](nlohmann::json& d) { d["tables"].push_back(d["tables"][0]); })}},
-                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", kTables}, 2, "appears more than once"},
-        HostileCase{"plan_nested_deep", {{"plan.json", "{\"tables\": " + deep(10'000) + "}"}},
-                    {"validate", "--plan", "{dir}/plan.json", "--tables", kTables}, 2, "nested more than 64 levels"},
+                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", kTables},
+                    2,
+                    "appears more than once"},
+        HostileCase{"plan_nested_deep",
+                    {{"plan.json", "{\"tables\": " + deep(10'000) + "}"}},
+                    {"validate", "--plan", "{dir}/plan.json", "--tables", kTables},
+                    2,
+                    "nested more than 64 levels"},
         // --- task sets ---
-        HostileCase{"tasks_zero_devices", {{"t.json", task_set_text([](nlohmann::json& d) { d["num_devices"] = 0; })}},
-                    {"bench", "--tasks", "{dir}/t.json"}, 2, "num_devices: must be an integer in [1, 65536], got 0"},
+        HostileCase{"tasks_zero_devices",
+                    {{"t.json", task_set_text([](nlohmann::json& d) { d["num_devices"] = 0; })}},
+                    {"bench", "--tasks", "{dir}/t.json"},
+                    2,
+                    "num_devices: must be an integer in [1, 65536], got 0"},
         HostileCase{"tasks_absurd_devices",
                     {{"t.json", task_set_text([](nlohmann::json& d) { d["num_devices"] = 1e12; })}},
-                    {"bench", "--tasks", "{dir}/t.json"}, 2, "num_devices: must be an integer in [1, 65536]"},
-        HostileCase{"tasks_none", {{"t.json", task_set_text([](nlohmann::json& d) { d["tasks"] = nlohmann::json::array(); })}},
-                    {"bench", "--tasks", "{dir}/t.json"}, 2, "tasks: must hold at least one task"},
+                    {"bench", "--tasks", "{dir}/t.json"},
+                    2,
+                    "num_devices: must be an integer in [1, 65536]"},
+        HostileCase{"tasks_none",
+                    {{"t.json", task_set_text([](nlohmann::json& d) { d["tasks"] = nlohmann::json::array(); })}},
+                    {"bench", "--tasks", "{dir}/t.json"},
+                    2,
+                    "tasks: must hold at least one task"},
         HostileCase{"tasks_table_bad_dim",
                     {{"t.json", task_set_text([](nlohmann::json& d) { d["tasks"][0]["tables"][0]["dim"] = 13; })}},
-                    {"bench", "--tasks", "{dir}/t.json"}, 2, "tasks[0].tables[0].dim: must be a positive multiple of 4, got 13"},
+                    {"bench", "--tasks", "{dir}/t.json"},
+                    2,
+                    "tasks[0].tables[0].dim: must be a positive multiple of 4, got 13"},
         // --- model directories ---
-        HostileCase{"model_missing", {{"tables.json", kOkTables}}, with(plan_args(), {"--model", "{dir}/nope"}), 2,
-                    "nope: not a model directory", true},
-        HostileCase{"model_meta_truncated", {{"tables.json", kOkTables}, {"m/meta.json", R"({"format": "shard-pl)"}},
-                    with(plan_args(), {"--model", "{dir}/m"}), 2, "m/meta.json: invalid JSON", true},
+        HostileCase{"model_missing",
+                    {{"tables.json", kOkTables}},
+                    with(plan_args(), {"--model", "{dir}/nope"}),
+                    2,
+                    "nope: not a model directory",
+                    true},
+        HostileCase{"model_meta_truncated",
+                    {{"tables.json", kOkTables}, {"m/meta.json", R"({"format": "shard-pl)"}},
+                    with(plan_args(), {"--model", "{dir}/m"}),
+                    2,
+                    "m/meta.json: invalid JSON",
+                    true},
         HostileCase{"model_weights_corrupt",
-                    {{"tables.json", kOkTables}, {"m/meta.json", read_file(source_path("models/default/meta.json"))},
-                     {"m/compute.pt", kCorruptWeights}, {"m/comm.pt", kCorruptWeights}},
-                    with(plan_args(), {"--model", "{dir}/m"}), 2, "m/compute.pt: zip archive without its central directory", true},
-        HostileCase{"model_weights_crc_mismatch", damaged_model(flip_middle), with(plan_args(), {"--model", "{dir}/m"}), 2,
-                    "m/compute.pt: zip entry", true},
+                    {{"tables.json", kOkTables},
+                     {"m/meta.json", read_file(source_path("models/default/meta.json"))},
+                     {"m/compute.pt", kCorruptWeights},
+                     {"m/comm.pt", kCorruptWeights}},
+                    with(plan_args(), {"--model", "{dir}/m"}),
+                    2,
+                    "m/compute.pt: zip archive without its central directory",
+                    true},
+        HostileCase{"model_weights_crc_mismatch", damaged_model(flip_middle), with(plan_args(), {"--model", "{dir}/m"}),
+                    2, "m/compute.pt: zip entry", true},
         HostileCase{"model_weights_hash_mismatch",
                     damaged_model([](std::string&) {},
                                   [](nlohmann::json& meta) {
-                                    meta["files"]["comm.pt"]["sha256"] = sha256_hex(read_file(source_path("models/default/comm.pt")));
+                                    meta["files"]["comm.pt"]["sha256"] =
+                                        sha256_hex(read_file(source_path("models/default/comm.pt")));
                                     meta["files"]["compute.pt"]["sha256"] = std::string(64, '0');
                                   }),
                     with(plan_args(), {"--model", "{dir}/m"}), 2, "m/compute.pt: its SHA-256 is", true},
-        HostileCase{"table_the_model_cannot_score", {{"tables.json", R"([{"name": "x", "rows": 1000, "dim": 65536}])"}},
-                    plan_args(), 2, "table \"x\" (1000 x 65536): the cost model neural:default gives no finite cost",
+        HostileCase{"table_the_model_cannot_score",
+                    {{"tables.json", R"([{"name": "x", "rows": 1000, "dim": 65536}])"}},
+                    plan_args(),
+                    2,
+                    "table \"x\" (1000 x 65536): the cost model neural:default gives no finite cost",
                     true},
         HostileCase{"evaluate_a_table_the_model_cannot_score",
                     {{"tables.json", R"([{"name": "t0", "rows": 2000000, "dim": 65536}])"},
@@ -251,45 +330,76 @@ INSTANTIATE_TEST_SUITE_P(
                         d["memory_per_device_bytes"] = int64_t{1} << 40;
                         d["devices"][0]["memory_bytes"] = int64_t{2000000} * 65536 * 4;
                       })}},
-                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", "{dir}/tables.json"}, 2,
-                    "table \"t0\" (2000000 x 65536): the cost model neural:default gives no finite cost", true},
+                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", "{dir}/tables.json"},
+                    2,
+                    "table \"t0\" (2000000 x 65536): the cost model neural:default gives no finite cost",
+                    true},
         // --- plans that are not plans ---
-        HostileCase{"plan_without_format", {{"plan.json", plan_text([](nlohmann::json& d) { d.erase("format"); })}},
-                    {"validate", "--plan", "{dir}/plan.json", "--tables", kTables}, 2, "format: missing required field"},
-        HostileCase{"plan_without_devices", {{"plan.json", plan_text([](nlohmann::json& d) { d.erase("devices"); })}},
-                    {"validate", "--plan", "{dir}/plan.json", "--tables", kTables}, 2, "devices: missing required field"},
+        HostileCase{"plan_without_format",
+                    {{"plan.json", plan_text([](nlohmann::json& d) { d.erase("format"); })}},
+                    {"validate", "--plan", "{dir}/plan.json", "--tables", kTables},
+                    2,
+                    "format: missing required field"},
+        HostileCase{"plan_without_devices",
+                    {{"plan.json", plan_text([](nlohmann::json& d) { d.erase("devices"); })}},
+                    {"validate", "--plan", "{dir}/plan.json", "--tables", kTables},
+                    2,
+                    "devices: missing required field"},
         // --- outputs that would destroy a file (issue 43) ---
-        HostileCase{"output_is_the_tables_file", {{"tables.json", kOkTables}},
-                    {"--tables", "{dir}/tables.json", "--gpus", "4", "-o", "{dir}/tables.json"}, 2,
+        HostileCase{"output_is_the_tables_file",
+                    {{"tables.json", kOkTables}},
+                    {"--tables", "{dir}/tables.json", "--gpus", "4", "-o", "{dir}/tables.json"},
+                    2,
                     "/tables.json: the same file as --tables"},
-        HostileCase{"output_is_the_tables_file_through_a_symlink", {{"tables.json", kOkTables}},
-                    {"--tables", "{dir}/tables.json", "--gpus", "4", "-o", "{dir}/link.json"}, 2,
-                    "/link.json: the same file as --tables", false, {{"link.json", "tables.json"}}},
-        HostileCase{"chart_is_the_tables_file", {{"tables.svg", kOkTables}},
-                    {"--tables", "{dir}/tables.svg", "--gpus", "4", "-o", "{dir}/p.json", "--report", "{dir}/tables.svg"}, 2,
-                    "--report {dir}/tables.svg: the same file as --tables"},
-        HostileCase{"chart_is_the_plan", {{"tables.json", kOkTables}},
-                    with(plan_args(), {"-o", "{dir}/p.svg", "--report", "{dir}/p.svg"}), 2,
+        HostileCase{"output_is_the_tables_file_through_a_symlink",
+                    {{"tables.json", kOkTables}},
+                    {"--tables", "{dir}/tables.json", "--gpus", "4", "-o", "{dir}/link.json"},
+                    2,
+                    "/link.json: the same file as --tables",
+                    false,
+                    {{"link.json", "tables.json"}}},
+        HostileCase{
+            "chart_is_the_tables_file",
+            {{"tables.svg", kOkTables}},
+            {"--tables", "{dir}/tables.svg", "--gpus", "4", "-o", "{dir}/p.json", "--report", "{dir}/tables.svg"},
+            2,
+            "--report {dir}/tables.svg: the same file as --tables"},
+        HostileCase{"chart_is_the_plan",
+                    {{"tables.json", kOkTables}},
+                    with(plan_args(), {"-o", "{dir}/p.svg", "--report", "{dir}/p.svg"}),
+                    2,
                     "--report {dir}/p.svg: the same file as -o {dir}/p.svg"},
         HostileCase{"output_is_a_model_file", damaged_model([](std::string&) {}),
                     with(plan_args(), {"--model", "{dir}/m", "-o", "{dir}/m/meta.json"}), 2,
                     "-o {dir}/m/meta.json: the same file as --model {dir}/m/meta.json"},
-        HostileCase{"failed_run_keeps_the_existing_plan", {{"tables.json", kOkTables}, {"out.json", "the old plan"}},
-                    with(plan_args(), {"--algo", "random", "--report", "{dir}/nodir/r.svg"}), 1,
+        HostileCase{"failed_run_keeps_the_existing_plan",
+                    {{"tables.json", kOkTables}, {"out.json", "the old plan"}},
+                    with(plan_args(), {"--algo", "random", "--report", "{dir}/nodir/r.svg"}),
+                    1,
                     "--report {dir}/nodir/r.svg: directory {dir}/nodir does not exist"},
-        HostileCase{"output_path_empty", {{"tables.json", kOkTables}}, with(plan_args(), {"-o", ""}), 2,
+        HostileCase{"output_path_empty",
+                    {{"tables.json", kOkTables}},
+                    with(plan_args(), {"-o", ""}),
+                    2,
                     "-o: the output path is empty"},
-        HostileCase{"output_under_a_file", {{"tables.json", kOkTables}, {"afile", "x"}},
-                    with(plan_args(), {"-o", "{dir}/afile/p.json"}), 1, "-o {dir}/afile/p.json: {dir}/afile is not a directory"},
-        HostileCase{"gen_tasks_over_its_pool", {{"pool.json", kOkTables}},
-                    {"gen-tasks", "--pool", "{dir}/pool.json", "--protocol", "paper-4gpu", "-o", "{dir}/pool.json"}, 2,
+        HostileCase{"output_under_a_file",
+                    {{"tables.json", kOkTables}, {"afile", "x"}},
+                    with(plan_args(), {"-o", "{dir}/afile/p.json"}),
+                    1,
+                    "-o {dir}/afile/p.json: {dir}/afile is not a directory"},
+        HostileCase{"gen_tasks_over_its_pool",
+                    {{"pool.json", kOkTables}},
+                    {"gen-tasks", "--pool", "{dir}/pool.json", "--protocol", "paper-4gpu", "-o", "{dir}/pool.json"},
+                    2,
                     "the same file as --pool"},
         // --- cost data ---
         HostileCase{"cost_data_torn_line",
                     {{"c/compute/meta.json", read_file(source_path("data/costs/cpu-2core/compute/meta.json"))},
                      {"c/compute/samples.jsonl", "{\"shards\": [[[[\n"}},
-                    {"eval-cost-model", "--model", source_path("models/default"), "--data", "{dir}/c"}, 2,
-                    "samples.jsonl:1: invalid JSON", true}),
+                    {"eval-cost-model", "--model", source_path("models/default"), "--data", "{dir}/c"},
+                    2,
+                    "samples.jsonl:1: invalid JSON",
+                    true}),
     [](const ::testing::TestParamInfo<HostileCase>& param_info) { return param_info.param.name; });
 
 // --- outputs that are not regular files, and runs that end mid-write (issue 43) ---
@@ -344,7 +454,8 @@ TEST(HostileOutputs, ASignalDuringTheFinalWriteLeavesNoTemporary) {
   TempDir capture;
   const std::string fifo = dir.path("chart.svg");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  const int pid = start_cli({"--tables", kTables, "--gpus", "4", "-o", dir.path("plan.json"), "--report", fifo}, capture);
+  const int pid =
+      start_cli({"--tables", kTables, "--gpus", "4", "-o", dir.path("plan.json"), "--report", fifo}, capture);
   bool staged = false;
   for (int waited = 0; waited < 6000 && !staged; ++waited) {  // up to a minute
     for (const std::string& name : dir.files()) staged = staged || name.rfind(".plan.json.tmp.", 0) == 0;
@@ -362,10 +473,13 @@ TEST(HostileOutputs, ASignalDuringTheFinalWriteLeavesNoTemporary) {
 TEST(HostileOutputs, TimeLimitStopsTheRefinementMidRound) {
   TempDir dir;
   nlohmann::json tables = nlohmann::json::array();
-  for (int t = 0; t < 4000; ++t) tables.push_back({{"name", "t" + std::to_string(t)}, {"rows", 1 + t % 50}, {"dim", 4}, {"pooling_factor", 1 + t % 9}});
+  for (int t = 0; t < 4000; ++t)
+    tables.push_back(
+        {{"name", "t" + std::to_string(t)}, {"rows", 1 + t % 50}, {"dim", 4}, {"pooling_factor", 1 + t % 9}});
   const std::string path = dir.write("tables.json", tables.dump());
   const auto start = std::chrono::steady_clock::now();
-  CliResult r = run_cli({"--tables", path, "--gpus", "8", "--no-compare", "--time-limit", "1", "-o", dir.path("plan.json"), "--quiet"});
+  CliResult r = run_cli(
+      {"--tables", path, "--gpus", "8", "--no-compare", "--time-limit", "1", "-o", dir.path("plan.json"), "--quiet"});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_LT(seconds, 30.0);

@@ -51,7 +51,8 @@ TEST(PlanCli, PlansATableOnlyRowBlocksHold) {
   const std::string out = dir.path("plan.json");
   // The search starts the table as row-wise blocks itself, with or without the baselines' starts.
   for (bool starts : {true, false}) {
-    std::vector<std::string> args = {"--tables", tables, "--gpus", "4", "--mem-per-gpu", "1GiB", "--model", "analytic", "-o", out};
+    std::vector<std::string> args = {"--tables", tables,    "--gpus",   "4",  "--mem-per-gpu",
+                                     "1GiB",     "--model", "analytic", "-o", out};
     if (!starts) args.push_back("--no-baseline-starts");
     CliResult r = run_cli(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -95,13 +96,15 @@ TEST(PlanCli, ConstraintsThatCannotHoldNameTheTable) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const std::string crowded = dir.write("crowded.json", R"([{"name": "left", "rows": 20000000, "dim": 8, "ranks": [1]},
                                                             {"name": "right", "rows": 20000000, "dim": 8, "ranks": [1]}])");
-  r = run_cli({"--tables", crowded, "--gpus", "4", "--mem-per-gpu", "1GiB", "--model", "analytic", "-o", dir.path("c.json")});
+  r = run_cli(
+      {"--tables", crowded, "--gpus", "4", "--mem-per-gpu", "1GiB", "--model", "analytic", "-o", dir.path("c.json")});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("the tables pinned to ranks [1] (\"left\", \"right\") need"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.path("c.json")));
-  const std::string none = dir.write("none.json", R"([{"name": "r", "rows": 100, "dim": 8, "sharding_types": ["row_wise"]}])");
-  r = run_cli({"--tables", none, "--gpus", "4", "--sharding-types", "table_wise,column_wise", "--model", "analytic", "-o",
-               dir.path("n.json")});
+  const std::string none =
+      dir.write("none.json", R"([{"name": "r", "rows": 100, "dim": 8, "sharding_types": ["row_wise"]}])");
+  r = run_cli({"--tables", none, "--gpus", "4", "--sharding-types", "table_wise,column_wise", "--model", "analytic",
+               "-o", dir.path("n.json")});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("table \"r\": sharding_types: none of \"row_wise\""), std::string::npos) << r.err;
 }
@@ -111,8 +114,9 @@ TEST(PlanCli, ConstraintsThatCannotHoldNameTheTable) {
 TEST(PlanCli, PlansHugeCtrs470BBenchmarkOrNamesTheShortfall) {
   TempDir dir;
   const std::string tables = source_path("data/configs/hugectr-7table-470b.json");
-  const std::vector<std::string> common = {"--tables", tables, "--mem-per-gpu", "80GB", "--optimizer",
-                                           "rowwise_adagrad", "--model", "analytic", "-o", dir.path("plan.json")};
+  const std::vector<std::string> common = {
+      "--tables",        tables,    "--mem-per-gpu", "80GB", "--optimizer",
+      "rowwise_adagrad", "--model", "analytic",      "-o",   dir.path("plan.json")};
   std::vector<std::string> args = common;
   args.insert(args.end(), {"--gpus", "64"});
   CliResult r = run_cli(args);
@@ -134,8 +138,8 @@ TEST(PlanCli, TimeLimitCutsTheSearchShortAndSaysSo) {
   std::string out = dir.path("plan.json");
   // Every step would run (no patience, a huge budget); a millisecond ends the search after the unsplit
   // placement, and the refinement with it.
-  CliResult r = run_cli({"--tables", kExample, "--gpus", "128", "--patience", "0", "--steps", "1000000",
-                         "--time-limit", "0.001", "--no-compare", "-o", out});
+  CliResult r = run_cli({"--tables", kExample, "--gpus", "128", "--patience", "0", "--steps", "1000000", "--time-limit",
+                         "0.001", "--no-compare", "-o", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("note: --time-limit 0.001 s cut the search short"), std::string::npos) << r.out;
   auto plan = nlohmann::json::parse(read_file(out));
@@ -156,7 +160,8 @@ TEST(PlanCli, TimeLimitCutsTheSearchShortAndSaysSo) {
 TEST(PlanCli, HardwareProfileSetsTheClusterAndTheAllToAllSaysWhereItComesFrom) {
   TempDir dir;
   std::string out = dir.path("plan.json");
-  CliResult r = run_cli({"--tables", kSmall, "--gpus", "16", "--hardware", "h100-sxm-ib400", "--no-compare", "-o", out});
+  CliResult r =
+      run_cli({"--tables", kSmall, "--gpus", "16", "--hardware", "h100-sxm-ib400", "--no-compare", "-o", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("(8 per host, hardware h100-sxm-ib400)"), std::string::npos) << r.out;
   auto plan = nlohmann::json::parse(read_file(out));
@@ -168,7 +173,8 @@ TEST(PlanCli, HardwareProfileSetsTheClusterAndTheAllToAllSaysWhereItComesFrom) {
   const bool neural = plan["cost_model"].get<std::string>().rfind("neural:", 0) == 0;
   if (neural) {
     EXPECT_NE(r.out.find("all-to-all for h100-sxm-ib400: the hierarchical estimate from its profile's figures"),
-              std::string::npos) << r.out;
+              std::string::npos)
+        << r.out;
     EXPECT_EQ(plan["cost_model_hardware"]["planned_for"]["profile"], "h100-sxm-ib400");
   }
   expect_valid(out, kSmall);
@@ -189,7 +195,8 @@ TEST(PlanCli, HardwareProfileSetsTheClusterAndTheAllToAllSaysWhereItComesFrom) {
     EXPECT_NE(eval.out.find("h100-sxm-ib400"), std::string::npos) << eval.out;
   }
 
-  CliResult bad = run_cli({"--tables", kSmall, "--gpus", "4", "--hardware", "no-such-cluster", "-o", dir.path("x.json")});
+  CliResult bad =
+      run_cli({"--tables", kSmall, "--gpus", "4", "--hardware", "no-such-cluster", "-o", dir.path("x.json")});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("no profile named 'no-such-cluster'"), std::string::npos) << bad.err;
   EXPECT_FALSE(std::filesystem::exists(dir.path("x.json")));
@@ -207,8 +214,8 @@ TEST(PlanCli, SubcommandNameIsOptional) {
 TEST(PlanCli, SameInputAndSeedGiveTheSamePlan) {
   TempDir dir;
   auto plan_with_seed = [&](const std::string& name, const std::string& seed) {
-    CliResult r = run_cli({"--tables", kExample, "--gpus", "16", "--algo", "random", "--seed", seed, "-o",
-                           dir.path(name), "--quiet"});
+    CliResult r = run_cli(
+        {"--tables", kExample, "--gpus", "16", "--algo", "random", "--seed", seed, "-o", dir.path(name), "--quiet"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return read_file(dir.path(name));
   };

@@ -31,8 +31,8 @@ Traces read_traces(const std::string& path) {
 
 TEST(GenTracesCli, WritesEveryTablesBatchAsDocumented) {
   TempDir dir;
-  CliResult r = run_cli({"gen-traces", "--tables", kTables, "--batch-size", "512", "--seed", "3", "-o",
-                         dir.path("t.bin"), "-q"});
+  CliResult r =
+      run_cli({"gen-traces", "--tables", kTables, "--batch-size", "512", "--seed", "3", "-o", dir.path("t.bin"), "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   Traces t = read_traces(dir.path("t.bin"));
   EXPECT_EQ(t.header["format"], "shard-plan-traces/1");
@@ -74,9 +74,10 @@ TEST(GenTracesCli, BadBatchIsBadUsage) {
 TEST(TorchRecPlannerCli, WithoutThePythonStackSaysHowToInstallIt) {
   TempDir dir;
   ::setenv("SHARDPLAN_PYTHON", "/nonexistent/python3", 1);
-  CliResult plan = run_cli({"--tables", kTables, "--gpus", "4", "--algo", "torchrec_planner", "-o", dir.path("p.json")});
-  CliResult bench = run_cli({"bench", "--tasks", source_path("data/tasks/paper-4gpu.json"), "--algos",
-                             "neuroshard,torchrec_planner_cpu"});
+  CliResult plan =
+      run_cli({"--tables", kTables, "--gpus", "4", "--algo", "torchrec_planner", "-o", dir.path("p.json")});
+  CliResult bench = run_cli(
+      {"bench", "--tasks", source_path("data/tasks/paper-4gpu.json"), "--algos", "neuroshard,torchrec_planner_cpu"});
   ::unsetenv("SHARDPLAN_PYTHON");
   for (const CliResult& r : {plan, bench}) {
     EXPECT_EQ(r.exit_code, 2) << r.err;

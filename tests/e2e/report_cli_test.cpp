@@ -56,8 +56,8 @@ TEST(ReportCli, ABaselineWithoutAPlanIsReportedNotFatal) {
   TempDir dir;
   CliResult r = run_cli(plan_args({"--gpus", "8", "--mem-per-gpu", "400MB", "-o", dir.path("plan.json")}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(
-      std::regex_search(r.out, std::regex("baselines? [a-z0-9_, ]*size_greedy[a-z0-9_, ]*: no plan \\(table \"t[45]\"")))
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex("baselines? [a-z0-9_, ]*size_greedy[a-z0-9_, ]*: no plan \\(table \"t[45]\"")))
       << r.out;
 }
 

@@ -44,7 +44,8 @@ TEST_F(ValidateCli, UnreadablePlanExitsTwo) {
   CliResult r = run_cli({"validate", "--plan", broken, "--tables", kSmall});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("broken.json: invalid JSON"), std::string::npos) << r.err;
-  std::string wrong_type = dir_.write("wrong.json", R"({"format": "shard-plan/1", "num_devices": "four", "memory_per_device_bytes": 1, "tables": []})");
+  std::string wrong_type = dir_.write(
+      "wrong.json", R"({"format": "shard-plan/1", "num_devices": "four", "memory_per_device_bytes": 1, "tables": []})");
   r = run_cli({"validate", "--plan", wrong_type, "--tables", kSmall});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("wrong.json: num_devices: must be an integer"), std::string::npos) << r.err;

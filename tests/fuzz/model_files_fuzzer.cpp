@@ -24,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   }
   // Half the inputs are checked against a record of their own hash, so that the accepting path runs too.
   nlohmann::json meta = nlohmann::json::object();
-  if (size > 0 && (data[0] & 1) != 0) meta[kModelFilesKey] = model_files_record({{"compute.pt", fuzz::as_text(data, size)}});
+  if (size > 0 && (data[0] & 1) != 0)
+    meta[kModelFilesKey] = model_files_record({{"compute.pt", fuzz::as_text(data, size)}});
   try {
     const torchio::RandomAccessFile file(fd, "compute.pt");  // owns fd from here
     verify_model_archive(file, meta, "meta.json");

@@ -11,8 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "shardplan/atomic_file.hpp"
@@ -108,8 +108,8 @@ std::vector<std::string> regression_failures(const BenchResult& result, const nl
                                    kDefaultPlanner, ours->mean_cost_ms, 100 * kTolerance, recorded_cost));
   }
   if (ours->valid < mine.at("valid").get<int>()) {
-    failures.push_back(fmt::format("{}: {} valid plans, recorded {}", kDefaultPlanner, ours->valid,
-                                   mine.at("valid").get<int>()));
+    failures.push_back(
+        fmt::format("{}: {} valid plans, recorded {}", kDefaultPlanner, ours->valid, mine.at("valid").get<int>()));
   }
   return failures;
 }
@@ -147,17 +147,17 @@ TEST_P(Regression, DefaultPlannerBeatsEveryBaselineAndItsRecord) {
   for (const auto& failure : regression_failures(result, recorded["task_sets"][name])) ADD_FAILURE() << failure;
 }
 
-INSTANTIATE_TEST_SUITE_P(TaskSets, Regression, ::testing::ValuesIn(task_sets()),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param.stem().string();
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(TaskSets, Regression, ::testing::ValuesIn(task_sets()), [](const auto& param_info) {
+  std::string n = param_info.param.stem().string();
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
+});
 
 // Under the GPU model too, no baseline scores below the default planner on any task.
 TEST(RegressionH100, NeverWorseThanABaselinePerTask) {
   for (const char* set : {"paper-4gpu", "paper-8gpu"}) {
-    const BenchResult result = bench(kSource / "data" / "tasks" / (std::string(set) + ".json"), NeuroShardConfig{}, "h100");
+    const BenchResult result =
+        bench(kSource / "data" / "tasks" / (std::string(set) + ".json"), NeuroShardConfig{}, "h100");
     std::cout << format_bench(result) << std::flush;
     const AlgorithmSummary* ours = nullptr;
     for (const auto& a : result.algorithms) {

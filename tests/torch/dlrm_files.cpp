@@ -49,9 +49,7 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
-torch::Tensor Dataset::indices_tensor() const {
-  return torch::tensor(ids, torch::kLong);
-}
+torch::Tensor Dataset::indices_tensor() const { return torch::tensor(ids, torch::kLong); }
 
 torch::Tensor Dataset::offsets_tensor(bool closed) const {
   std::vector<int64_t> offsets{0};
@@ -60,9 +58,7 @@ torch::Tensor Dataset::offsets_tensor(bool closed) const {
   return torch::tensor(offsets, torch::kLong);
 }
 
-torch::Tensor Dataset::lengths_tensor() const {
-  return torch::tensor(lengths, torch::kLong).reshape({tables, batch});
-}
+torch::Tensor Dataset::lengths_tensor() const { return torch::tensor(lengths, torch::kLong).reshape({tables, batch}); }
 
 Dataset random_dataset(int64_t tables, int64_t batch, uint64_t seed) {
   std::mt19937_64 rng(seed);

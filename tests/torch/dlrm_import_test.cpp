@@ -89,7 +89,8 @@ TEST(DlrmImport, ReadsInt32TensorsAndStridedViews) {
   torch::Tensor indices = data.indices_tensor().to(torch::kInt);
   // offsets as a view into a larger storage, lengths as a transposed (column-major) view: torch.save keeps
   // views as they are, so the reader must honour storage offsets and strides.
-  torch::Tensor offsets = torch::cat({torch::tensor({-7, -8, -9}, torch::kLong), data.offsets_tensor(true)}).slice(0, 3);
+  torch::Tensor offsets =
+      torch::cat({torch::tensor({-7, -8, -9}, torch::kLong), data.offsets_tensor(true)}).slice(0, 3);
   torch::Tensor lengths = data.lengths_tensor().t().contiguous().t();
   ASSERT_FALSE(lengths.is_contiguous());
   std::string path = dir.path("views.pt");
@@ -130,7 +131,9 @@ TEST(DlrmImport, EdgeTablesAndEveryReuseBin) {
   // t0: never looked up. t1: small ids, rows floored at 100. t2: counts at the bin edges, up to the open
   // last bin (more than 32768 accesses). t3: a large id.
   tables[1] = {0, 5, 5};
-  auto repeat = [&](int64_t id, int64_t count) { tables[2].insert(tables[2].end(), static_cast<std::size_t>(count), id); };
+  auto repeat = [&](int64_t id, int64_t count) {
+    tables[2].insert(tables[2].end(), static_cast<std::size_t>(count), id);
+  };
   repeat(7, 40000);
   repeat(3, 32768);
   repeat(1, 1);
@@ -165,13 +168,13 @@ TEST(DlrmImport, EdgeTablesAndEveryReuseBin) {
   EXPECT_EQ((*got.tables[1].reuse_hist)[0], 0.5);
   EXPECT_EQ((*got.tables[1].reuse_hist)[1], 0.5);
   const ReuseHist& h2 = *got.tables[2].reuse_hist;  // 9 distinct ids
-  EXPECT_EQ(h2[0], 1.0 / 9);   // count 1
-  EXPECT_EQ(h2[1], 1.0 / 9);   // 2
-  EXPECT_EQ(h2[2], 2.0 / 9);   // 3, 4
-  EXPECT_EQ(h2[3], 1.0 / 9);   // 5
-  EXPECT_EQ(h2[14], 1.0 / 9);  // 16384
-  EXPECT_EQ(h2[15], 2.0 / 9);  // 16385, 32768
-  EXPECT_EQ(h2[16], 1.0 / 9);  // 40000
+  EXPECT_EQ(h2[0], 1.0 / 9);                        // count 1
+  EXPECT_EQ(h2[1], 1.0 / 9);                        // 2
+  EXPECT_EQ(h2[2], 2.0 / 9);                        // 3, 4
+  EXPECT_EQ(h2[3], 1.0 / 9);                        // 5
+  EXPECT_EQ(h2[14], 1.0 / 9);                       // 16384
+  EXPECT_EQ(h2[15], 2.0 / 9);                       // 16385, 32768
+  EXPECT_EQ(h2[16], 1.0 / 9);                       // 40000
   EXPECT_EQ(got.tables[3].rows, 123457);
   EXPECT_EQ(got.tables[3].dim, 16);
 }
@@ -230,7 +233,8 @@ void expect_input_error(const std::string& path, const std::string& fragment) {
 class BadFiles : public ::testing::Test {
  protected:
   // A valid dataset, and a file of it with some of its tensors replaced.
-  std::string save(const std::string& name, const std::function<void(torch::Tensor&, torch::Tensor&, torch::Tensor&)>& edit) {
+  std::string save(const std::string& name,
+                   const std::function<void(torch::Tensor&, torch::Tensor&, torch::Tensor&)>& edit) {
     torch::Tensor indices = data_.indices_tensor();
     torch::Tensor offsets = data_.offsets_tensor(true);
     torch::Tensor lengths = data_.lengths_tensor();
@@ -239,7 +243,9 @@ class BadFiles : public ::testing::Test {
     test::save_triple(path, indices, offsets, lengths);
     return path;
   }
-  std::string valid_file() { return save("valid.pt", [](auto&, auto&, auto&) {}); }
+  std::string valid_file() {
+    return save("valid.pt", [](auto&, auto&, auto&) {});
+  }
 
   TempDir dir_;
   Dataset data_ = test::random_dataset(3, 16, 7);
@@ -259,7 +265,8 @@ TEST_F(BadFiles, NotAZipArchive) {
   expect_input_error(empty, "too short");
   // A bare pickle: what torch.save wrote before PyTorch 1.6.
   std::string legacy = dir_.path("legacy.pt");
-  test::write_bytes(legacy, std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", 15) + std::string(64, 'x'));
+  test::write_bytes(
+      legacy, std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", 15) + std::string(64, 'x'));
   expect_input_error(legacy, "legacy torch.save format");
 }
 
@@ -330,7 +337,10 @@ TEST_F(BadFiles, PicklesThatWouldCrashLibTorch) {
   const std::string valid = valid_file();
   const std::vector<std::pair<std::string, std::string>> cases = {
       // REDUCE with only the callable on the stack: LibTorch swaps end()-2 with end()-1 (seen as a crash).
-      {raw("\x80\x02" "ctorch._utils\n_rebuild_tensor_v2\n" "q\x00((R."), "pops an empty stack"},
+      {raw("\x80\x02"
+           "ctorch._utils\n_rebuild_tensor_v2\n"
+           "q\x00((R."),
+       "pops an empty stack"},
       // TUPLE without a mark: LibTorch reads marks_.back() of an empty vector.
       {raw("\x80\x02K\x01t."), "mark that was never set"},
       // LONG_BINPUT 0xffffffff: LibTorch sizes its memo table by the index.
@@ -338,7 +348,9 @@ TEST_F(BadFiles, PicklesThatWouldCrashLibTorch) {
       // BINUNICODE claiming 4 GiB, far more than the pickle holds.
       {raw("\x80\x02X\xff\xff\xff\xff."), "ends inside an argument"},
       {raw("\x80\x02h\x05."), "never set"},
-      {raw("\x80\x02" "cos\nsystem\n."), "refers to os.system"},
+      {raw("\x80\x02"
+           "cos\nsystem\n."),
+       "refers to os.system"},
       {raw("\x80\x02}."), "opcode 0x7d"},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -378,45 +390,55 @@ TEST_F(BadFiles, WrongShapesOrDtypes) {
   expect_input_error(save("flat_lengths.pt", [](auto&, auto&, auto& l) { l = l.reshape({-1}); }),
                      "lengths has 1 dimension");
   expect_input_error(save("float_ids.pt", [](auto& i, auto&, auto&) { i = i.to(torch::kFloat); }), "dtype Float");
-  expect_input_error(save("2d_ids.pt", [](auto& i, auto&, auto&) { i = i.reshape({1, -1}); }),
+  expect_input_error(save("2d_ids.pt",
+                          [](auto& i, auto&, auto&) {
+                            i = i.reshape({1, -1});
+                          }),
                      "indices has 2 dimensions");
-  expect_input_error(save("no_batch.pt", [](auto&, auto& o, auto& l) {
-                       l = torch::zeros({3, 0}, torch::kLong);
-                       o = torch::zeros({1}, torch::kLong);
-                     }),
+  expect_input_error(save("no_batch.pt",
+                          [](auto&, auto& o, auto& l) {
+                            l = torch::zeros({3, 0}, torch::kLong);
+                            o = torch::zeros({1}, torch::kLong);
+                          }),
                      "batch size 0");
 }
 
 // An expanded indices or offsets tensor would let a small file describe unbounded work.
 TEST_F(BadFiles, ExpandedIndicesOrOffsets) {
-  expect_input_error(save("expanded_ids.pt", [](auto& i, auto&, auto&) { i = i.slice(0, 0, 1).clone().expand({i.numel()}); }),
-                     "indices has 235 elements but stores only 1");
-  expect_input_error(save("expanded_offsets.pt", [](auto& i, auto& o, auto& l) {
-                       i = i.slice(0, 0, 0);
-                       l = torch::zeros_like(l);
-                       o = torch::zeros({1}, torch::kLong).expand({o.numel()});
-                     }),
+  expect_input_error(
+      save("expanded_ids.pt", [](auto& i, auto&, auto&) { i = i.slice(0, 0, 1).clone().expand({i.numel()}); }),
+      "indices has 235 elements but stores only 1");
+  expect_input_error(save("expanded_offsets.pt",
+                          [](auto& i, auto& o, auto& l) {
+                            i = i.slice(0, 0, 0);
+                            l = torch::zeros_like(l);
+                            o = torch::zeros({1}, torch::kLong).expand({o.numel()});
+                          }),
                      "offsets has 49 elements but stores only 1");
 }
 
 TEST_F(BadFiles, OffsetsThatDisagreeWithLengths) {
   expect_input_error(save("short_offsets.pt", [](auto&, auto& o, auto&) { o = o.slice(0, 0, o.numel() - 5); }),
                      "offsets has");
-  expect_input_error(save("shifted.pt", [](auto&, auto& o, auto&) { o[20] += 1; }),
-                     "offsets[20] is");
+  expect_input_error(save("shifted.pt", [](auto&, auto& o, auto&) { o[20] += 1; }), "offsets[20] is");
   expect_input_error(save("bad_end.pt", [](auto&, auto& o, auto&) { o[o.numel() - 1] += 3; }), "the last offset");
-  expect_input_error(save("extra_ids.pt", [](auto& i, auto&, auto&) { i = torch::cat({i, i.slice(0, 0, 4)}); }),
+  expect_input_error(save("extra_ids.pt",
+                          [](auto& i, auto&, auto&) {
+                            i = torch::cat({i, i.slice(0, 0, 4)});
+                          }),
                      "indices has");
-  expect_input_error(save("neg_length.pt", [](auto&, auto& o, auto& l) {
-                       l[0][1] = -1;
-                       o[2] = o[1] - 1;
-                     }),
+  expect_input_error(save("neg_length.pt",
+                          [](auto&, auto& o, auto& l) {
+                            l[0][1] = -1;
+                            o[2] = o[1] - 1;
+                          }),
                      "lengths[0][1] is -1: negative");
-  expect_input_error(save("past_end.pt", [](auto& i, auto& o, auto& l) {
-                       i = i.slice(0, 0, 2);
-                       (void)o;
-                       (void)l;
-                     }),
+  expect_input_error(save("past_end.pt",
+                          [](auto& i, auto& o, auto& l) {
+                            i = i.slice(0, 0, 2);
+                            (void)o;
+                            (void)l;
+                          }),
                      "lengths run past");
 }
 
@@ -470,9 +492,15 @@ TEST_F(BadFiles, DamagedPickleIsAnInputErrorNeverACrash) {
       for (int k = 0; k < edits; ++k) {
         std::size_t at = rng() % bytes.size();
         switch (rng() % 3) {
-          case 0: bytes[at] = static_cast<char>(rng()); break;       // overwrite
-          case 1: bytes.insert(at, 1, static_cast<char>(rng())); break;  // insert
-          default: bytes.erase(at, 1); break;                         // delete
+          case 0:
+            bytes[at] = static_cast<char>(rng());
+            break;  // overwrite
+          case 1:
+            bytes.insert(at, 1, static_cast<char>(rng()));
+            break;  // insert
+          default:
+            bytes.erase(at, 1);
+            break;  // delete
         }
       }
       return true;

@@ -41,8 +41,9 @@ CommSample sample(int world_size, int64_t floats, double truth) {
 }
 
 CommSample ring_sample(int world_size, int64_t floats, double latency_ms, double bytes_per_ms) {
-  return sample(world_size, floats,
-                ring_allreduce_ms(ring(world_size, latency_ms, bytes_per_ms), 4.0 * static_cast<double>(floats), world_size));
+  return sample(
+      world_size, floats,
+      ring_allreduce_ms(ring(world_size, latency_ms, bytes_per_ms), 4.0 * static_cast<double>(floats), world_size));
 }
 
 TEST(AllreduceFit, RecoversTheRingsLatencyAndRatePerWorldSize) {

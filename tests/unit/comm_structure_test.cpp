@@ -114,7 +114,10 @@ TEST(CommStructure, MoreBytesNeverCostLess) {
 }
 
 nlohmann::json valid_profile() {
-  return {{"format", "shard-plan-hardware/1"}, {"name", "x"}, {"kind", "published"}, {"gpus_per_host", 4},
+  return {{"format", "shard-plan-hardware/1"},
+          {"name", "x"},
+          {"kind", "published"},
+          {"gpus_per_host", 4},
           {"memory_per_gpu", "16GiB"},
           {"intra_host", {{"bandwidth_GBps", 100.0}, {"peer_latency_us", 1.0}}},
           {"inter_host", {{"bandwidth_GBps", 10.0}}}};

@@ -5,19 +5,17 @@
 #include <filesystem>
 
 #include "shardplan/cost_features.hpp"
-#include "shardplan/cost_model_io.hpp"
 #include "shardplan/cost_model.hpp"
+#include "shardplan/cost_model_io.hpp"
+#include "shardplan/metrics.hpp"
 #include "shardplan/neural_cost_model.hpp"
 #include "shardplan/planner.hpp"
-#include "shardplan/metrics.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {
 namespace {
 
-ShardFeatures shard(int64_t rows, int dim, double pf) {
-  return ShardFeatures{rows, dim, pf, kDlrmAggregateReuseHist};
-}
+ShardFeatures shard(int64_t rows, int dim, double pf) { return ShardFeatures{rows, dim, pf, kDlrmAggregateReuseHist}; }
 
 // A small network with fixed, varied weights: enough structure to test invariances.
 Mlp fixed_mlp(int inputs, std::vector<int> widths, bool relu_last) {
@@ -72,8 +70,8 @@ TEST(Metrics, MapeMseAndSpearman) {
 
 TEST(Metrics, ImbalanceResponseRecoversAPowerLaw) {
   // slowest = 2 x total^0.6 x (widest / mean)^0.2, on layouts that vary in total and in balance
-  std::vector<std::vector<int64_t>> layouts = {{100, 100, 100, 100}, {400, 100, 100, 200}, {50, 60, 70, 900},
-                                               {1000, 1000, 1000, 3000}, {8, 4, 4, 4}, {0, 0, 0, 0}};
+  std::vector<std::vector<int64_t>> layouts = {{100, 100, 100, 100},     {400, 100, 100, 200}, {50, 60, 70, 900},
+                                               {1000, 1000, 1000, 3000}, {8, 4, 4, 4},         {0, 0, 0, 0}};
   std::vector<double> slowest;
   for (const auto& widths : layouts) {
     double total = 0, widest = 0;
@@ -150,7 +148,8 @@ TEST(Mlp, BatchedForwardEqualsOneByOneBitForBit) {
     mlp.prepare();
     for (std::size_t n : {1u, 2u, 7u, 8u, 9u, 17u}) {
       std::vector<float> x(n * 9);
-      for (std::size_t k = 0; k < x.size(); ++k) x[k] = k % 5 == 0 ? 0.0f : static_cast<float>((k * 29) % 23) / 7.0f - 1.5f;
+      for (std::size_t k = 0; k < x.size(); ++k)
+        x[k] = k % 5 == 0 ? 0.0f : static_cast<float>((k * 29) % 23) / 7.0f - 1.5f;
       std::vector<float> batched(n);
       mlp.forward_batch(x.data(), n, batched.data());
       for (std::size_t s = 0; s < n; ++s) {
@@ -238,8 +237,7 @@ TEST(NeuralCostModel, HierarchicalCommEqualsItsNetOnEachPassBitForBit) {
     const CommModelSpec& spec = model.comm_spec();
     Mlp net = spec.net;
     net.prepare();
-    for (const auto& [widths, compute] :
-         std::vector<std::pair<std::vector<int64_t>, std::vector<double>>>{
+    for (const auto& [widths, compute] : std::vector<std::pair<std::vector<int64_t>, std::vector<double>>>{
              {{64, 128, 32, 0, 256, 8}, {1.0, 4.0, 2.5, 0.0, 7.0, 0.5}},
              {{512, 4, 4, 4}, {3.0, 3.0, 3.0, 3.0}},
              {{100, 260, 36, 12, 48, 64, 300, 20, 8}, {9.0, 1.0, 2.0, 6.0, 0.1, 3.0, 5.0, 2.0, 4.0}}}) {
@@ -261,7 +259,8 @@ TEST(NeuralCostModel, HierarchicalCommEqualsItsNetOnEachPassBitForBit) {
         const HierCommFeatureVector forward_row = normalised(rows[r]);
         net.forward(forward_row.data(), out);
         const double expected_fw =
-            (latest - compute[r]) + structure[r] * std::exp(static_cast<double>(out[0] * spec.target_std[0] + spec.target_mean[0]));
+            (latest - compute[r]) +
+            structure[r] * std::exp(static_cast<double>(out[0] * spec.target_std[0] + spec.target_mean[0]));
         HierCommFeatureVector backward_row = rows[r];
         if (backward_without_delays) clear_start_delays(backward_row);
         backward_row = normalised(backward_row);
@@ -328,8 +327,8 @@ TEST(NeuralCostModel, OneDeviceHasNoCommunication) {
 
 TEST(AnalyticCostModel, IsMonotoneInLookupsWidthAndShards) {
   auto model = make_analytic_cost_model(AnalyticCostConfig{});
-  auto c = model->predict_compute({{shard(1000, 64, 2)}, {shard(1000, 64, 4)}, {shard(1000, 128, 2)},
-                                   {shard(1000, 64, 2), shard(10, 4, 1)}});
+  auto c = model->predict_compute(
+      {{shard(1000, 64, 2)}, {shard(1000, 64, 4)}, {shard(1000, 128, 2)}, {shard(1000, 64, 2), shard(10, 4, 1)}});
   EXPECT_LT(c[0], c[1]);
   EXPECT_LT(c[0], c[2]);
   EXPECT_LT(c[0], c[3]);

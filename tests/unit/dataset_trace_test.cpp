@@ -120,8 +120,8 @@ TEST(DatasetTrace, A65536SampleBatchNeedsNoPerRowState) {
   Table table = make_table(kMaxRows, 20.0);
   IndexTrace trace = synthesize_trace(table, 65536, 5);
   EXPECT_EQ(trace.indices.size(), 1'310'720u);
-  EXPECT_TRUE(std::all_of(trace.indices.begin(), trace.indices.end(),
-                          [](int64_t id) { return id >= 0 && id < kMaxRows; }));
+  EXPECT_TRUE(
+      std::all_of(trace.indices.begin(), trace.indices.end(), [](int64_t id) { return id >= 0 && id < kMaxRows; }));
 }
 
 }  // namespace

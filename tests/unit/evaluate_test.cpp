@@ -74,15 +74,16 @@ TEST(PlanReader, InvalidPlanNamesItsProblems) {
 TEST(PlanReader, RowWiseShardsCarryTheirShareOfLookups) {
   std::vector<Table> tables = {make_table("r", 1000, 8, 10.0)};
   nlohmann::json doc = {{"format", "shard-plan/1"}, {"num_devices", 2}, {"memory_per_device_bytes", 1 << 30}};
-  doc["tables"] = {{{"name", "r"},
-                    {"rows", 1000},
-                    {"dim", 8},
-                    {"dtype", "fp32"},
-                    {"sharding_type", "row_wise"},
-                    {"ranks", {0, 1}},
-                    {"shards",
-                     {{{"rank", 0}, {"shard_offsets", {0, 0}}, {"shard_sizes", {250, 8}}, {"placement", "rank:0/cuda:0"}},
-                      {{"rank", 1}, {"shard_offsets", {250, 0}}, {"shard_sizes", {750, 8}}, {"placement", "rank:1/cuda:1"}}}}}};
+  doc["tables"] = {
+      {{"name", "r"},
+       {"rows", 1000},
+       {"dim", 8},
+       {"dtype", "fp32"},
+       {"sharding_type", "row_wise"},
+       {"ranks", {0, 1}},
+       {"shards",
+        {{{"rank", 0}, {"shard_offsets", {0, 0}}, {"shard_sizes", {250, 8}}, {"placement", "rank:0/cuda:0"}},
+         {{"rank", 1}, {"shard_offsets", {250, 0}}, {"shard_sizes", {750, 8}}, {"placement", "rank:1/cuda:1"}}}}}};
   doc["devices"] = {{{"rank", 0}, {"memory_bytes", 250 * 8 * 4}}, {{"rank", 1}, {"memory_bytes", 750 * 8 * 4}}};
   Plan plan = plan_from_json(doc, tables, "rows.json");
   ASSERT_EQ(plan.tables[0].type, ShardingType::kRowWise);
@@ -152,7 +153,8 @@ TEST(Evaluate, TimedAllReduceJoinsTheBackward) {
   EXPECT_DOUBLE_EQ(doc["devices"][1]["measured_allreduce_ms"].get<double>(), 3.0);
   EXPECT_DOUBLE_EQ(doc["devices"][1]["measured_total_ms"].get<double>(), 7.25);
   const std::string text = format_evaluation(e);
-  EXPECT_NE(text.find("all-reduce of the data-parallel gradients (in m_bw): up to 3.000 ms"), std::string::npos) << text;
+  EXPECT_NE(text.find("all-reduce of the data-parallel gradients (in m_bw): up to 3.000 ms"), std::string::npos)
+      << text;
 }
 
 // What a plan's step is timed with: all-to-all widths of the table-, column- and table-row-wise shards only;
@@ -254,7 +256,7 @@ TEST(BenchMeasured, StepAddsTheTimedAllToAllsToTheMeasuredCompute) {
     return out;
   };
   BenchResult result = run_bench(set, {"dim_greedy", "size_greedy"}, testing::planner_config(), true, &measure);
-  EXPECT_EQ(calls, 1);  // every measured plan's all-to-alls in one go
+  EXPECT_EQ(calls, 1);         // every measured plan's all-to-alls in one go
   ASSERT_EQ(seen.size(), 4u);  // 2 tasks x 2 algorithms, task by task
   for (const auto& plan : seen) {
     ASSERT_EQ(plan.dim_sums.size(), 3u);
@@ -264,7 +266,8 @@ TEST(BenchMeasured, StepAddsTheTimedAllToAllsToTheMeasuredCompute) {
   EXPECT_EQ(result.step_measured_tasks, 1);
   const TaskOutcome& timed = result.algorithms[0].tasks[1];
   double expected = 0.0;
-  for (std::size_t d = 0; d < 3; ++d) expected = std::max(expected, seen[2].compute_ms[d] + static_cast<double>(d) + 0.5);
+  for (std::size_t d = 0; d < 3; ++d)
+    expected = std::max(expected, seen[2].compute_ms[d] + static_cast<double>(d) + 0.5);
   ASSERT_TRUE(timed.measured_max_step_ms.has_value());
   EXPECT_DOUBLE_EQ(*timed.measured_max_step_ms, expected);
   EXPECT_DOUBLE_EQ(result.algorithms[0].mean_measured_max_step_ms, expected);

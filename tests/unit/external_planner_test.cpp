@@ -21,8 +21,8 @@
 namespace shardplan {
 namespace {
 
-using testing::TempDir;
 using testing::message_of;
+using testing::TempDir;
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
@@ -97,9 +97,9 @@ TEST_F(ExternalPlannerTest, ExitsBecomeTypedErrorsCarryingTheProgramsLastWords) 
 }
 
 TEST_F(ExternalPlannerTest, TheClusterAndTheBatchPerRankAreItsArguments) {
-  auto with_batch = make_external_planner("fake_planner", {{"/bin/sh", dir.write("fake.sh", kScript)},
-                                                           {"ARGS_FILE=" + dir.path("args"),
-                                                            "PLAN=" + dir.write("plan.json", kPlan)}},
+  auto with_batch = make_external_planner("fake_planner",
+                                          {{"/bin/sh", dir.write("fake.sh", kScript)},
+                                           {"ARGS_FILE=" + dir.path("args"), "PLAN=" + dir.write("plan.json", kPlan)}},
                                           {}, ShardingTypeSet::all(), {0, std::nullopt, 2048});
   with_batch->plan(tables, cluster);
   EXPECT_NE(read_text(dir.path("args")).find("--batch-size 1024"), std::string::npos) << read_text(dir.path("args"));
@@ -121,8 +121,9 @@ TEST_F(ExternalPlannerTest, APlanPastItsTimeLimitIsStopped) {
   auto slow = make_external_planner("slow_planner", {{"/bin/sh", sleeper}, {}}, {}, ShardingTypeSet::all(),
                                     {0.3, std::nullopt});
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_NE(message_of<DeadlinePassed>([&] { slow->plan(tables, cluster); }).find("slow_planner: the time limit passed"),
-            std::string::npos);
+  EXPECT_NE(
+      message_of<DeadlinePassed>([&] { slow->plan(tables, cluster); }).find("slow_planner: the time limit passed"),
+      std::string::npos);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
 }
 

@@ -124,7 +124,8 @@ TEST(MeasureLoop, RespectsTheBudgetAndKeepsNearTheModelsPickOnTheMachine) {
     EXPECT_EQ(plan.measure_loop->sets_measured, machine.sets_measured);
     EXPECT_EQ(plan.measure_loop->budget, budget);
     for (const auto& d : plan.measure_loop->devices) {
-      EXPECT_DOUBLE_EQ(d.measured_ms, machine.truth(device_shards(plan, tables)[static_cast<std::size_t>(d.rank)].pieces));
+      EXPECT_DOUBLE_EQ(d.measured_ms,
+                       machine.truth(device_shards(plan, tables)[static_cast<std::size_t>(d.rank)].pieces));
     }
     if (budget == 8) {
       // The model's pick puts the secretly slow table where it thinks there is room; measuring finds it
@@ -223,9 +224,9 @@ TEST(MeasureLoop, HandsOverARivalsPlanThatMeasuresFaster) {
   EXPECT_EQ(without.measure_loop->rival_sets_measured, 0);
 
   sets_measured = 0;
-  Plan with = make_measured_neuroshard_planner(model, NeuroShardConfig{}, loop, machine,
-                                               {std::make_shared<RoundRobinRival>()})
-                  ->plan(tables, cluster);
+  Plan with =
+      make_measured_neuroshard_planner(model, NeuroShardConfig{}, loop, machine, {std::make_shared<RoundRobinRival>()})
+          ->plan(tables, cluster);
   EXPECT_LE(sets_measured, loop.budget);
   ASSERT_TRUE(with.measure_loop.has_value());
   EXPECT_EQ(with.measure_loop->chosen_from, "round_robin");

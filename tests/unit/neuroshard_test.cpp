@@ -4,13 +4,13 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "grid_placement.hpp"
+#include "shard_catalog.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/neuroshard.hpp"
 #include "shardplan/plan_io.hpp"
 #include "shardplan/sharding_types.hpp"
 #include "shardplan/validate.hpp"
-#include "grid_placement.hpp"
-#include "shard_catalog.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {
@@ -177,7 +177,8 @@ double brute_force_best(const std::vector<Table>& tables, int devices, const Cos
           std::vector<std::vector<ShardFeatures>> sets(static_cast<std::size_t>(devices));
           std::vector<int64_t> widths(static_cast<std::size_t>(devices), 0);
           for (std::size_t k = 0; k < pieces.size(); ++k) {
-            sets[static_cast<std::size_t>(ranks[k])].push_back(shard_features(tables[pieces[k].first], pieces[k].second));
+            sets[static_cast<std::size_t>(ranks[k])].push_back(
+                shard_features(tables[pieces[k].first], pieces[k].second));
             widths[static_cast<std::size_t>(ranks[k])] += pieces[k].second;
           }
           auto compute = model.predict_compute(sets);

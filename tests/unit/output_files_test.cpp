@@ -1,10 +1,10 @@
 // Outputs never lose a user's file (issue 43): the up-front path check, the staged writer that commits a
 // run's outputs together, devices and FIFOs written into, symlinks kept, temporaries gone on a signal.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -23,8 +23,8 @@ namespace shardplan {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::TempDir;
 using testing::message_of;
+using testing::TempDir;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -40,12 +40,18 @@ TEST(OutputPaths, AnEmptyPathIsBadUsage) {
 TEST(OutputPaths, AMissingDirectoryOrAFileAsDirectoryCannotBeWritten) {
   TempDir dir;
   const std::string file = dir.write("afile", "x");
-  EXPECT_EQ(message_of<RuntimeFailure>([&] { check_output_files({{"-o", file + "/p.json"}}, {}); }),
+  EXPECT_EQ(message_of<RuntimeFailure>([&] {
+              check_output_files({{"-o", file + "/p.json"}}, {});
+            }),
             "-o " + file + "/p.json: " + file + " is not a directory");
   const std::string missing = dir.path("nodir/p.json");
-  EXPECT_EQ(message_of<RuntimeFailure>([&] { check_output_files({{"--report", missing}}, {}); }),
+  EXPECT_EQ(message_of<RuntimeFailure>([&] {
+              check_output_files({{"--report", missing}}, {});
+            }),
             "--report " + missing + ": directory " + dir.path("nodir") + " does not exist");
-  EXPECT_NE(message_of<RuntimeFailure>([&] { check_output_files({{"-o", dir.root().string()}}, {}); }).find("is a directory"),
+  EXPECT_NE(message_of<RuntimeFailure>([&] {
+              check_output_files({{"-o", dir.root().string()}}, {});
+            }).find("is a directory"),
             std::string::npos);
 }
 
@@ -54,16 +60,19 @@ TEST(OutputPaths, AnOutputThatIsAnInputIsRefusedThroughSymlinks) {
   const std::string tables = dir.write("t.json", "[]");
   fs::create_symlink(tables, dir.path("link.json"));
   for (const std::string& output : {tables, dir.path("link.json"), dir.path("./t.json")}) {
-    const std::string message =
-        message_of<InputError>([&] { check_output_files({{"-o", output}}, {{"--tables", tables}}); });
-    EXPECT_NE(message.find("the same file as --tables " + tables + ", which this run reads"), std::string::npos) << message;
+    const std::string message = message_of<InputError>([&] {
+      check_output_files({{"-o", output}}, {{"--tables", tables}});
+    });
+    EXPECT_NE(message.find("the same file as --tables " + tables + ", which this run reads"), std::string::npos)
+        << message;
   }
 }
 
 TEST(OutputPaths, TwoOutputsThatAreOneFileAreRefused) {
   TempDir dir;
-  const std::string message = message_of<InputError>(
-      [&] { check_output_files({{"-o", dir.path("p.svg")}, {"--report", dir.path("./p.svg")}}, {}); });
+  const std::string message = message_of<InputError>([&] {
+    check_output_files({{"-o", dir.path("p.svg")}, {"--report", dir.path("./p.svg")}}, {});
+  });
   EXPECT_NE(message.find("--report " + dir.path("./p.svg") + ": the same file as -o"), std::string::npos) << message;
 }
 
@@ -76,7 +85,9 @@ TEST(OutputPaths, DirectoryOutputsMayBeCreatedButNotBeAnInput) {
             }).find("the same file as --base"),
             std::string::npos);
   const std::string file = dir.write("f", "x");
-  EXPECT_NE(message_of<RuntimeFailure>([&] { check_output_directories({{"--out", file}}, {}); }).find("is not a directory"),
+  EXPECT_NE(message_of<RuntimeFailure>([&] {
+              check_output_directories({{"--out", file}}, {});
+            }).find("is not a directory"),
             std::string::npos);
 }
 

@@ -58,7 +58,10 @@ TEST(ParallelFor, CallsFromSeveralThreadsAtOnceAllComplete) {
 }
 
 TEST(ParallelFor, AnExceptionReachesTheCallerAndThePoolStaysUsable) {
-  EXPECT_THROW(parallel_for(100, 3, [](int i) { if (i == 42) throw std::runtime_error("item 42"); }),
+  EXPECT_THROW(parallel_for(100, 3,
+                            [](int i) {
+                              if (i == 42) throw std::runtime_error("item 42");
+                            }),
                std::runtime_error);
   EXPECT_EQ(visits(50, 3), std::vector<int>(50, 1));
 }

@@ -46,7 +46,8 @@ double rescored_max(const Placement& p, const std::vector<Piece>& pieces, const 
     ++count[r];
   }
   std::vector<double> compute;
-  for (std::size_t r = 0; r < sums.size(); ++r) compute.push_back(count[r] ? model.compute_from_summary(sums[r].data()) : 0.0);
+  for (std::size_t r = 0; r < sums.size(); ++r)
+    compute.push_back(count[r] ? model.compute_from_summary(sums[r].data()) : 0.0);
   std::vector<double> fw, bw;
   model.predict_comm(width, compute, fw, bw);
   double worst = 0.0;

@@ -69,7 +69,8 @@ TEST(BoundingDrivers, UsesThePlansOwnScoresOnlyWhenTheSameModelMadeThem) {
   auto model = make_analytic_cost_model(AnalyticCostConfig{});
   Plan plan;
   plan.cluster.num_devices = 3;
-  for (std::size_t t = 0; t < tables.size(); ++t) plan.tables.push_back(table_wise_sharding(tables[t], static_cast<int>(t % 3)));
+  for (std::size_t t = 0; t < tables.size(); ++t)
+    plan.tables.push_back(table_wise_sharding(tables[t], static_cast<int>(t % 3)));
   auto unscored = bounding_drivers(plan, tables, *model, 9);
   plan.device_costs = score_plan(plan, tables, *model);
   plan.cost_model = model->name();
@@ -104,8 +105,8 @@ TEST(BaselineComparison, ReusesKnownOutcomesAndPlansTheRest) {
   cluster.num_devices = 4;
   auto config = testing::planner_config();
   const std::vector<BaselineOutcome> known = {{"no_such_planner", 1.5, "", false}};
-  auto outcomes = compare_with_baselines({"no_such_planner", "size_greedy"}, tables, cluster, config,
-                                         *config.cost_model, known);
+  auto outcomes =
+      compare_with_baselines({"no_such_planner", "size_greedy"}, tables, cluster, config, *config.cost_model, known);
   ASSERT_EQ(outcomes.size(), 2u);
   EXPECT_EQ(outcomes[0].planner, "no_such_planner");
   EXPECT_EQ(outcomes[0].max_total_ms, 1.5);  // not planned: that planner does not exist
@@ -118,7 +119,8 @@ TEST(BaselineComparison, ReusesKnownOutcomesAndPlansTheRest) {
   const auto& recorded = plan.search->baselines;
   const auto fresh = compare_with_baselines({"torchrec", "size_greedy"}, tables, cluster, config, *config.cost_model);
   for (const auto& outcome : fresh) {
-    auto it = std::find_if(recorded.begin(), recorded.end(), [&](const auto& o) { return o.planner == outcome.planner; });
+    auto it =
+        std::find_if(recorded.begin(), recorded.end(), [&](const auto& o) { return o.planner == outcome.planner; });
     ASSERT_NE(it, recorded.end()) << outcome.planner;
     EXPECT_EQ(it->max_total_ms, outcome.max_total_ms) << outcome.planner;
   }
@@ -160,8 +162,10 @@ TEST(BaselineComparison, PastTheDeadlineBaselinesAreNotRunAndTorchRecGivesUp) {
   auto polls = std::make_shared<int>(0);
   const Deadline::Clock::time_point zero{};
   // Passes at the third look at the clock: after the comparison's own check, inside TorchRec's proposals.
-  config.deadline = Deadline(zero + std::chrono::seconds(3), [polls, zero] { return zero + std::chrono::seconds(++*polls); });
-  auto outcomes = compare_with_baselines({"torchrec_all_types", "size_greedy"}, tables, cluster, config, *config.cost_model);
+  config.deadline =
+      Deadline(zero + std::chrono::seconds(3), [polls, zero] { return zero + std::chrono::seconds(++*polls); });
+  auto outcomes =
+      compare_with_baselines({"torchrec_all_types", "size_greedy"}, tables, cluster, config, *config.cost_model);
   ASSERT_EQ(outcomes.size(), 2u);
   EXPECT_FALSE(outcomes[0].max_total_ms);
   EXPECT_EQ(outcomes[0].failure, "torchrec_all_types: the time limit passed before it finished");

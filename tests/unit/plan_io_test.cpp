@@ -65,9 +65,7 @@ TEST(PlanIo, WritesPredictedCostsWhenScored) {
   EXPECT_DOUBLE_EQ(doc["summary"]["mean_total_ms"].get<double>(), (1.75 + 3.0 + 0.5) / 3);
 }
 
-TEST(PlanIo, SerialisationIsDeterministic) {
-  EXPECT_EQ(plan_to_string(small_plan()), plan_to_string(small_plan()));
-}
+TEST(PlanIo, SerialisationIsDeterministic) { EXPECT_EQ(plan_to_string(small_plan()), plan_to_string(small_plan())); }
 
 TEST(JsonFormat, KeepsFlatContainersOnOneLineAndRoundTrips) {
   nlohmann::ordered_json doc = {{"a", 1},

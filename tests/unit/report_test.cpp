@@ -47,9 +47,10 @@ TEST(Report, SaysWhichBaselineThePlanStartedFrom) {
   plan.search = SearchSummary{};
   plan.search->started_from = "torchrec_cw32";
   plan.search->search_max_ms = 12.5;
-  EXPECT_NE(format_report(plan, ReportOptions{}).find(
-                "start: torchrec_cw32's plan, after the sharding-type pass, scored below the search's own (12.500 ms)"),
-            std::string::npos);
+  EXPECT_NE(
+      format_report(plan, ReportOptions{})
+          .find("start: torchrec_cw32's plan, after the sharding-type pass, scored below the search's own (12.500 ms)"),
+      std::string::npos);
   plan.search->search_max_ms = 0.0;
   EXPECT_NE(format_report(plan, ReportOptions{}).find("start: torchrec_cw32's plan; the search found none"),
             std::string::npos);
@@ -89,9 +90,10 @@ TEST(Report, ComparesWithTheBestBaselineAndListsFailures) {
             "vs baselines: none of them found a plan\nbaseline torchrec: no plan (infeasible)\n");
   EXPECT_EQ(format_baseline_comparison({}, 1.0), "");
   // Under a time limit: baselines the limit left no time for are not compared, not "no plan".
-  EXPECT_EQ(format_baseline_comparison({{"torchrec", std::nullopt, "torchrec: the time limit passed before it finished", true},
-                                        {"size_greedy", std::nullopt, "the time limit passed before it ran", true}},
-                                       1.0),
+  EXPECT_EQ(format_baseline_comparison(
+                {{"torchrec", std::nullopt, "torchrec: the time limit passed before it finished", true},
+                 {"size_greedy", std::nullopt, "the time limit passed before it ran", true}},
+                1.0),
             "vs baselines: none compared, the time limit passed first\n"
             "baseline torchrec: not compared (torchrec: the time limit passed before it finished)\n"
             "baseline size_greedy: not compared (the time limit passed before it ran)\n");

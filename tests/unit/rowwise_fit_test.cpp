@@ -22,16 +22,12 @@ CommSample sample(std::vector<int64_t> widths, int64_t rw_dim, double fw, double
 // Each row-wise sample meets the sample given next to it that carries its width in the all-to-all.
 TEST(RowwiseFit, PairsEachRowWiseSampleWithItsNeighbour) {
   std::vector<CommSample> samples = {
-      sample({4, 8}, 16, 2.0, 3.0),   // pairs with the next one
-      sample({20, 24}, 0, 1.5, 1.5),
-      sample({20, 24}, 0, 2.0, 2.0),  // the same widths, but not its neighbour
-      sample({8, 8}, 16, 5.0, 5.0),   // no neighbour with {24, 24}
-      sample({4, 8}, 0, 1.0, 1.0),
-      sample({36, 24}, 0, 9.0, 9.0),  // pairs with the next one, given after it
-      sample({20, 8}, 16, 4.0, 4.0),
-      sample({20, 8}, 16, 4.0, 4.0),  // its neighbours are taken or row-wise: no partner
-      sample({12, 12}, 8, 4.0, 4.0),
-      sample({20, 20}, 0, 1.0, 1.0),  // its ranks started 2 ms apart: no partner
+      sample({4, 8}, 16, 2.0, 3.0),                                  // pairs with the next one
+      sample({20, 24}, 0, 1.5, 1.5), sample({20, 24}, 0, 2.0, 2.0),  // the same widths, but not its neighbour
+      sample({8, 8}, 16, 5.0, 5.0),                                  // no neighbour with {24, 24}
+      sample({4, 8}, 0, 1.0, 1.0),   sample({36, 24}, 0, 9.0, 9.0),  // pairs with the next one, given after it
+      sample({20, 8}, 16, 4.0, 4.0), sample({20, 8}, 16, 4.0, 4.0),  // its neighbours are taken or row-wise: no partner
+      sample({12, 12}, 8, 4.0, 4.0), sample({20, 20}, 0, 1.0, 1.0),  // its ranks started 2 ms apart: no partner
   };
   samples.back().delays_ms = {0.0, 2.0};
   std::vector<char> is_reference;
@@ -62,8 +58,8 @@ TEST(RowwiseFit, FitsALinePerWorldSizeAndCarriesItToOtherSizes) {
   EXPECT_NEAR(fit.points[1].ms_per_column, 0.0, 1e-12);
   EXPECT_NEAR(fitted_rowwise_ms(fit, 100, 4), 4.0, 1e-9);
   EXPECT_NEAR(fitted_rowwise_ms(fit, 100, 6), 8.5 + 0.005 * 100, 1e-9);  // W = 6: halfway between W = 4 and 8
-  EXPECT_NEAR(fitted_rowwise_ms(fit, 100, 64), 14.0 * 63 / 7, 1e-9);    // beyond the data: W = 8's
-  EXPECT_NEAR(fitted_rowwise_ms(fit, 100, 2), 3.0 / 3 + 1.0, 1e-9);     // below it: the smallest's
+  EXPECT_NEAR(fitted_rowwise_ms(fit, 100, 64), 14.0 * 63 / 7, 1e-9);     // beyond the data: W = 8's
+  EXPECT_NEAR(fitted_rowwise_ms(fit, 100, 2), 3.0 / 3 + 1.0, 1e-9);      // below it: the smallest's
   EXPECT_EQ(fitted_rowwise_ms(fit, 100, 1), 0.0);
   EXPECT_EQ(fitted_rowwise_ms(fit, 0, 8), 0.0);
 }

@@ -59,8 +59,10 @@ TEST(DeviceIndex, FindsWhatAWalkInOrderFinds) {
       const auto max_bytes = static_cast<int64_t>(rng() % 6) - 1;
       const int64_t max_width = rng() % 4 == 0 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(rng() % 10);
       std::vector<int> excluded;
-      for (int k = 0; k < static_cast<int>(rng() % 3); ++k) excluded.push_back(static_cast<int>(rng() % static_cast<uint64_t>(devices)));
-      EXPECT_EQ(index.first(max_bytes, max_width, &excluded), first_by_walk(order, width, max_bytes, max_width, excluded))
+      for (int k = 0; k < static_cast<int>(rng() % 3); ++k)
+        excluded.push_back(static_cast<int>(rng() % static_cast<uint64_t>(devices)));
+      EXPECT_EQ(index.first(max_bytes, max_width, &excluded),
+                first_by_walk(order, width, max_bytes, max_width, excluded))
           << devices << " devices, round " << round;
       EXPECT_EQ(index.first(max_bytes, max_width, nullptr), first_by_walk(order, width, max_bytes, max_width, {}));
       const DeviceIndex& unlimited = index;  // the query without a width limit, safe to share across threads
@@ -129,8 +131,8 @@ TEST(SearchScale, LargeSearchIsTheSameForAnyThreadCount) {
 TEST(SearchScale, TimeLimitReturnsAValidPlanMarkedCutShort) {
   LargeCase c;
   NeuroShardConfig config;
-  config.patience = 0;           // every step would run
-  config.steps = 1'000'000;      // far more than a millisecond allows
+  config.patience = 0;       // every step would run
+  config.steps = 1'000'000;  // far more than a millisecond allows
   config.time_limit_seconds = 0.001;
   Plan plan = plan_large(c, config);
   auto doc = nlohmann::json::parse(plan_to_string(plan));

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sharding_type_pass.hpp"
 #include "shardplan/comm_structure.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/measured_comm.hpp"
@@ -12,7 +13,6 @@
 #include "shardplan/plan_reader.hpp"
 #include "shardplan/sharding_types.hpp"
 #include "shardplan/validate.hpp"
-#include "sharding_type_pass.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {
@@ -84,7 +84,7 @@ TEST(ShardingTypes, MemoryCountsReplicasEverywhereAndOptimizerStatePerBlock) {
   Table small = make_table("small", 10, 8);
   Plan plan = plan_of(cluster, {row_wise_sharding(big, 4), data_parallel_sharding(small, 4)});
   std::vector<DeviceUsage> usage = device_usage(plan);
-  const int64_t block = 250 * 32 * 4 + 250 * 4;  // weights and one fp32 of state per row of the block
+  const int64_t block = 250 * 32 * 4 + 250 * 4;              // weights and one fp32 of state per row of the block
   const int64_t replica = 10 * 8 * 4 + 10 * 4 + 10 * 8 * 4;  // and its dense gradient
   for (const auto& u : usage) {
     EXPECT_EQ(u.memory_bytes, block + replica);
@@ -183,7 +183,8 @@ TEST(ShardingTypes, RowWiseTablesAddTheirCollectivesLatency) {
   EXPECT_DOUBLE_EQ(plan_collectives_ms(*model, devices), latency);
   EXPECT_DOUBLE_EQ(extra_collectives_ms(*model, 4000, 28, 4), model->allreduce_ms(4000.0, 4) + latency);
   EXPECT_EQ(extra_collectives_ms(*model, 4000, 28, 1), 0.0);
-  Plan without = plan_of(cluster, {table_wise_sharding(rw, 1), table_wise_sharding(tw, 0), table_wise_sharding(rw2, 2)});
+  Plan without =
+      plan_of(cluster, {table_wise_sharding(rw, 1), table_wise_sharding(tw, 0), table_wise_sharding(rw2, 2)});
   EXPECT_EQ(device_shards(without, {rw, tw, rw2}).front().row_wise_dim, 0);
   EXPECT_EQ(plan_collectives_ms(*model, device_shards(without, {rw, tw, rw2})), 0.0);
   // The same widths scored without the row-wise flag lose exactly that latency from every backward.
@@ -192,7 +193,8 @@ TEST(ShardingTypes, RowWiseTablesAddTheirCollectivesLatency) {
   const std::vector<double> compute = model->predict_compute(compute_sets(devices));
   const std::vector<DeviceCost> plain = costs_from_compute(*model, compute, widths);
   const std::vector<DeviceCost> scored = score_plan(with, {rw, tw, rw2}, *model);
-  for (std::size_t r = 0; r < scored.size(); ++r) EXPECT_NEAR(scored[r].bw_comm_ms, plain[r].bw_comm_ms + latency, 1e-9);
+  for (std::size_t r = 0; r < scored.size(); ++r)
+    EXPECT_NEAR(scored[r].bw_comm_ms, plain[r].bw_comm_ms + latency, 1e-9);
 }
 
 // A row-wise table with fewer blocks than GPUs (17 rows on 8 GPUs: blocks of 3 on ranks 0-5): every rank
@@ -312,10 +314,12 @@ class WidthChargedModel final : public CostModel {
   explicit WidthChargedModel(std::shared_ptr<const CostModel> base) : base_(std::move(base)) {}
   std::string name() const override { return "width-charged"; }
   int summary_size() const override { return base_->summary_size(); }
-  void shard_summary(const ShardFeatures& shard, float* summary) const override { base_->shard_summary(shard, summary); }
+  void shard_summary(const ShardFeatures& shard, float* summary) const override {
+    base_->shard_summary(shard, summary);
+  }
   double compute_from_summary(const float* sum) const override { return base_->compute_from_summary(sum); }
-  void predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms, std::vector<double>& fw,
-                    std::vector<double>& bw) const override {
+  void predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
+                    std::vector<double>& fw, std::vector<double>& bw) const override {
     base_->predict_comm(dim_sums, compute_ms, fw, bw);
   }
   double allreduce_ms(double bytes, int num_devices) const override { return base_->allreduce_ms(bytes, num_devices); }
@@ -336,8 +340,8 @@ struct PassRun {
   TypePassStats stats;
 };
 
-PassRun run_pass(const std::shared_ptr<const CostModel>& model, const std::vector<double>& hot_poolings, int light_tables,
-                 const Cluster& cluster, const std::string& types) {
+PassRun run_pass(const std::shared_ptr<const CostModel>& model, const std::vector<double>& hot_poolings,
+                 int light_tables, const Cluster& cluster, const std::string& types) {
   PassRun run;
   for (double pooling : hot_poolings) {
     run.tables.push_back(make_table("hot" + std::to_string(run.tables.size()), 4'000'000, 4, pooling));
@@ -355,7 +359,8 @@ PassRun run_pass(const std::shared_ptr<const CostModel>& model, const std::vecto
 TEST(ShardingTypes, PassTracksTheRowWiseWidthAsScoringDoes) {
   auto model = std::make_shared<WidthChargedModel>(testing::analytic_model());
   // Hot tables of unequal heat: each conversion relieves the slowest GPU down to the next hot table's.
-  const PassRun run = run_pass(model, {400.0, 150.0, 60.0}, 6, cluster_of(16, 1ll << 30), "table_wise,column_wise,row_wise");
+  const PassRun run =
+      run_pass(model, {400.0, 150.0, 60.0}, 6, cluster_of(16, 1ll << 30), "table_wise,column_wise,row_wise");
   const auto& [tables, base, after, stats] = run;
   int64_t row_wise_dim = 0;
   for (const auto& t : after.tables) row_wise_dim += t.type == ShardingType::kRowWise ? t.dim : 0;
@@ -395,7 +400,8 @@ TEST(ShardingTypes, TableRowWiseTablesAddTheirHostsCollectives) {
   const std::vector<DeviceCost> scored = score_plan(plan, tables, *model);
   std::vector<int64_t> widths;
   for (const auto& d : devices) widths.push_back(d.dim_sum);
-  const std::vector<DeviceCost> plain = costs_from_compute(*model, model->predict_compute(compute_sets(devices)), widths);
+  const std::vector<DeviceCost> plain =
+      costs_from_compute(*model, model->predict_compute(compute_sets(devices)), widths);
   for (std::size_t r = 0; r < scored.size(); ++r) EXPECT_NEAR(scored[r].bw_comm_ms, plain[r].bw_comm_ms + 0.116, 1e-9);
 
   // Timed as TorchRec runs them: each host reduce-scatters its own width among its ranks, then its ranks
@@ -406,7 +412,8 @@ TEST(ShardingTypes, TableRowWiseTablesAddTheirHostsCollectives) {
   EXPECT_EQ(comm->host_rw_dims, (std::vector<int64_t>{28, 28, 28, 28, 20, 20, 20, 20}));
   EXPECT_EQ(comm->dim_sums, (std::vector<int64_t>{4 + 3, 4 + 3, 4 + 3, 4 + 3, 5, 5 + 8, 5, 5}));
   EXPECT_EQ(comm->rw_dim, 0);
-  auto plain_comm = comm_to_measure(plan_of(cluster, {table_wise_sharding(tw, 5)}), std::vector<std::optional<double>>(8, 1.0));
+  auto plain_comm =
+      comm_to_measure(plan_of(cluster, {table_wise_sharding(tw, 5)}), std::vector<std::optional<double>>(8, 1.0));
   ASSERT_TRUE(plain_comm.has_value());
   EXPECT_TRUE(plain_comm->host_rw_dims.empty());
   EXPECT_EQ(plain_comm->devices_per_host, 0);
@@ -418,7 +425,8 @@ TEST(ShardingTypes, PassTracksEachHostsTableRowWiseWidth) {
   auto model = std::make_shared<WidthChargedModel>(testing::analytic_model());
   Cluster cluster = cluster_of(16, 1ll << 30);
   cluster.devices_per_host = 4;
-  const PassRun run = run_pass(model, {400.0, 300.0, 200.0, 150.0}, 8, cluster, "table_wise,column_wise,table_row_wise");
+  const PassRun run =
+      run_pass(model, {400.0, 300.0, 200.0, 150.0}, 8, cluster, "table_wise,column_wise,table_row_wise");
   const auto& [tables, base, after, stats] = run;
   std::vector<int64_t> host_dims(4, 0);
   for (const auto& t : after.tables) {

@@ -36,10 +36,11 @@ ShardingTypeSet types_of(std::initializer_list<ShardingType> list) {
 }
 
 TEST(TableConstraints, ParsedSortedAndWrittenBack) {
-  auto tables = parse_tables(json::array({{{"name", "a"}, {"rows", 10}, {"dim", 8}, {"sharding_types", {"column_wise", "row_wise"}}},
-                                          {{"name", "b"}, {"rows", 10}, {"dim", 8}, {"ranks", {3, 1}}},
-                                          {{"name", "c"}, {"rows", 10}, {"dim", 8}}}),
-                             "t.json");
+  auto tables = parse_tables(
+      json::array({{{"name", "a"}, {"rows", 10}, {"dim", 8}, {"sharding_types", {"column_wise", "row_wise"}}},
+                   {{"name", "b"}, {"rows", 10}, {"dim", 8}, {"ranks", {3, 1}}},
+                   {{"name", "c"}, {"rows", 10}, {"dim", 8}}}),
+      "t.json");
   EXPECT_EQ(tables[0].constraints.sharding_types, types_of({ShardingType::kColumnWise, ShardingType::kRowWise}));
   EXPECT_FALSE(tables[0].constraints.pinned());
   // A pinned table is table- or column-wise.
@@ -63,9 +64,12 @@ TEST(TableConstraints, BadConstraintsNameTheirPathAndValue) {
     t[key] = std::move(value);
     return parse_error(t);
   };
-  EXPECT_NE(with("sharding_types", {"table_wise", "sideways"}).find("tables[0].sharding_types[1]: must be one of"), std::string::npos);
-  EXPECT_NE(with("sharding_types", {"row_wise", "row_wise"}).find("tables[0].sharding_types[1]: is listed twice"), std::string::npos);
-  EXPECT_NE(with("sharding_types", json::array()).find("tables[0].sharding_types: must list at least one"), std::string::npos);
+  EXPECT_NE(with("sharding_types", {"table_wise", "sideways"}).find("tables[0].sharding_types[1]: must be one of"),
+            std::string::npos);
+  EXPECT_NE(with("sharding_types", {"row_wise", "row_wise"}).find("tables[0].sharding_types[1]: is listed twice"),
+            std::string::npos);
+  EXPECT_NE(with("sharding_types", json::array()).find("tables[0].sharding_types: must list at least one"),
+            std::string::npos);
   EXPECT_NE(with("sharding_types", "table_wise").find("tables[0].sharding_types: must be an array"), std::string::npos);
   EXPECT_NE(with("ranks", {0, 0}).find("tables[0].ranks: lists a rank twice"), std::string::npos);
   EXPECT_NE(with("ranks", {-1}).find("tables[0].ranks[0]"), std::string::npos);
@@ -73,7 +77,8 @@ TEST(TableConstraints, BadConstraintsNameTheirPathAndValue) {
   json pinned_rows = base;
   pinned_rows["ranks"] = {0};
   pinned_rows["sharding_types"] = {"row_wise"};
-  EXPECT_NE(parse_error(pinned_rows).find("tables[0].sharding_types: must be table_wise or column_wise for a table with ranks"),
+  EXPECT_NE(parse_error(pinned_rows)
+                .find("tables[0].sharding_types: must be table_wise or column_wise for a table with ranks"),
             std::string::npos);
 }
 
@@ -112,7 +117,8 @@ class EveryPlannerHonours : public ::testing::TestWithParam<std::string> {};
 TEST_P(EveryPlannerHonours, PinsAndTypes) {
   const auto tables = constrained_tables();
   for (int devices : {4, 8}) {
-    const Plan plan = make_planner(GetParam(), testing::planner_config(3))->plan(tables, cluster_of(devices, 16ll << 30));
+    const Plan plan =
+        make_planner(GetParam(), testing::planner_config(3))->plan(tables, cluster_of(devices, 16ll << 30));
     EXPECT_EQ(constraint_violation(plan, tables), "") << GetParam() << " on " << devices;
     const auto result = validate_plan_json(json::parse(plan_to_string(plan)), tables, "plan");
     EXPECT_TRUE(result.valid()) << GetParam() << " on " << devices << ": " << result.problems.front();
@@ -175,9 +181,11 @@ TEST(TableConstraints, ValidatorNamesAShardOffItsRanksAndAForbiddenType) {
   tables[1].constraints.sharding_types = types_of({ShardingType::kColumnWise});
   const auto result = validate_plan_json(json::parse(plan_to_string(plan)), tables, "plan");
   ASSERT_EQ(result.problems.size(), 2u);
-  EXPECT_NE(result.problems[0].find("tables[0].shards[0].rank: " + std::to_string(rank) + " is not among"), std::string::npos)
+  EXPECT_NE(result.problems[0].find("tables[0].shards[0].rank: " + std::to_string(rank) + " is not among"),
+            std::string::npos)
       << result.problems[0];
-  EXPECT_NE(result.problems[1].find("tables[1].sharding_type: table \"" + tables[1].name + "\" is table_wise, but the tables "
+  EXPECT_NE(result.problems[1].find("tables[1].sharding_type: table \"" + tables[1].name +
+                                    "\" is table_wise, but the tables "
                                     "file allows it only column_wise"),
             std::string::npos)
       << result.problems[1];

@@ -65,12 +65,14 @@ TEST(TablesIo, DimErrorNamesFilePathAndValue) {
   json list = json::array();
   for (int i = 0; i < 3; ++i) list.push_back({{"rows", 10}, {"dim", 8}});
   list.push_back({{"rows", 10}, {"dim", 13}});
-  EXPECT_EQ(parse_error(json{{"tables", list}}), "tables.json: tables[3].dim: must be a positive multiple of 4, got 13");
+  EXPECT_EQ(parse_error(json{{"tables", list}}),
+            "tables.json: tables[3].dim: must be a positive multiple of 4, got 13");
 }
 
 TEST(TablesIo, RejectsBadFieldsWithTheirPath) {
   auto one = [](json table) { return json::array({table}); };
-  EXPECT_NE(parse_error(one({{"rows", 0}, {"dim", 8}})).find("tables[0].rows: must be an integer in [1, "), std::string::npos);
+  EXPECT_NE(parse_error(one({{"rows", 0}, {"dim", 8}})).find("tables[0].rows: must be an integer in [1, "),
+            std::string::npos);
   EXPECT_NE(parse_error(one({{"rows", -5}, {"dim", 8}})).find("got -5"), std::string::npos);
   EXPECT_NE(parse_error(one({{"rows", 1.5}, {"dim", 8}})).find("tables[0].rows"), std::string::npos);
   EXPECT_NE(parse_error(one({{"rows", "many"}, {"dim", 8}})).find("got \"many\""), std::string::npos);

@@ -39,9 +39,14 @@ class ValidateTest : public ::testing::Test {
     json& a = plan_["tables"][0];
     a["sharding_type"] = "column_wise";
     a["ranks"] = {r0, r1};
-    a["shards"] = json::array(
-        {{{"rank", r0}, {"shard_offsets", {0, 0}}, {"shard_sizes", {1000, width0}}, {"placement", "rank:" + std::to_string(r0) + "/cuda:" + std::to_string(r0)}},
-         {{"rank", r1}, {"shard_offsets", {0, width0}}, {"shard_sizes", {1000, 64 - width0}}, {"placement", "rank:" + std::to_string(r1) + "/cuda:" + std::to_string(r1)}}});
+    a["shards"] = json::array({{{"rank", r0},
+                                {"shard_offsets", {0, 0}},
+                                {"shard_sizes", {1000, width0}},
+                                {"placement", "rank:" + std::to_string(r0) + "/cuda:" + std::to_string(r0)}},
+                               {{"rank", r1},
+                                {"shard_offsets", {0, width0}},
+                                {"shard_sizes", {1000, 64 - width0}},
+                                {"placement", "rank:" + std::to_string(r1) + "/cuda:" + std::to_string(r1)}}});
     recount_devices();  // its memory summary changed
   }
 
@@ -53,7 +58,8 @@ class ValidateTest : public ::testing::Test {
       for (const auto& shard : table["shards"]) {
         const int rank = shard["rank"].get<int>();
         if (rank < 0 || rank >= static_cast<int>(bytes.size())) continue;
-        bytes[static_cast<std::size_t>(rank)] += shard["shard_sizes"][0].get<int64_t>() * shard["shard_sizes"][1].get<int64_t>() * 4;
+        bytes[static_cast<std::size_t>(rank)] +=
+            shard["shard_sizes"][0].get<int64_t>() * shard["shard_sizes"][1].get<int64_t>() * 4;
       }
     }
     for (std::size_t r = 0; r < bytes.size(); ++r) plan_["devices"][r]["memory_bytes"] = bytes[r];
@@ -102,7 +108,9 @@ TEST_F(ValidateTest, OverlapSweepAgreesWithEveryPair) {
       boxes.push_back(b);
       const int rank = i % 4;
       ranks.push_back(rank);
-      shards.push_back({{"rank", rank}, {"shard_offsets", {b.r0, b.c0}}, {"shard_sizes", {b.rows, b.cols}},
+      shards.push_back({{"rank", rank},
+                        {"shard_offsets", {b.r0, b.c0}},
+                        {"shard_sizes", {b.rows, b.cols}},
                         {"placement", "rank:" + std::to_string(rank) + "/cuda:" + std::to_string(rank)}});
     }
     bool any = false;
@@ -135,7 +143,8 @@ TEST(Validate, RowWiseOverManyThousandGpusIsChecked) {
   doc["tables"][0]["shards"][19'999]["shard_offsets"] = {1'999'800, 0};  // into the block above it
   ValidationResult result = validate_plan_json(doc, {table}, "plan.json");
   bool named = false;
-  for (const auto& p : result.problems) named = named || p.find("shards[19999] overlaps shards[19998]") != std::string::npos;
+  for (const auto& p : result.problems)
+    named = named || p.find("shards[19999] overlaps shards[19998]") != std::string::npos;
   EXPECT_TRUE(named);
 }
 
@@ -184,7 +193,8 @@ TEST_F(ValidateTest, FindsDevicesOverTheirMemory) {
   }
   plan_["memory_per_device_bytes"] = 300000;  // the three tables need 256000 + 64000 + 128000
   recount_devices();
-  EXPECT_TRUE(has_problem("device 0: shards need 437.50 KiB (448000 bytes), over its usable 292.97 KiB (300000 bytes)"));
+  EXPECT_TRUE(
+      has_problem("device 0: shards need 437.50 KiB (448000 bytes), over its usable 292.97 KiB (300000 bytes)"));
   plan_["memory_per_device_bytes"] = 448000;
   EXPECT_TRUE(problems().empty());
   plan_["optimizer"] = "adam";  // three times the bytes

@@ -16,8 +16,8 @@
 namespace shardplan {
 
 struct CalibrationSampling {
-  int max_tables = 24;                      // tables per random draw; a plan's device holds what it holds
-  int64_t memory_cap_bytes = 2ll << 30;     // a device's memory share: no set's fp32 weights exceed it
+  int max_tables = 24;                   // tables per random draw; a plan's device holds what it holds
+  int64_t memory_cap_bytes = 2ll << 30;  // a device's memory share: no set's fp32 weights exceed it
   uint64_t seed = 0;
 };
 
@@ -44,9 +44,10 @@ struct CalibrationPlan {
 // Plan i of `devices` devices: a task drawn as for the even sets (from a stream of its own), planned by
 // each planner in turn. Nullopt when the drawn task cannot be planned; plan i depends only on (seed, i),
 // the device count and the model.
-std::optional<CalibrationPlan> draw_calibration_plan(const std::vector<Table>& pool, const CalibrationSampling& sampling,
-                                                    const std::shared_ptr<const CostModel>& model, int devices,
-                                                    int64_t index);
+std::optional<CalibrationPlan> draw_calibration_plan(const std::vector<Table>& pool,
+                                                     const CalibrationSampling& sampling,
+                                                     const std::shared_ptr<const CostModel>& model, int devices,
+                                                     int64_t index);
 
 // Whether sample i is held out of the fine-tuning to measure the calibrated model's error: a fixed
 // share of indices, the same on every resume.

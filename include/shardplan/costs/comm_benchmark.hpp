@@ -34,8 +34,8 @@ struct CommCollectConfig {
   // drawing one; `samples` must not exceed the list.
   std::vector<CommWorkload> given_workloads;
   std::string workloads_path;  // recorded in the metadata
-  int warmup_rounds = 3;  // untimed all-to-alls before the first sample (connections, buffers)
-  int repeats = 5;        // timed runs of each sample; each rank records its medians (scheduling noise)
+  int warmup_rounds = 3;       // untimed all-to-alls before the first sample (connections, buffers)
+  int repeats = 5;             // timed runs of each sample; each rank records its medians (scheduling noise)
   // Ranks per host when the ranks run on several (emulated) hosts, rank r on host r / gpus_per_host;
   // recorded in the config and in every sample. 0: one host.
   int gpus_per_host = 0;

@@ -2,8 +2,8 @@
 // The random workload of one all-to-all sample ("comm-workload/1"): each rank's pooled-embedding width
 // sum and its start delay. Every rank draws the same sample from (seed, index), so ranks agree without
 // exchanging it, and a resumed collection continues the sequence an uninterrupted one would have drawn.
-#include <nlohmann/json.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -53,8 +53,8 @@ void validate_comm_workload(const CommWorkloadConfig& config);
 //                 "rw_dim": integer, "allreduce_floats": integer, "host_rw_dims": [W integers]}, ...]}
 //  (the last three optional: 0, 0 and none)
 inline constexpr const char* kCommWorkloadsFormat = "shard-plan-comm-workloads/1";
-inline constexpr int64_t kMaxGivenDimSum = 1 << 20;        // a rank's output width
-inline constexpr double kMaxGivenDelayMs = 60'000.0;       // a rank's start delay
+inline constexpr int64_t kMaxGivenDimSum = 1 << 20;                    // a rank's output width
+inline constexpr double kMaxGivenDelayMs = 60'000.0;                   // a rank's start delay
 inline constexpr int64_t kMaxGivenAllreduceFloats = int64_t{1} << 31;  // 8 GiB of fp32 gradients
 
 nlohmann::json comm_workloads_to_json(int world_size, const std::vector<CommWorkload>& workloads);
@@ -65,7 +65,8 @@ std::vector<CommWorkload> comm_workloads_from_json(const nlohmann::json& doc, co
 std::vector<CommWorkload> read_comm_workloads(const std::string& path, int world_size);
 // Written atomically.
 void write_comm_workloads(const std::string& path, int world_size, const std::vector<CommWorkload>& workloads);
-// A digest of the widths, delays and other collectives, so ranks (and a resumed directory) can check they time the same list.
+// A digest of the widths, delays and other collectives, so ranks (and a resumed directory) can check they time the same
+// list.
 uint64_t comm_workloads_digest(const std::vector<CommWorkload>& workloads);
 
 }  // namespace shardplan

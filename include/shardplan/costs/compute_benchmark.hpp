@@ -16,8 +16,8 @@ struct ComputeBenchConfig {
   std::string device = "cpu";  // "cpu" or "cuda"
   int64_t batch_size = 2048;   // samples per step
   int warmup_iterations = 1;
-  int timed_iterations = 3;    // the median is recorded
-  int threads = 1;             // intra-op threads on the CPU: one core, so other work disturbs it less
+  int timed_iterations = 3;  // the median is recorded
+  int threads = 1;           // intra-op threads on the CPU: one core, so other work disturbs it less
   // kEmbeddingBag: LibTorch's embedding_bag per width with a sparse SGD step (this binary's own);
   // kFbgemmTbe: FBGEMM's table-batched embedding as TorchRec runs it, timed by `tbe_worker`.
   std::string kernel = kEmbeddingBagKernel;

@@ -2,8 +2,8 @@
 // `collect-costs compute`: random shard sets drawn from a table pool augmented to every width
 // 4, 8, ..., 128 (method.md), each timed with the compute benchmark and appended to a cost-data
 // directory. Sample i depends only on (seed, i), so an interrupted collection resumes to the same data.
-#include <nlohmann/json.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -14,15 +14,15 @@
 namespace shardplan {
 
 struct ComputeCollectConfig {
-  std::string pool_path;            // recorded in the metadata
+  std::string pool_path;  // recorded in the metadata
   std::string out_dir;
-  int64_t samples = 0;              // the directory's target sample count (resumes up to it)
-  int max_tables = 16;              // shards per sample: 1 to this many (plans hold ~7-15 per device)
+  int64_t samples = 0;                     // the directory's target sample count (resumes up to it)
+  int max_tables = 16;                     // shards per sample: 1 to this many (plans hold ~7-15 per device)
   int64_t memory_cap_bytes = 512ll << 20;  // weights of one sample's shards at most this
   uint64_t seed = 0;
   ComputeBenchConfig bench;
   bool quiet = false;
-  std::string command_line;         // recorded in the metadata
+  std::string command_line;  // recorded in the metadata
 };
 
 // A compute collection's meta.json (cost_data.hpp): `settings` (what a sample means, compared on resume)

@@ -1,8 +1,8 @@
 #pragma once
 // Measured cost data ("shard-plan-costs/1"): a directory holding meta.json (what was measured, where,
 // how) and samples.jsonl (one complete JSON sample per line). Both collectors and the trainer use it.
-#include <nlohmann/json.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,8 +28,8 @@ struct ShardFeatures {
 // The fused embedding stage of one device: its shards and the measured step latency.
 struct ComputeSample {
   std::vector<ShardFeatures> shards;
-  double latency_ms = 0.0;              // median of the timed iterations
-  std::vector<double> iterations_ms;    // every timed iteration, for noise analysis
+  double latency_ms = 0.0;            // median of the timed iterations
+  std::vector<double> iterations_ms;  // every timed iteration, for noise analysis
 };
 
 // The fastest timed iteration (the median when none were recorded): other work on the machine only
@@ -41,10 +41,10 @@ double fastest_ms(const std::vector<double>& iterations_ms, double fallback_ms);
 // One all-to-all measurement across `world_size` ranks.
 struct CommSample {
   int world_size = 0;
-  std::vector<int64_t> dim_sums;     // per rank: pooled output width sent to every other rank
-  std::vector<double> delays_ms;     // per rank: start delay standing in for unequal compute
-  std::vector<double> fw_ms;         // per rank: forward all-to-all latency (from its own start)
-  std::vector<double> bw_ms;         // per rank: backward all-to-all latency
+  std::vector<int64_t> dim_sums;  // per rank: pooled output width sent to every other rank
+  std::vector<double> delays_ms;  // per rank: start delay standing in for unequal compute
+  std::vector<double> fw_ms;      // per rank: forward all-to-all latency (from its own start)
+  std::vector<double> bw_ms;      // per rank: backward all-to-all latency
   // Ranks per host when the ranks ran on several (emulated) hosts, rank r on host r / devices_per_host;
   // 0: all on one host ("gpus_per_host" in the file, absent for one host).
   int devices_per_host = 0;
