@@ -8,10 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzz_seconds="${FUZZ_SECONDS:-20}"
 
-CC=clang CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDPLAN_WITH_TORCH=OFF \
-  -DSHARDPLAN_SANITIZE=ON -DSHARDPLAN_FUZZ=ON >/dev/null
-cmake --build build-asan -j"$(nproc)"
-SHARDPLAN_MODEL=analytic ctest --test-dir build-asan --output-on-failure -j"$(nproc)" -L 'unit|e2e'
+# The asan preset (CMakePresets.json): clang, warnings as errors, LibTorch off, the sanitizers and fuzzers.
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j"$(nproc)"
+ctest --preset asan -j"$(nproc)"
 
 findings="build-asan/fuzz-findings"
 mkdir -p "$findings"

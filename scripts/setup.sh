@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what shard-plan needs from Debian's packages (skipped when already there) and builds the
 # shard-plan tool into build/ (the tests are built by scripts/test.sh). Safe to run again. Extra CMake
-# flags: SHARDPLAN_CMAKE_ARGS="-DSHARDPLAN_WITH_TORCH=OFF".
+# flags: SHARDPLAN_CMAKE_ARGS="-DSHARDPLAN_WITH_TORCH=OFF"; SHARDPLAN_WERROR=ON makes warnings errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +14,7 @@ packages=(
   libgloo-dev             # Gloo headers that c10d's ProcessGroupGloo.hpp includes (collect-costs comm)
   librsvg2-bin            # rsvg-convert: the e2e test renders the --report chart to PNG, as a viewer would
   clang libclang-rt-14-dev  # the sanitizer build and libFuzzer targets (scripts/sanitize-and-fuzz.sh)
+  clang-format            # the house style, checked by the tools tests (tools/check-format)
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -28,6 +29,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # shellcheck disable=SC2086  # SHARDPLAN_CMAKE_ARGS is a list of flags
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${SHARDPLAN_CMAKE_ARGS:-} >/dev/null
+# Warnings are errors only where SHARDPLAN_WERROR=ON says so (scripts/test.sh, CI): a newer compiler's
+# new warning must not stop a user's build.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSHARDPLAN_WERROR="${SHARDPLAN_WERROR:-OFF}" ${SHARDPLAN_CMAKE_ARGS:-} >/dev/null
 cmake --build build -j"$(nproc)" --target shard-plan
 echo "setup: built build/shard-plan" >&2

@@ -5,6 +5,7 @@
 # (not asserted: timings on shared machines are noisy). This is the command CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export SHARDPLAN_WERROR=ON  # CI builds with warnings as errors (the asan preset does too)
 ./scripts/setup.sh
 ./scripts/setup-python.sh  # torch, fbgemm-gpu-cpu, TorchRec and the shardplan package, in .venv
 cmake --build build -j"$(nproc)"  # the test suites, beyond what setup builds
