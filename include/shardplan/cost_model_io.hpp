@@ -22,13 +22,23 @@ inline constexpr const char* kBackwardWithoutDelays = "no start delays";
 // InputError naming the file.
 std::unique_ptr<NeuralCostModel> load_cost_model(const std::string& dir);
 
-// The bundled model: `models/default` beside the executable's directory (a build tree) or under its
-// install prefix (share/shard-plan/models/default), else under the configured install prefix, else in
+// The bundled models by what they describe. Planning GPUs uses the GPU's (an H100, its all-to-all
+// planned on that profile's links); measuring on this machine's CPU starts from the CPU's (compute and
+// Gloo all-to-alls timed on a 2-core VM).
+inline constexpr const char* kGpuModelName = "h100";
+inline constexpr const char* kGpuModelHardware = "h100-sxm-ib400";
+inline constexpr const char* kCpuModelName = "cpu-2core";
+// The CPU model's name until 2026-11-27, still resolved to it.
+inline constexpr const char* kFormerCpuModelName = "default";
+
+// The bundled model NAME: `models/NAME` beside the executable's directory (a build tree) or under its
+// install prefix (share/shard-plan/models/NAME), else under the configured install prefix, else in
 // the source tree the build was configured from. Empty when none exists.
-std::string find_default_model_dir();
+std::string find_bundled_model_dir(const std::string& name);
 
 // A model directory as given, or, for a bare name that is no directory here ("h100"), the bundled
-// models/NAME found as above; the name unchanged when there is none (the loader then names it).
+// models/NAME found as above (the former name of a renamed one too); the name unchanged when there is
+// none (the loader then names it).
 std::string resolve_model_dir(const std::string& dir_or_name);
 
 // The files a model directory holds, meta.json first: what loading it reads.

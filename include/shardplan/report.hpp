@@ -30,8 +30,9 @@ struct PlanAnalysis {
 };
 
 struct ReportOptions {
-  bool full = false;  // one row per device, however many
-  int max_rows = 32;  // above this many devices, show the heaviest and lightest rows only
+  bool full = false;              // one row per device, however many
+  int max_rows = 32;              // above this many devices, show the heaviest and lightest rows only
+  bool model_by_default = false;  // no cost model was named: the report says the bundled default scored it
 };
 
 std::string format_report(const Plan& plan, const ReportOptions& options, const PlanAnalysis& analysis = {});

@@ -91,6 +91,9 @@ its own, so --measure judges its plans on fresh measurements; its planning time 
   TaskSet set = load_task_set(tasks_path);
   PlannerConfig config;
   config.seed = seed;
+  model = choose_model(model, model_use_when_measuring(measure_tasks > 0 || loop_planner, measure_flags.bench.device),
+                       &hardware)
+              .model;
   std::optional<HardwareProfile> profile;
   if (!hardware.empty()) profile = load_hardware_profile(hardware);
   config.cost_model = load_model_flag(model, set.cluster().devices_per_host, profile ? &*profile : nullptr);

@@ -19,10 +19,21 @@ namespace {
 
 // The bundled file, or an error that says which flag to pass instead.
 std::string bundled_or_error(const std::string& relative, const char* flag) {
-  std::string path = relative == "models/default" ? find_default_model_dir() : find_bundled_path(relative);
+  std::string path = find_bundled_path(relative);
   if (path.empty())
     throw InputError(fmt::format("{}: no bundled {} found beside the executable; pass {}", flag, relative, flag));
   return path;
+}
+
+// The bundled model closest to what this calibration measures: the GPU's on a GPU, else the CPU model of
+// the same kernel.
+std::string default_base(const ComputeBenchConfig& bench) {
+  const char* name = bench.device == "cuda"                                 ? kGpuModelName
+                     : bench.kernel == ComputeBenchConfig::kFbgemmTbeKernel ? "cpu-fbgemm"
+                                                                            : kCpuModelName;
+  const std::string dir = bundled_or_error(std::string("models/") + name, "--base");
+  spdlog::info("base model: {} (the bundled model for {} with {}), {}", name, bench.device, bench.kernel, dir);
+  return dir;
 }
 
 int run_calibrate(int argc, char** argv) {
@@ -54,7 +65,10 @@ MODEL_DIR/calibration/comm-plans.json.)");
   LogOptions log_options;
   app.add_option("--out", config.out_dir, "Model directory to write (created, or resumed when it holds a calibration)")
       ->required();
-  app.add_option("--base", config.base_dir, "Model to start from; default: the bundled model")->type_name("DIR");
+  app.add_option("--base", config.base_dir,
+                 "Model to start from; default: the bundled model of the device and kernel (h100 on cuda, "
+                 "cpu-fbgemm with --kernel fbgemm-tbe, else cpu-2core)")
+      ->type_name("DIR");
   app.add_option("--hardware", config.hardware,
                  "Plan the all-to-all on this profile's links at --batch-size, by the structure alone (a GPU's "
                  "calibration: the base's all-to-alls were timed elsewhere); default: keep the base's")
@@ -96,7 +110,7 @@ MODEL_DIR/calibration/comm-plans.json.)");
 
   check_bench_options(config.bench);
   config.sampling.memory_cap_bytes = parse_byte_size(mem_cap, "--mem-cap");
-  if (config.base_dir.empty()) config.base_dir = bundled_or_error("models/default", "--base");
+  if (config.base_dir.empty()) config.base_dir = default_base(config.bench);
   if (config.pool_path.empty()) config.pool_path = bundled_or_error("data/pool.json", "--tables");
   config.command_line = command_line("shard-plan", argc, argv);
   check_output_directories({{"--out", config.out_dir}},

@@ -18,7 +18,7 @@ int run_eval_model(int argc, char** argv) {
       "shard-plan eval-cost-model"};
   configure_app(app);
   app.footer(R"(Example:
-  shard-plan eval-cost-model --model models/default --data costs/other-run --json)");
+  shard-plan eval-cost-model --model models/cpu-2core --data costs/other-run --json)");
   std::string model_dir;
   std::string data_dir;
   bool json = false;

@@ -65,11 +65,11 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an in
 
   std::vector<Table> tables = load_tables(tables_path);
   Plan plan = read_plan_file(plan_path, tables);
-  // The plan's own profile unless --hardware names another.
+  // The plan's own profile unless --hardware names another (or, with none, the default model's).
+  std::string profile_name = hardware.empty() ? plan.cluster.hardware : hardware;
+  model = choose_model(model, model_use_when_measuring(measure, measure_flags.bench.device), &profile_name).model;
   std::optional<HardwareProfile> profile;
-  if (!hardware.empty() || !plan.cluster.hardware.empty()) {
-    profile = load_hardware_profile(hardware.empty() ? plan.cluster.hardware : hardware);
-  }
+  if (!profile_name.empty()) profile = load_hardware_profile(profile_name);
   auto cost_model = load_model_flag(model, plan.cluster.devices_per_host, profile ? &*profile : nullptr);
   PlanEvaluation evaluation = evaluate_plan(plan, tables, *cost_model);
   if (measure) warn_if_measuring_other_hardware(*cost_model, measure_flags);

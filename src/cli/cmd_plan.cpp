@@ -139,6 +139,10 @@ int run_plan(int argc, char** argv) {
   // --time-limit bounds the whole run: starting the process and reading the tables and model count.
   search.time_limit_start = process_start_time();
   apply_log_options(log_options);
+  const bool loop_measures = measure_loop > 0 || algorithm == kMeasuredAlgorithm;
+  const ModelChoice model_choice =
+      choose_model(model, model_use_when_measuring(loop_measures, measure_flags.bench.device), &cluster_flags.hardware);
+  model = model_choice.model;
   if (!chart_path.empty()) check_chart_path(chart_path);
   check_plan_outputs(output, chart_path, tables_path, model, cluster_flags.hardware);
   const bool plan_on_stdout = resolve_output(output).kind == OutputTarget::Kind::kStandardOutput;
@@ -209,7 +213,7 @@ int run_plan(int argc, char** argv) {
   if (!plan_on_stdout) spdlog::info("wrote {}", output);
   if (!chart_path.empty()) spdlog::info("wrote {}", chart_path);
   if (!log_options.quiet) {
-    std::string report = format_report(plan, ReportOptions{full_report, 32}, analysis);
+    std::string report = format_report(plan, ReportOptions{full_report, 32, model_choice.by_default}, analysis);
     (plan_on_stdout ? std::cerr : std::cout) << report << std::flush;
   }
   return 0;

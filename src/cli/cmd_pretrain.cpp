@@ -45,8 +45,8 @@ int run_pretrain(int argc, char** argv) {
       "shard-plan pretrain-cost-model"};
   configure_app(app);
   app.footer(R"(Example:
-  shard-plan pretrain-cost-model --data data/costs/cpu-2core --out models/default
-  shard-plan pretrain-cost-model --data costs/my-gpu --comm-from models/default --out models/my-gpu
+  shard-plan pretrain-cost-model --data data/costs/cpu-2core --out models/cpu-2core
+  shard-plan pretrain-cost-model --data costs/my-gpu --comm-from models/cpu-2core --out models/my-gpu
   shard-plan pretrain-cost-model --data data/costs/h100 --comm-from default --hardware h100-sxm-ib400 --out models/h100
 
 The same seed and thread count give the same model.)");

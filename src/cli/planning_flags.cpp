@@ -12,35 +12,47 @@ namespace shardplan::cli {
 
 void add_model_option(CLI::App& app, std::string& model) {
   app.add_option("--model", model,
-                 "Cost model directory (pretrain-cost-model writes one); 'analytic' for TorchRec's analytic "
-                 "estimate. Default: $SHARDPLAN_MODEL when set, else the bundled model (models/default)");
+                 fmt::format("Cost model: a directory (pretrain-cost-model and calibrate write one), a bundled "
+                             "model's name ({}: an H100; {}: a 2-core VM's CPU), or 'analytic' for TorchRec's "
+                             "analytic estimate. Default: $SHARDPLAN_MODEL when set, else {} on {}'s links, or {} "
+                             "where this machine's CPU measures",
+                             kGpuModelName, kCpuModelName, kGpuModelName, kGpuModelHardware, kCpuModelName))
+      ->type_name("DIR|NAME");
 }
 
-namespace {
-
-// --model as given, else $SHARDPLAN_MODEL: a pipeline (or a build without LibTorch) sets the model once
-// for every command.
-std::string model_or_environment(const std::string& model) {
+ModelChoice choose_model(const std::string& model_flag, ModelUse use, std::string* hardware) {
+  if (!model_flag.empty()) return {model_flag, false};
+  // A pipeline (or a build without LibTorch) sets the model once for every command.
   const char* from_environment = std::getenv("SHARDPLAN_MODEL");
-  if (model.empty() && from_environment != nullptr && *from_environment != '\0') return from_environment;
-  return model;
+  if (from_environment != nullptr && *from_environment != '\0') return {from_environment, false};
+  if (use == ModelUse::kMeasuringThisCpu) {
+    spdlog::info("cost model: none named, so the bundled CPU model ({}), since this machine's CPU measures",
+                 kCpuModelName);
+    return {kCpuModelName, true};
+  }
+  if (hardware != nullptr && hardware->empty()) *hardware = kGpuModelHardware;
+  spdlog::info(
+      "cost model: none named, so the bundled GPU model ({}) on {}'s links (--model {}: the 2-core "
+      "CPU VM's)",
+      kGpuModelName, hardware != nullptr ? *hardware : std::string(kGpuModelHardware), kCpuModelName);
+  return {kGpuModelName, true};
 }
 
-}  // namespace
+ModelUse model_use_when_measuring(bool measuring, const std::string& device) {
+  return measuring && device == "cpu" ? ModelUse::kMeasuringThisCpu : ModelUse::kPlanningGpus;
+}
 
-std::vector<LabelledPath> model_flag_inputs(const std::string& model_flag) {
-  const std::string model = model_or_environment(model_flag);
+std::vector<LabelledPath> model_flag_inputs(const std::string& model) {
   if (model == kAnalyticModelName) return {};
-  const std::string dir = model.empty() ? find_default_model_dir() : resolve_model_dir(model);
+  const std::string dir = resolve_model_dir(model);
   if (dir.empty()) return {};
   std::vector<LabelledPath> files;
   for (const std::string& file : model_directory_files(dir)) files.push_back({"--model", file});
   return files;
 }
 
-std::shared_ptr<const CostModel> load_model_flag(const std::string& model_flag, int devices_per_host,
+std::shared_ptr<const CostModel> load_model_flag(const std::string& model, int devices_per_host,
                                                  const HardwareProfile* hardware) {
-  const std::string model = model_or_environment(model_flag);
   if (model == kAnalyticModelName) {
     AnalyticCostConfig config;
     config.devices_per_host = devices_per_host;
@@ -51,14 +63,8 @@ std::shared_ptr<const CostModel> load_model_flag(const std::string& model_flag, 
     }
     return make_analytic_cost_model(config);
   }
-  std::string dir = model.empty() ? find_default_model_dir() : model;
-  if (dir.empty()) {
-    throw InputError(
-        "--model: no bundled model found (models/default beside the executable, under the install "
-        "prefix's share/shard-plan, or in the source tree it was built from); pass --model DIR or "
-        "--model analytic");
-  }
 #ifdef SHARDPLAN_WITH_TORCH
+  const std::string dir = resolve_model_dir(model);
   std::unique_ptr<NeuralCostModel> loaded = load_cost_model(dir);
   loaded->set_devices_per_host(devices_per_host);
   if (hardware != nullptr) {
@@ -75,7 +81,7 @@ std::shared_ptr<const CostModel> load_model_flag(const std::string& model_flag, 
   return std::shared_ptr<const CostModel>(std::move(loaded));
 #else
   throw InputError(
-      fmt::format("--model {}: this build has no LibTorch to read model files; use --model analytic", dir));
+      fmt::format("--model {}: this build has no LibTorch to read model files; use --model analytic", model));
 #endif
 }
 

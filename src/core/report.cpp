@@ -115,7 +115,8 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
   if (plan.device_costs) {
     const auto& costs = *plan.device_costs;
     const CostSummary summary = summarise_costs(costs);
-    out += fmt::format("cost ({}): {}\n", plan.cost_model, format_cost_summary(summary));
+    out += fmt::format("cost ({}{}): {}\n", plan.cost_model, options.model_by_default ? ", the default model" : "",
+                       format_cost_summary(summary));
     if (plan.cost_model_hardware) {
       out += fmt::format("cost model measured on: {}\n", describe_hardware(*plan.cost_model_hardware));
       std::string beyond = comm_extrapolation_warning(*plan.cost_model_hardware, c.num_devices);

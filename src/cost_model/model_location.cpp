@@ -1,3 +1,4 @@
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,7 +14,7 @@ std::string find_bundled_path(const std::string& relative) {
   std::vector<fs::path> roots;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    // Beside the executable: a build tree inside the sources (build/shard-plan -> models/default), an
+    // Beside the executable: a build tree inside the sources (build/shard-plan -> models/NAME), an
     // install (bin/ -> share/shard-plan/models), or a build tree one level deeper.
     fs::path bin = exe.parent_path();
     roots = {bin.parent_path(), bin.parent_path() / "share" / "shard-plan", bin.parent_path().parent_path()};
@@ -37,8 +38,12 @@ std::string resolve_model_dir(const std::string& dir_or_name) {
   if (fs::is_directory(dir_or_name, ec) || dir_or_name.empty() || dir_or_name.find('/') != std::string::npos) {
     return dir_or_name;
   }
-  std::string meta = find_bundled_path("models/" + dir_or_name + "/meta.json");
-  return meta.empty() ? dir_or_name : fs::path(meta).parent_path().string();
+  const std::string name = dir_or_name == kFormerCpuModelName ? kCpuModelName : dir_or_name;
+  std::string dir = find_bundled_model_dir(name);
+  if (!dir.empty() && name != dir_or_name) {
+    spdlog::warn("model \"{}\" is now named \"{}\" (the CPU model); reading {}", dir_or_name, name, dir);
+  }
+  return dir.empty() ? dir_or_name : dir;
 }
 
 std::vector<std::string> model_directory_files(const std::string& dir) {
@@ -46,9 +51,9 @@ std::vector<std::string> model_directory_files(const std::string& dir) {
   return {(root / kModelMetaFile).string(), (root / kComputeWeightsFile).string(), (root / kCommWeightsFile).string()};
 }
 
-std::string find_default_model_dir() {
-  std::string dir = find_bundled_path("models/default/meta.json");
-  return dir.empty() ? "" : std::filesystem::path(dir).parent_path().string();
+std::string find_bundled_model_dir(const std::string& name) {
+  std::string meta = find_bundled_path("models/" + name + "/" + kModelMetaFile);
+  return meta.empty() ? "" : std::filesystem::path(meta).parent_path().string();
 }
 
 }  // namespace shardplan

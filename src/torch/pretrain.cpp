@@ -620,7 +620,7 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
     if (!comm_data) {
       throw InputError(
           fmt::format("{}: no comm cost data to train the communication model; to train on compute "
-                      "data alone, pass --comm-from MODEL_DIR (e.g. models/default) to keep that "
+                      "data alone, pass --comm-from MODEL_DIR (e.g. models/cpu-2core) to keep that "
                       "model's communication part",
                       config.data_dir));
     }

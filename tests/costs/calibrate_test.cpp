@@ -31,7 +31,7 @@ using namespace std::chrono_literals;
 
 const fs::path kSource = SHARDPLAN_SOURCE_DIR;
 
-std::string bundled_model() { return (kSource / "models" / "default").string(); }
+std::string bundled_model() { return (kSource / "models" / "cpu-2core").string(); }
 std::vector<Table> pool() { return load_tables((kSource / "data" / "pool.json").string()); }
 
 // Twice as slow as the bundled model says, and wide shards slower again: a scale alone cannot fit it.
@@ -558,7 +558,9 @@ class Provenance : public ::testing::Test {
 TEST_F(Provenance, PlanFileAndReportNameTheModelsHardware) {
   std::string err, out;
   const std::string plan = dir_.path("plan.json");
-  ASSERT_EQ(run({"--tables", tables_, "--gpus", "16", "-o", plan, "--no-compare"}, &err, &out), 0) << err;
+  ASSERT_EQ(run({"--tables", tables_, "--gpus", "16", "-o", plan, "--no-compare", "--model", "cpu-2core"}, &err, &out),
+            0)
+      << err;
   nlohmann::json doc = read_json_file(plan);
   EXPECT_EQ(doc["cost_model_hardware"]["comm"]["world_sizes"], nlohmann::json::parse("[2, 4, 8]"));
   EXPECT_FALSE(doc["cost_model_hardware"]["compute"]["device_model"].get<std::string>().empty());
@@ -566,7 +568,9 @@ TEST_F(Provenance, PlanFileAndReportNameTheModelsHardware) {
   EXPECT_NE(out.find("note: 16 GPUs is beyond the all-to-alls"), std::string::npos) << out;
   EXPECT_NE(err.find("16 GPUs is beyond the all-to-alls the cost model measured (at most 8 ranks"), std::string::npos)
       << err;
-  ASSERT_EQ(run({"--tables", tables_, "--gpus", "4", "-o", plan, "--no-compare"}, &err, &out), 0) << err;
+  ASSERT_EQ(run({"--tables", tables_, "--gpus", "4", "-o", plan, "--no-compare", "--model", "cpu-2core"}, &err, &out),
+            0)
+      << err;
   EXPECT_EQ(err.find("beyond the all-to-alls"), std::string::npos) << err;
 }
 

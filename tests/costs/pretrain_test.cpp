@@ -171,7 +171,7 @@ TEST(Pretrain, BackwardAllToAllIgnoresStartDelays) {
   auto model = load_cost_model((data / "model").string());
   EXPECT_TRUE(model->comm_spec().backward_without_delays);
   expect_backward_ignores_start_delays(*model);
-  expect_backward_ignores_start_delays(*load_cost_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/default"));
+  expect_backward_ignores_start_delays(*load_cost_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/cpu-2core"));
 
   // Per world size, with the median ratio that shows a size's bias.
   nlohmann::json eval = evaluate_cost_model((data / "model").string(), (data / "comm").string());
@@ -237,7 +237,7 @@ TEST(Pretrain, SamplesFromSeveralHostLayoutsTrainTogether) {
 TEST(Pretrain, EvaluationScoresEachSamplesSlowestDeviceApart) {
   // Measured times equal to the bundled model's prediction on each sample's slowest device and half of
   // it on every other device: every device but one is 100% off, the all-to-all a step waits for is not.
-  const std::string bundled = std::string(SHARDPLAN_SOURCE_DIR) + "/models/default";
+  const std::string bundled = std::string(SHARDPLAN_SOURCE_DIR) + "/models/cpu-2core";
   auto model = load_cost_model(bundled);
   fs::path data = fs::temp_directory_path() / "shardplan_slowest_eval";
   fs::remove_all(data);
@@ -271,13 +271,13 @@ TEST(Pretrain, EvaluationScoresEachSamplesSlowestDeviceApart) {
 }
 
 TEST(Pretrain, BundledModelIsMonotoneInBytes) {
-  auto model = load_cost_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/default");
+  auto model = load_cost_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/cpu-2core");
   ASSERT_EQ(model->comm_spec().form, CommForm::kHierarchical);
   expect_monotone_in_bytes(*model, 5);
 }
 
 TEST(Pretrain, OtherHardwareGetsTheStructureAloneAndTheMeasuredOneItsCorrection) {
-  auto model = load_cost_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/default");
+  auto model = load_cost_model(std::string(SHARDPLAN_SOURCE_DIR) + "/models/cpu-2core");
   const std::vector<int64_t> widths = {100, 400, 250, 800, 60, 90, 300, 120, 500};
   std::vector<double> fw_own, bw_own, fw, bw, structure;
   predict(*model, widths, fw_own, bw_own);
@@ -492,7 +492,7 @@ TEST(ModelFiles, WeightsAreCheckedAgainstTheirCrcsAndRecordedHashes) {
 }
 
 TEST(ModelFiles, TheBundledModelsPassTheirCrcCheck) {
-  for (const char* name : {"default", "h100"}) EXPECT_NO_THROW(load_cost_model(name)) << name;
+  for (const char* name : {"cpu-2core", "h100", "default"}) EXPECT_NO_THROW(load_cost_model(name)) << name;
 }
 
 }  // namespace

@@ -109,17 +109,17 @@ std::map<std::string, std::string> contents(const TempDir& dir) {
   return out;
 }
 
-// models/default with its compute.pt changed as `edit` says (and meta.json as `edit_meta` does).
+// models/cpu-2core with its compute.pt changed as `edit` says (and meta.json as `edit_meta` does).
 std::map<std::string, std::string> damaged_model(const std::function<void(std::string&)>& edit,
                                                  const std::function<void(nlohmann::json&)>& edit_meta = {}) {
-  std::string compute = read_file(source_path("models/default/compute.pt"));
+  std::string compute = read_file(source_path("models/cpu-2core/compute.pt"));
   edit(compute);
-  nlohmann::json meta = nlohmann::json::parse(read_file(source_path("models/default/meta.json")));
+  nlohmann::json meta = nlohmann::json::parse(read_file(source_path("models/cpu-2core/meta.json")));
   if (edit_meta) edit_meta(meta);
   return {{"tables.json", R"([{"name": "a", "rows": 1000, "dim": 16}])"},
           {"m/meta.json", meta.dump(2)},
           {"m/compute.pt", compute},
-          {"m/comm.pt", read_file(source_path("models/default/comm.pt"))}};
+          {"m/comm.pt", read_file(source_path("models/cpu-2core/comm.pt"))}};
 }
 
 // 64 bytes flipped in the middle, as the hostile pass did: the zip's structure intact, an entry's CRC not.
@@ -299,7 +299,7 @@ INSTANTIATE_TEST_SUITE_P(
                     true},
         HostileCase{"model_weights_corrupt",
                     {{"tables.json", kOkTables},
-                     {"m/meta.json", read_file(source_path("models/default/meta.json"))},
+                     {"m/meta.json", read_file(source_path("models/cpu-2core/meta.json"))},
                      {"m/compute.pt", kCorruptWeights},
                      {"m/comm.pt", kCorruptWeights}},
                     with(plan_args(), {"--model", "{dir}/m"}),
@@ -312,15 +312,15 @@ INSTANTIATE_TEST_SUITE_P(
                     damaged_model([](std::string&) {},
                                   [](nlohmann::json& meta) {
                                     meta["files"]["comm.pt"]["sha256"] =
-                                        sha256_hex(read_file(source_path("models/default/comm.pt")));
+                                        sha256_hex(read_file(source_path("models/cpu-2core/comm.pt")));
                                     meta["files"]["compute.pt"]["sha256"] = std::string(64, '0');
                                   }),
                     with(plan_args(), {"--model", "{dir}/m"}), 2, "m/compute.pt: its SHA-256 is", true},
         HostileCase{"table_the_model_cannot_score",
                     {{"tables.json", R"([{"name": "x", "rows": 1000, "dim": 65536}])"}},
-                    plan_args(),
+                    with(plan_args(), {"--model", "cpu-2core"}),
                     2,
-                    "table \"x\" (1000 x 65536): the cost model neural:default gives no finite cost",
+                    "table \"x\" (1000 x 65536): the cost model neural:cpu-2core gives no finite cost",
                     true},
         HostileCase{"evaluate_a_table_the_model_cannot_score",
                     {{"tables.json", R"([{"name": "t0", "rows": 2000000, "dim": 65536}])"},
@@ -330,9 +330,9 @@ INSTANTIATE_TEST_SUITE_P(
                         d["memory_per_device_bytes"] = int64_t{1} << 40;
                         d["devices"][0]["memory_bytes"] = int64_t{2000000} * 65536 * 4;
                       })}},
-                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", "{dir}/tables.json"},
+                    {"evaluate", "--plan", "{dir}/plan.json", "--tables", "{dir}/tables.json", "--model", "cpu-2core"},
                     2,
-                    "table \"t0\" (2000000 x 65536): the cost model neural:default gives no finite cost",
+                    "table \"t0\" (2000000 x 65536): the cost model neural:cpu-2core gives no finite cost",
                     true},
         // --- plans that are not plans ---
         HostileCase{"plan_without_format",
@@ -396,7 +396,7 @@ INSTANTIATE_TEST_SUITE_P(
         HostileCase{"cost_data_torn_line",
                     {{"c/compute/meta.json", read_file(source_path("data/costs/cpu-2core/compute/meta.json"))},
                      {"c/compute/samples.jsonl", "{\"shards\": [[[[\n"}},
-                    {"eval-cost-model", "--model", source_path("models/default"), "--data", "{dir}/c"},
+                    {"eval-cost-model", "--model", source_path("models/cpu-2core"), "--data", "{dir}/c"},
                     2,
                     "samples.jsonl:1: invalid JSON",
                     true}),

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "cli_runner.hpp"
@@ -200,6 +201,43 @@ TEST(PlanCli, HardwareProfileSetsTheClusterAndTheAllToAllSaysWhereItComesFrom) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("no profile named 'no-such-cluster'"), std::string::npos) << bad.err;
   EXPECT_FALSE(std::filesystem::exists(dir.path("x.json")));
+}
+
+// Without --model (and $SHARDPLAN_MODEL) GPUs are planned with the bundled GPU model on its profile's
+// links, and the report says the model was the default; the CPU model answers to its name and its former one.
+TEST(PlanCli, PlansGpusWithTheGpuModelUnlessAnotherIsNamed) {
+  if (std::getenv("SHARDPLAN_MODEL") != nullptr) GTEST_SKIP() << "$SHARDPLAN_MODEL names the model here";
+  TempDir dir;
+  const std::string gpu = dir.path("gpu.json");
+  CliResult r = run_cli({"--tables", kSmall, "--gpus", "4", "--no-compare", "-o", gpu});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto plan = nlohmann::json::parse(read_file(gpu));
+  EXPECT_EQ(plan["cost_model"], "neural:h100");
+  EXPECT_EQ(plan["hardware"], "h100-sxm-ib400");
+  EXPECT_NE(r.out.find("cost (neural:h100, the default model): "), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("none named, so the bundled GPU model (h100) on h100-sxm-ib400's links"), std::string::npos)
+      << r.err;
+
+  // A profile named keeps its links under the default model.
+  CliResult a100 = run_cli(
+      {"--tables", kSmall, "--gpus", "4", "--hardware", "a100-sxm-ib200", "--no-compare", "-o", dir.path("a.json")});
+  ASSERT_EQ(a100.exit_code, 0) << a100.err;
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir.path("a.json")))["hardware"], "a100-sxm-ib200");
+
+  for (const char* name : {"cpu-2core", "default"}) {
+    const std::string cpu = dir.path(std::string(name) + ".json");
+    CliResult c = run_cli({"--tables", kSmall, "--gpus", "4", "--no-compare", "--model", name, "-o", cpu});
+    ASSERT_EQ(c.exit_code, 0) << name << ": " << c.err;
+    auto cpu_plan = nlohmann::json::parse(read_file(cpu));
+    EXPECT_EQ(cpu_plan["cost_model"], "neural:cpu-2core") << name;
+    EXPECT_FALSE(cpu_plan.contains("hardware")) << name;
+    EXPECT_EQ(c.out.find("the default model"), std::string::npos) << c.out;
+    EXPECT_EQ(c.err.find("is now named") != std::string::npos, std::string(name) == "default") << c.err;
+  }
+  // evaluate scores any plan with the GPU model unless told otherwise.
+  CliResult eval = run_cli({"evaluate", "--plan", dir.path("cpu-2core.json"), "--tables", kSmall});
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_NE(eval.out.find("scored by neural:h100"), std::string::npos) << eval.out;
 }
 
 TEST(PlanCli, SubcommandNameIsOptional) {

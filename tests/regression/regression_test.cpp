@@ -1,8 +1,9 @@
 // The plan-quality regression (ctest label `regression`): every task set in data/tasks/ planned by every
-// algorithm with the bundled model. It fails when the default planner's predicted cost is above any other
-// algorithm's on any task or its mean not below theirs, when it is more than 0.5% above the recorded
-// result or finds fewer valid plans, or when any plan fails validation; with models/h100 the paper sets
-// are held to the per-task rule too. A mutation test feeds the same checks a planner with its
+// algorithm with each bundled model the planner defaults to: the GPU model on its hardware profile's
+// links (what planning without --model uses) and the CPU model (what measuring on this machine's CPU
+// uses). It fails when the default planner's predicted cost is above any other algorithm's on any task or
+// its mean not below theirs, when it is more than 0.5% above the recorded result or finds fewer valid
+// plans, or when any plan fails validation. A mutation test feeds the same checks a planner with its
 // search turned off and expects them to fail, so the suite cannot silently stop guarding.
 //
 // Re-record on purpose (a changed model or search then shows up as a reviewed diff of recorded.json):
@@ -19,6 +20,7 @@
 #include "shardplan/bench.hpp"
 #include "shardplan/cost_model_io.hpp"
 #include "shardplan/dataset/random.hpp"
+#include "shardplan/hardware_profile.hpp"
 #include "shardplan/json_file.hpp"
 
 namespace shardplan {
@@ -41,25 +43,38 @@ std::vector<fs::path> task_sets() {
   return out;
 }
 
-// The bundled model's identity: its meta.json, which records the training data, architecture and metrics.
-std::string model_version() {
-  std::ifstream in(kSource / "models" / "default" / "meta.json", std::ios::binary);
+// A bundled model as the planner uses it: on its hardware profile's links when it has one (empty: the
+// model's own all-to-all).
+struct BundledModel {
+  const char* name;
+  const char* hardware;
+};
+const BundledModel kModels[] = {{kGpuModelName, kGpuModelHardware}, {kCpuModelName, ""}};
+
+// A bundled model's identity: its meta.json, which records the training data, architecture and metrics.
+std::string model_version(const std::string& name) {
+  std::ifstream in(kSource / "models" / name / "meta.json", std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return fmt::format("{:016x}", fnv1a_hash(text));
 }
 
-std::shared_ptr<const CostModel> bundled_model(const std::string& name = "default") {
-  static std::map<std::string, std::shared_ptr<const CostModel>> models;
-  auto& model = models[name];
-  if (!model) model = load_cost_model((kSource / "models" / name).string());
+std::shared_ptr<const CostModel> bundled_model(const BundledModel& which, int devices_per_host) {
+  std::unique_ptr<NeuralCostModel> model = load_cost_model((kSource / "models" / which.name).string());
+  model->set_devices_per_host(devices_per_host);
+  if (*which.hardware != '\0') {
+    CommFabric fabric = fabric_of(load_hardware_profile(which.hardware), 0);
+    fabric.devices_per_host = devices_per_host;
+    model->plan_for_hardware(std::move(fabric));
+  }
   return model;
 }
 
-BenchResult bench(const fs::path& path, const NeuroShardConfig& search, const std::string& model = "default") {
+BenchResult bench(const fs::path& path, const NeuroShardConfig& search, const BundledModel& which) {
+  const TaskSet set = load_task_set(path.string());
   PlannerConfig config;
-  config.cost_model = bundled_model(model);
+  config.cost_model = bundled_model(which, set.cluster().devices_per_host);
   config.neuroshard = search;
-  return run_bench(load_task_set(path.string()), planner_names(), config, /*quiet=*/true);
+  return run_bench(set, planner_names(), config, /*quiet=*/true);
 }
 
 // Tasks where another algorithm's plan scores below the default planner's (or it has one and ours has
@@ -119,54 +134,57 @@ nlohmann::json read_recorded() {
   return read_json_file(kRecorded.string());
 }
 
-class Regression : public ::testing::TestWithParam<fs::path> {};
+struct Case {
+  BundledModel model;
+  fs::path task_set;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const BundledModel& model : kModels) {
+    for (const fs::path& set : task_sets()) out.push_back({model, set});
+  }
+  return out;
+}
+
+class Regression : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Regression, DefaultPlannerBeatsEveryBaselineAndItsRecord) {
-  const std::string name = GetParam().stem().string();
-  BenchResult result = bench(GetParam(), NeuroShardConfig{});
-  std::cout << format_bench(result) << std::flush;  // the CI log shows every algorithm's figures
+  const Case& c = GetParam();
+  const std::string name = c.task_set.stem().string();
+  BenchResult result = bench(c.task_set, NeuroShardConfig{}, c.model);
+  std::cout << c.model.name << ":\n" << format_bench(result) << std::flush;  // the CI log shows every figure
   if (g_record) {
     nlohmann::json recorded = read_recorded();
-    recorded["model_version"] = model_version();
+    nlohmann::json& mine = recorded["models"][c.model.name];
+    mine["model_version"] = model_version(c.model.name);
+    mine["hardware"] = c.model.hardware;
     nlohmann::json entry = bench_to_json(result, /*per_task=*/false);
     // Only what is checked: planning seconds vary from run to run and would make every re-record a diff.
     for (auto& [algorithm, figures] : entry["algorithms"].items()) {
       figures.erase("median_plan_seconds");
       figures.erase("max_plan_seconds");
     }
-    recorded["task_sets"][name] = entry;
+    mine["task_sets"][name] = entry;
     write_file_atomically(kRecorded.string(), recorded.dump(2) + "\n");
-    GTEST_SKIP() << "recorded " << name;
+    GTEST_SKIP() << "recorded " << c.model.name << " " << name;
   }
   nlohmann::json recorded = read_recorded();
-  ASSERT_TRUE(recorded.contains("task_sets") && recorded["task_sets"].contains(name))
-      << kRecorded << " has no results for " << name << "; record them with --record";
-  ASSERT_EQ(recorded.value("model_version", ""), model_version())
-      << "the recorded results belong to another model; after reviewing the new model, re-record with "
-         "./build/tests/shardplan_regression_tests --record";
-  for (const auto& failure : regression_failures(result, recorded["task_sets"][name])) ADD_FAILURE() << failure;
+  ASSERT_TRUE(recorded.contains("models") && recorded["models"].contains(c.model.name) &&
+              recorded["models"][c.model.name]["task_sets"].contains(name))
+      << kRecorded << " has no results for " << c.model.name << " on " << name << "; record them with --record";
+  const nlohmann::json& mine = recorded["models"][c.model.name];
+  ASSERT_EQ(mine.value("model_version", ""), model_version(c.model.name))
+      << "the recorded results belong to another " << c.model.name
+      << " model; after reviewing the new model, re-record with ./build/tests/shardplan_regression_tests --record";
+  for (const auto& failure : regression_failures(result, mine["task_sets"][name])) ADD_FAILURE() << failure;
 }
 
-INSTANTIATE_TEST_SUITE_P(TaskSets, Regression, ::testing::ValuesIn(task_sets()), [](const auto& param_info) {
-  std::string n = param_info.param.stem().string();
+INSTANTIATE_TEST_SUITE_P(TaskSets, Regression, ::testing::ValuesIn(cases()), [](const auto& param_info) {
+  std::string n = std::string(param_info.param.model.name) + "_" + param_info.param.task_set.stem().string();
   std::replace(n.begin(), n.end(), '-', '_');
   return n;
 });
-
-// Under the GPU model too, no baseline scores below the default planner on any task.
-TEST(RegressionH100, NeverWorseThanABaselinePerTask) {
-  for (const char* set : {"paper-4gpu", "paper-8gpu"}) {
-    const BenchResult result =
-        bench(kSource / "data" / "tasks" / (std::string(set) + ".json"), NeuroShardConfig{}, "h100");
-    std::cout << format_bench(result) << std::flush;
-    const AlgorithmSummary* ours = nullptr;
-    for (const auto& a : result.algorithms) {
-      if (a.name == kDefaultPlanner) ours = &a;
-    }
-    ASSERT_NE(ours, nullptr);
-    for (const auto& loss : per_task_losses(result, *ours)) ADD_FAILURE() << set << ": " << loss;
-  }
-}
 
 TEST(RegressionMutation, ASearchlessPlannerFailsTheSuite) {
   // The default planner with its search crippled: no useful splits, one grid point, no refinement, no
@@ -180,11 +198,13 @@ TEST(RegressionMutation, ASearchlessPlannerFailsTheSuite) {
   off.refine_rounds = 0;
   off.type_moves = 0;
   const fs::path set = kSource / "data" / "tasks" / "paper-4gpu.json";
-  nlohmann::json recorded = read_recorded();
-  if (g_record || !recorded.contains("task_sets") || !recorded["task_sets"].contains("paper-4gpu")) {
-    GTEST_SKIP() << "no recorded paper-4gpu results";
-  }
-  std::vector<std::string> failures = regression_failures(bench(set, off), recorded["task_sets"]["paper-4gpu"]);
+  const BundledModel& model = kModels[0];
+  const nlohmann::json recorded = read_recorded();
+  const nlohmann::json* sets = recorded.contains("models") && recorded["models"].contains(model.name)
+                                   ? &recorded["models"][model.name]["task_sets"]
+                                   : nullptr;
+  if (g_record || sets == nullptr || !sets->contains("paper-4gpu")) GTEST_SKIP() << "no recorded paper-4gpu results";
+  std::vector<std::string> failures = regression_failures(bench(set, off, model), (*sets)["paper-4gpu"]);
   EXPECT_FALSE(failures.empty()) << "the suite accepted a planner without its search";
 }
 

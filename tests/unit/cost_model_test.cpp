@@ -372,7 +372,9 @@ TEST(ModelLocation, BareNamesFindBundledModelsAndEverythingElsePassesThrough) {
   const std::string h100 = resolve_model_dir("h100");
   EXPECT_TRUE(fs::exists(fs::path(h100) / "meta.json")) << h100;
   EXPECT_EQ(fs::path(h100).filename(), "h100");
-  EXPECT_EQ(resolve_model_dir("default"), find_default_model_dir());
+  EXPECT_EQ(fs::path(resolve_model_dir("cpu-2core")).filename(), "cpu-2core");
+  EXPECT_EQ(resolve_model_dir("default"), resolve_model_dir("cpu-2core"));  // the CPU model's former name
+  EXPECT_EQ(find_bundled_model_dir("no-such-model"), "");
   EXPECT_EQ(resolve_model_dir("no-such-model"), "no-such-model");  // the loader names it in its error
   EXPECT_EQ(resolve_model_dir("models/h100"), "models/h100");      // a path is the user's, as given
   EXPECT_EQ(resolve_model_dir(""), "");

@@ -21,12 +21,12 @@ taskset -c 1 $B collect-costs compute "${common[@]}" --samples 5000 --seed 3 --o
 echo "collect $(( $(date +%s) - start )) s" > $D/collect.time
 taskset -c 1 $B collect-costs compute "${common[@]}" --samples 1000 --seed 4 --out data/costs/cpu-fbgemm-heldout/compute
 start=$(date +%s)
-$B pretrain-cost-model --data data/costs/cpu-fbgemm --comm-from models/default --out models/cpu-fbgemm > $D/pretrain.out 2> $D/pretrain.err
+$B pretrain-cost-model --data data/costs/cpu-fbgemm --comm-from models/cpu-2core --out models/cpu-fbgemm > $D/pretrain.out 2> $D/pretrain.err
 echo "pretrain $(( $(date +%s) - start )) s" > $D/pretrain.time
 start=$(date +%s)
 $B calibrate --kernel fbgemm-tbe --out $D/cal > $D/cal.out 2> $D/cal.err
 echo "calibrate $(( $(date +%s) - start )) s" > $D/cal.time
-for m in models/cpu-fbgemm models/default $D/cal; do
+for m in models/cpu-fbgemm models/cpu-2core $D/cal; do
   echo "== $m" >> $D/eval.txt
   $B eval-cost-model --model $m --data data/costs/cpu-fbgemm-heldout >> $D/eval.txt 2>&1
 done

@@ -15,7 +15,7 @@ plan() {  # binary, config, gpus, model
 }
 for bin in "$before" build/shard-plan; do
   for g in 64 128; do
-    for m in models/h100 models/default; do echo "== $bin hugectr-7table-470b $g GPUs $m"; plan "$bin" hugectr-7table-470b.json $g $m; done
+    for m in models/h100 models/cpu-2core; do echo "== $bin hugectr-7table-470b $g GPUs $m"; plan "$bin" hugectr-7table-470b.json $g $m; done
   done
   for g in 256 512 1024; do echo "== $bin synthetic-1200-tables $g GPUs"; plan "$bin" synthetic-1200-tables.json $g models/h100; done
 done

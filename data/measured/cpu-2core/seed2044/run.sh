@@ -11,8 +11,8 @@ start=$(date +%s.%N)
 $B calibrate --out $D/cal --comm-ranks 4 > $D/cal.out 2> $D/cal.err
 echo "calibrate wall $(echo "$(date +%s.%N) - $start" | bc) s" > $D/cal.time
 $B calibrate --out $D/held --seed 7 --samples 150 > $D/held.out 2> $D/held.err || true
-$B pretrain-cost-model --data $D/cal/calibration --comm-from models/default --out $D/scratch > $D/scratch.out 2> $D/scratch.err
-for m in models/default $D/cal $D/scratch; do
+$B pretrain-cost-model --data $D/cal/calibration --comm-from models/cpu-2core --out $D/scratch > $D/scratch.out 2> $D/scratch.err
+for m in models/cpu-2core $D/cal $D/scratch; do
   echo "== $m" >> $D/eval.txt
   $B eval-cost-model --model $m --data $D/held/calibration >> $D/eval.txt 2>&1
 done
