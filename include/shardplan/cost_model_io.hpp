@@ -44,7 +44,4 @@ std::string resolve_model_dir(const std::string& dir_or_name);
 // The files a model directory holds, meta.json first: what loading it reads.
 std::vector<std::string> model_directory_files(const std::string& dir);
 
-// A file shipped with shard-plan ("data/pool.json"), found the same way; empty when it is not there.
-std::string find_bundled_path(const std::string& relative);
-
 }  // namespace shardplan

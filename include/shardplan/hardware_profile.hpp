@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/comm_structure.hpp"
+#include "shardplan/comm_fabric.hpp"
 
 namespace shardplan {
 

@@ -56,12 +56,4 @@ const std::vector<std::string>& measuring_planner_names();
 // builds them only with PlannerConfig::torchrec_program): not among planner_names() either.
 const std::vector<std::string>& external_planner_names();
 
-// Refuses tables larger than the whole cluster, which no sharding can hold, and pinned tables larger
-// than their ranks (InfeasibleError naming them). Pinned ranks must be devices (check_table_constraints).
-void check_total_capacity(const std::vector<Table>& tables, const Cluster& cluster);
-
-// Refuses up front what no table-wise placement can hold: a table larger than a device, or tables larger
-// than the cluster. Throws InfeasibleError naming the table or the totals.
-void check_table_wise_capacity(const std::vector<Table>& tables, const Cluster& cluster);
-
 }  // namespace shardplan

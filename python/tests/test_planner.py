@@ -6,7 +6,7 @@ from unittest import mock
 
 from support import BINARY, needs_binary, needs_torchrec
 
-# What the binary says when the tables cannot fit (src/planners/capacity.cpp).
+# What the binary says when the tables cannot fit (src/core/capacity.cpp).
 BINARY_SAYS_INFEASIBLE = "the tables need"
 
 

@@ -6,6 +6,7 @@
 #include "cli_common.hpp"
 #include "comm_measure.hpp"
 #include "commands.hpp"
+#include "shardplan/bundled_path.hpp"
 #include "shardplan/calibrate.hpp"
 #include "shardplan/cost_model_io.hpp"
 #include "shardplan/errors.hpp"

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "shardplan/cost_model_io.hpp"
+#include "shardplan/bundled_path.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/planner.hpp"
 #include "shardplan/subprocess.hpp"

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "shardplan/cost_model_io.hpp"
+#include "shardplan/bundled_path.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/json_fields.hpp"
 #include "shardplan/json_file.hpp"

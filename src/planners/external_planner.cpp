@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shardplan/atomic_file.hpp"
+#include "shardplan/capacity.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/json_file.hpp"
 #include "shardplan/plan_reader.hpp"

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <random>
 
+#include "shardplan/capacity.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/sharding_types.hpp"
 #include "shardplan/units.hpp"

@@ -17,6 +17,7 @@
 #include <numeric>
 #include <set>
 
+#include "shardplan/capacity.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/planner.hpp"
 #include "shardplan/units.hpp"

@@ -15,6 +15,7 @@
 #include "placement_refinement.hpp"
 #include "shard_catalog.hpp"
 #include "sharding_type_pass.hpp"
+#include "shardplan/capacity.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/deadline.hpp"
 #include "shardplan/errors.hpp"

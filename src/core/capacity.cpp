@@ -1,3 +1,5 @@
+#include "shardplan/capacity.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -6,7 +8,6 @@
 #include <string>
 
 #include "shardplan/errors.hpp"
-#include "shardplan/planner.hpp"
 #include "shardplan/sharding_types.hpp"
 #include "shardplan/units.hpp"
 
