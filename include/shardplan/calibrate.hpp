@@ -13,7 +13,7 @@
 
 #include "shardplan/costs/calibration_sampler.hpp"
 #include "shardplan/costs/comm_calibration.hpp"
-#include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/costs/measure.hpp"
 #include "shardplan/table.hpp"
 
 namespace shardplan {
@@ -47,9 +47,6 @@ struct CalibrateConfig {
   std::string command_line;
 };
 
-// Times one shard set; the default runs the compute benchmark (compute_benchmark.hpp) with config.bench.
-using ShardSetTimer = std::function<ComputeTiming(const std::vector<Table>& shards, uint64_t trace_seed)>;
-
 struct CalibrateOutcome {
   int64_t samples = 0;        // measured samples in the directory
   int64_t measured_now = 0;   // of which this run measured
@@ -60,8 +57,9 @@ struct CalibrateOutcome {
 };
 
 // Throws InputError for bad settings, an unreadable base model, or too few samples to fine-tune.
+// `timer` times the shard sets; without one, the compute benchmark does with config.bench (compute_timer).
 // `comm_timer` times the all-to-alls when config.comm_ranks is set (the CLI spawns the ranks); it is required then.
 CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const CalibrateConfig& config,
-                                      const ShardSetTimer& timer = {}, const CommPlanTimer& comm_timer = {});
+                                      const ComputeTimer& timer = {}, const CommTimer& comm_timer = {});
 
 }  // namespace shardplan

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include "python_stack.hpp"
+#include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/costs/provenance.hpp"
 #include "shardplan/dataset/random.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/units.hpp"
@@ -101,12 +103,13 @@ ShardSetMeasurer shard_set_measurer(const MeasureFlags& flags, uint64_t seed) {
 #if SHARDPLAN_WITH_TORCH
   constexpr uint64_t kLoopTraceStream = 0x6c6f6f70ull;  // "loop"
   PlanMeasureConfig config;
-  config.bench = flags.bench;
   config.memory_cap_bytes = flags.memory_cap_bytes;
   config.seed = derive_seed(seed, kLoopTraceStream);
   config.rounds = flags.rounds;
   config.quiet = true;
-  return [config](const std::vector<std::vector<Table>>& sets) { return measure_shard_sets(sets, config); };
+  return [config, timer = compute_timer(flags.bench)](const std::vector<std::vector<Table>>& sets) {
+    return measure_shard_sets(sets, config, timer);
+  };
 #else
   (void)flags, (void)seed;
   return {};
@@ -129,12 +132,11 @@ std::vector<PlanMeasurement> measure_on_this_machine(const MeasureFlags& flags, 
                                                      const std::vector<Table>& tables, uint64_t seed, bool quiet) {
 #if SHARDPLAN_WITH_TORCH
   PlanMeasureConfig config;
-  config.bench = flags.bench;
   config.memory_cap_bytes = flags.memory_cap_bytes;
   config.seed = seed;
   config.rounds = flags.rounds;
   config.quiet = quiet;
-  return measure_plans(plans, tables, config);
+  return measure_plans(plans, tables, config, compute_timer(flags.bench));
 #else
   (void)flags, (void)plans, (void)tables, (void)seed, (void)quiet;
   throw InputError("--measure: this shard-plan was built without LibTorch, which measuring needs");

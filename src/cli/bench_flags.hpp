@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "shardplan/cost_model.hpp"
-#include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/costs/measure.hpp"
 #include "shardplan/costs/plan_measurement.hpp"
 #include "shardplan/measure_loop_config.hpp"
 

@@ -119,7 +119,7 @@ MODEL_DIR/calibration/comm-plans.json.)");
 
   std::vector<Table> pool = load_tables(config.pool_path);
   const bool quiet = log_options.quiet;
-  CommPlanTimer comm_timer = [quiet](const std::vector<CommToMeasure>& plans, int64_t batch_size) {
+  CommTimer comm_timer = [quiet](const std::vector<CommToMeasure>& plans, int64_t batch_size) {
     CommMeasureFlags flags;  // the collector's protocol: bench --measure-comm's
     flags.enabled = true;
     flags.batch_size = batch_size;

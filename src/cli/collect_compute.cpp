@@ -5,6 +5,7 @@
 #include "bench_flags.hpp"
 #include "cli_common.hpp"
 #include "collect_commands.hpp"
+#include "shardplan/costs/compute_benchmark.hpp"
 #include "shardplan/costs/compute_collector.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/output_paths.hpp"
@@ -43,10 +44,11 @@ Ctrl-C or SIGTERM stops after the current sample; only complete samples are kept
   check_bench_options(config.bench);
   config.memory_cap_bytes = parse_byte_size(mem_cap, "--mem-cap");
   config.command_line = command_line("shard-plan collect-costs", argc, argv);
+  config.torch_version = torch_version();
   check_output_directories({{"--out", config.out_dir}}, {{"--tables", config.pool_path}});
 
   std::vector<Table> pool = load_tables(config.pool_path);
-  CollectSummary summary = collect_compute_costs(pool, config);
+  CollectSummary summary = collect_compute_costs(pool, config, compute_timer(config.bench));
   spdlog::info("{}: {} samples ({} new in {:.1f} s){}", config.out_dir, summary.existing + summary.written,
                summary.written, summary.seconds, summary.interrupted ? "; interrupted, re-run to resume" : "");
   return 0;

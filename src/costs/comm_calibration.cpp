@@ -93,7 +93,7 @@ bool all_timings_usable(const MeasuredComm& m) {
 }  // namespace
 
 CommCalibrationData time_calibration_plans(const std::vector<Table>& pool, const CommCalibrationConfig& config,
-                                           const std::shared_ptr<const CostModel>& model, const CommPlanTimer& timer) {
+                                           const std::shared_ptr<const CostModel>& model, const CommTimer& timer) {
   if (config.world_size < 2)
     throw SettingError("all-to-all ranks", fmt::format("must be at least 2, got {}", config.world_size));
   if (config.batch_size % config.world_size != 0) {

@@ -36,7 +36,8 @@ nlohmann::json collection_meta(const std::vector<Table>& pool, const ComputeColl
                              {"max_tables", config.max_tables},
                              {"memory_cap_bytes", config.memory_cap_bytes},
                              {"widths", fmt::format("{}..{} step {}", kWidthStep, kMaxAugmentedWidth, kWidthStep)}};
-  return compute_collection_meta(std::move(settings), config.bench, config.seed, config.command_line);
+  return compute_collection_meta(std::move(settings), config.bench, config.seed, config.command_line,
+                                 config.torch_version);
 }
 
 std::string kernel_detail(const ComputeBenchConfig& bench) {
@@ -51,7 +52,7 @@ std::string kernel_detail(const ComputeBenchConfig& bench) {
 }  // namespace
 
 nlohmann::json compute_collection_meta(nlohmann::json settings, const ComputeBenchConfig& bench, uint64_t seed,
-                                       const std::string& command_line) {
+                                       const std::string& command_line, const std::string& torch_version) {
   settings["device"] = bench.device;
   settings["batch_size"] = bench.batch_size;
   settings["threads"] = bench.threads;
@@ -64,7 +65,7 @@ nlohmann::json compute_collection_meta(nlohmann::json settings, const ComputeBen
           {"device_model", device_model(bench.device)},
           {"cpu_model", cpu_model()},
           {"threads", bench.threads},
-          {"torch_version", torch_version()},
+          {"torch_version", torch_version},
           {"batch_size", bench.batch_size},
           {"seed", seed},
           {"host", host_name()},
@@ -97,7 +98,8 @@ std::vector<Table> draw_compute_sample(const std::vector<Table>& pool, int max_t
   return shards;
 }
 
-CollectSummary collect_compute_costs(const std::vector<Table>& pool, const ComputeCollectConfig& config) {
+CollectSummary collect_compute_costs(const std::vector<Table>& pool, const ComputeCollectConfig& config,
+                                     const ComputeTimer& timer) {
   if (pool.empty()) throw InputError(fmt::format("{}: the pool has no tables", config.pool_path));
   if (config.samples < 1) throw SettingError("samples", fmt::format("must be at least 1, got {}", config.samples));
   if (config.max_tables < 1)
@@ -126,8 +128,7 @@ CollectSummary collect_compute_costs(const std::vector<Table>& pool, const Compu
       throw InputError(
           fmt::format("--mem-cap: {} bytes holds no pool table even at width 4; raise it", config.memory_cap_bytes));
     }
-    ComputeTiming timing = measure_compute_step(shards, config.bench,
-                                                derive_seed(config.seed ^ 0x7472616365ull, static_cast<uint64_t>(i)));
+    ComputeTiming timing = timer(shards, derive_seed(config.seed ^ 0x7472616365ull, static_cast<uint64_t>(i)));
     ComputeSample sample;
     for (const auto& shard : shards) sample.shards.push_back(shard_features(shard, shard.dim));
     sample.latency_ms = timing.median_ms;

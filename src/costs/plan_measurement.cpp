@@ -42,7 +42,7 @@ struct ShardSet {
 };
 
 // Measures the sets in interleaved rounds, each keeping its fastest step.
-bool measure_sets(std::vector<ShardSet>& sets, const PlanMeasureConfig& config) {
+bool measure_sets(std::vector<ShardSet>& sets, const PlanMeasureConfig& config, const ComputeTimer& timer) {
   install_interrupt_handlers();
   bool interrupted = false;
   const int64_t total = static_cast<int64_t>(sets.size()) * config.rounds;
@@ -57,7 +57,7 @@ bool measure_sets(std::vector<ShardSet>& sets, const PlanMeasureConfig& config) 
       }
       ++done;
       if (!set.skipped.empty()) continue;
-      ComputeTiming timing = measure_compute_step(set.pieces, config.bench, set.trace_seed);
+      ComputeTiming timing = timer(set.pieces, set.trace_seed);
       double fastest = fastest_ms(timing.iterations_ms, timing.median_ms);
       set.fastest_ms = set.fastest_ms ? std::min(*set.fastest_ms, fastest) : fastest;
       progress.update(done, fmt::format("round {} {:.2f} ms", round + 1, fastest));
@@ -99,7 +99,7 @@ int64_t measurement_cap(const PlanMeasureConfig& config) {
 }  // namespace
 
 std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans, const std::vector<Table>& tables,
-                                           const PlanMeasureConfig& config) {
+                                           const PlanMeasureConfig& config, const ComputeTimer& timer) {
   check_rounds(config);
   const int64_t cap = measurement_cap(config);
 
@@ -119,7 +119,7 @@ std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans
       device_set[p].push_back(it->second);
     }
   }
-  const bool interrupted = measure_sets(sets, config);
+  const bool interrupted = measure_sets(sets, config, timer);
 
   std::vector<PlanMeasurement> results(plans.size());
   for (std::size_t p = 0; p < plans.size(); ++p) {
@@ -140,7 +140,7 @@ std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans
 }
 
 std::vector<std::optional<double>> measure_shard_sets(const std::vector<std::vector<Table>>& shard_sets,
-                                                      const PlanMeasureConfig& config) {
+                                                      const PlanMeasureConfig& config, const ComputeTimer& timer) {
   check_rounds(config);
   const int64_t cap = measurement_cap(config);
   std::vector<ShardSet> sets;
@@ -148,14 +148,15 @@ std::vector<std::optional<double>> measure_shard_sets(const std::vector<std::vec
     if (pieces.empty()) throw InputError("measure_shard_sets: an empty shard set");
     sets.push_back(canonical_set(pieces, config, cap).second);
   }
-  measure_sets(sets, config);
+  measure_sets(sets, config, timer);
   std::vector<std::optional<double>> out;
   for (const auto& set : sets) out.push_back(set.fastest_ms);
   return out;
 }
 
-PlanMeasurement measure_plan(const Plan& plan, const std::vector<Table>& tables, const PlanMeasureConfig& config) {
-  return measure_plans({&plan}, tables, config).front();
+PlanMeasurement measure_plan(const Plan& plan, const std::vector<Table>& tables, const PlanMeasureConfig& config,
+                             const ComputeTimer& timer) {
+  return measure_plans({&plan}, tables, config, timer).front();
 }
 
 }  // namespace shardplan

@@ -14,6 +14,7 @@
 #include "model_files.hpp"
 #include "shardplan/atomic_file.hpp"
 #include "shardplan/cost_model_io.hpp"
+#include "shardplan/costs/compute_benchmark.hpp"
 #include "shardplan/costs/compute_collector.hpp"
 #include "shardplan/costs/cost_data.hpp"
 #include "shardplan/costs/provenance.hpp"
@@ -60,7 +61,8 @@ nlohmann::json collection_meta(const CalibrateConfig& config, const std::string&
                              {"seed", config.sampling.seed},
                              {"max_tables", config.sampling.max_tables},
                              {"memory_cap_bytes", config.sampling.memory_cap_bytes}};
-  return compute_collection_meta(std::move(settings), config.bench, config.sampling.seed, config.command_line);
+  return compute_collection_meta(std::move(settings), config.bench, config.sampling.seed, config.command_line,
+                                 torch_version());
 }
 
 void check_config(const CalibrateConfig& c) {
@@ -101,7 +103,7 @@ void check_config(const CalibrateConfig& c) {
 
 // Measures samples up to config.samples or the time budget; returns what this run added.
 void measure_samples(const std::vector<Table>& pool, const CalibrateConfig& config,
-                     const std::shared_ptr<const CostModel>& base, const ShardSetTimer& timer, CostDataWriter& writer,
+                     const std::shared_ptr<const CostModel>& base, const ComputeTimer& timer, CostDataWriter& writer,
                      std::chrono::steady_clock::time_point started, CalibrateOutcome& outcome) {
   const double measure_seconds = config.minutes * 60.0 - std::max(kMinTuneSeconds, kTuneShare * config.minutes * 60.0);
   install_interrupt_handlers();
@@ -162,7 +164,7 @@ void shift_log_latency(ComputeNet& net, double offset) {
 }  // namespace
 
 CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const CalibrateConfig& config,
-                                      const ShardSetTimer& timer_or_default, const CommPlanTimer& comm_timer) {
+                                      const ComputeTimer& timer_or_default, const CommTimer& comm_timer) {
   check_config(config);
   const auto started = std::chrono::steady_clock::now();
   ModelFiles base = load_model_files(config.base_dir);
@@ -173,12 +175,7 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   const ModelHardware base_hardware = base_model->hardware();
   const std::string base_identity = fmt::format("{} ({:016x})", config.base_dir, fnv1a_hash(base.meta.dump()));
 
-  ShardSetTimer timer = timer_or_default;
-  if (!timer) {
-    timer = [&config](const std::vector<Table>& shards, uint64_t seed) {
-      return measure_compute_step(shards, config.bench, seed);
-    };
-  }
+  const ComputeTimer timer = timer_or_default ? timer_or_default : compute_timer(config.bench);
   prepare_memory_for_timing();  // before the metadata records the policy
   const fs::path data_dir = fs::path(config.out_dir) / kCalibrationDataDir;
   CalibrateOutcome outcome;

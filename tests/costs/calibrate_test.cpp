@@ -15,6 +15,7 @@
 #include "../comm/process.hpp"
 #include "shardplan/calibrate.hpp"
 #include "shardplan/cost_model_io.hpp"
+#include "shardplan/costs/provenance.hpp"
 #include "shardplan/errors.hpp"
 #include "shardplan/json_file.hpp"
 #include "shardplan/model_hardware.hpp"
@@ -52,7 +53,7 @@ struct SyntheticMachine {
 };
 
 // A machine exactly as `base` predicts it.
-ShardSetTimer timed_as_predicted(std::shared_ptr<const CostModel> base) {
+ComputeTimer timed_as_predicted(std::shared_ptr<const CostModel> base) {
   return [base](const std::vector<Table>& shards, uint64_t /*seed*/) {
     std::vector<ShardFeatures> set;
     for (const auto& s : shards) set.push_back(shard_features(s, s.dim));
@@ -68,7 +69,7 @@ struct FakeCommHost {
   std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
   int calls = 0;
   std::size_t plans_timed = 0;
-  CommPlanTimer timer = [this](const std::vector<CommToMeasure>& plans, int64_t batch_size) {
+  CommTimer timer = [this](const std::vector<CommToMeasure>& plans, int64_t batch_size) {
     return time(plans, batch_size);
   };
 
@@ -119,7 +120,7 @@ TEST(Calibrate, DisturbedSetsDoNotPullTheScale) {
   TempDir dir;
   std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
   int calls = 0;
-  ShardSetTimer timer = [&](const std::vector<Table>& shards, uint64_t /*seed*/) {
+  ComputeTimer timer = [&](const std::vector<Table>& shards, uint64_t /*seed*/) {
     std::vector<ShardFeatures> set;
     for (const auto& s : shards) set.push_back(shard_features(s, s.dim));
     const double ms = 1.5 * base->predict_compute({set}).front() * (++calls % 6 == 0 ? 3.0 : 1.0);
@@ -138,7 +139,7 @@ TEST(Calibrate, DisturbedSetsDoNotPullTheScale) {
 TEST(Calibrate, AProfilePlansTheAllToAllOnItsLinksAtTheCalibrationsBatch) {
   TempDir dir;
   std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
-  ShardSetTimer timer = timed_as_predicted(base);
+  ComputeTimer timer = timed_as_predicted(base);
   CalibrateConfig config = quick_config(dir.path("gpu"), 40);
   config.epochs = 2;
   config.bench.batch_size = 65536;
@@ -174,7 +175,7 @@ TEST(Calibrate, FineTuningCutsTheHeldOutErrorOnASyntheticMachine) {
   SyntheticMachine machine;
   std::vector<Table> tables = pool();
   CalibrateConfig config = quick_config(dir.path("calibrated"), 150);
-  ShardSetTimer timer = [&machine](const std::vector<Table>& s, uint64_t seed) { return machine(s, seed); };
+  ComputeTimer timer = [&machine](const std::vector<Table>& s, uint64_t seed) { return machine(s, seed); };
   CalibrateOutcome outcome = calibrate_cost_model(tables, config, timer);
   EXPECT_EQ(outcome.samples, 150);
   EXPECT_EQ(outcome.measured_now, 150);
@@ -222,8 +223,8 @@ TEST(Calibrate, AllToAllsTimedHereCorrectTheCommModelAndResume) {
   TempDir dir;
   FakeCommHost host;
   std::shared_ptr<const CostModel> base = host.base;
-  ShardSetTimer compute_timer = timed_as_predicted(base);
-  CommPlanTimer comm_timer = host.timer;
+  ComputeTimer compute_timer = timed_as_predicted(base);
+  CommTimer comm_timer = host.timer;
   CalibrateConfig config = quick_config(dir.path("host"), 30);
   config.epochs = 2;
   config.comm_ranks = 4;
@@ -296,7 +297,7 @@ TEST(Calibrate, TooFewCommPlansToFitAreRefusedBeforeAnyComputeSet) {
   TempDir dir;
   FakeCommHost host;
   int compute_sets = 0;
-  ShardSetTimer compute_timer = [&](const std::vector<Table>& shards, uint64_t seed) {
+  ComputeTimer compute_timer = [&](const std::vector<Table>& shards, uint64_t seed) {
     ++compute_sets;
     return timed_as_predicted(host.base)(shards, seed);
   };
@@ -325,7 +326,7 @@ TEST(Calibrate, TooFewCommPlansToFitAreRefusedBeforeAnyComputeSet) {
 
 // A fake host timed once: how the plans split into tuning and held-out parts.
 CommCalibrationData timed_plans(const std::string& path, int64_t plans, uint64_t seed, double holdout_fraction,
-                                const CommPlanTimer& timer, std::shared_ptr<const CostModel> base) {
+                                const CommTimer& timer, std::shared_ptr<const CostModel> base) {
   CommCalibrationConfig config;
   config.world_size = 4;
   config.plans = plans;
@@ -369,7 +370,7 @@ TEST(Calibrate, ACommFitOnTimingsThatAreNotNumbersKeepsTheBase) {
   data.held_out.front().bw_ms.front() = std::nan("");
   EXPECT_TRUE(fit_comm_calibration(*base, CommCorrection{}, data).kept_base);
   // A timer that reports no number leaves its plans untimed, for a re-run to time again.
-  CommPlanTimer broken = [](const std::vector<CommToMeasure>& plans, int64_t /*batch_size*/) {
+  CommTimer broken = [](const std::vector<CommToMeasure>& plans, int64_t /*batch_size*/) {
     std::vector<std::optional<MeasuredComm>> out;
     for (const CommToMeasure& p : plans) {
       MeasuredComm m;
@@ -412,7 +413,7 @@ TEST(Calibrate, TooFewSetsInTheTimeIsBadInputNotAModel) {
   TempDir dir;
   CalibrateConfig config = quick_config(dir.path("slow"), 100);
   config.minutes = 0.2;  // 12 s, of which 10 s are kept for fine-tuning: 2 s to measure
-  ShardSetTimer slow = [](const std::vector<Table>&, uint64_t) {
+  ComputeTimer slow = [](const std::vector<Table>&, uint64_t) {
     std::this_thread::sleep_for(1s);
     return ComputeTiming{1.0, {1.0}};
   };

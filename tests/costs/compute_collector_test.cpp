@@ -11,6 +11,7 @@
 #include "shardplan/costs/compute_benchmark.hpp"
 #include "shardplan/costs/compute_collector.hpp"
 #include "shardplan/costs/cost_data.hpp"
+#include "shardplan/costs/provenance.hpp"
 #include "shardplan/errors.hpp"
 
 namespace shardplan {
@@ -109,15 +110,16 @@ TEST(ComputeCollector, CollectsResumesAndRecordsProvenance) {
   config.max_tables = 4;
   config.seed = 5;
   config.bench = small_bench();
+  config.torch_version = torch_version();
   config.quiet = true;
-  CollectSummary first = collect_compute_costs(pool, config);
+  CollectSummary first = collect_compute_costs(pool, config, compute_timer(config.bench));
   EXPECT_EQ(first.existing, 0);
   EXPECT_EQ(first.written, 3);
   CostData after_first = load_cost_data(dir.string(), CostKind::kCompute);
   ASSERT_EQ(after_first.compute.size(), 3u);
 
   config.samples = 5;
-  CollectSummary second = collect_compute_costs(pool, config);
+  CollectSummary second = collect_compute_costs(pool, config, compute_timer(config.bench));
   EXPECT_EQ(second.existing, 3);
   EXPECT_EQ(second.written, 2);
   CostData data = load_cost_data(dir.string(), CostKind::kCompute);
@@ -135,7 +137,7 @@ TEST(ComputeCollector, CollectsResumesAndRecordsProvenance) {
   EXPECT_EQ(data.meta["torch_version"], torch_version());
 
   config.bench.batch_size = 1024;  // a different collection cannot be appended
-  EXPECT_THROW(collect_compute_costs(pool, config), InputError);
+  EXPECT_THROW(collect_compute_costs(pool, config, compute_timer(config.bench)), InputError);
   fs::remove_all(dir);
 }
 

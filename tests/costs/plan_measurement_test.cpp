@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "../unit/test_tables.hpp"
+#include "shardplan/costs/compute_benchmark.hpp"
 #include "shardplan/costs/plan_measurement.hpp"
 #include "shardplan/errors.hpp"
 
@@ -21,10 +22,16 @@ Plan plan_of(const std::vector<std::pair<std::size_t, int>>& table_ranks) {
   return plan;
 }
 
+// The compute benchmark at a small batch.
+ComputeTimer small_timer() {
+  ComputeBenchConfig bench = PlanMeasureConfig::default_bench();
+  bench.batch_size = 256;
+  bench.timed_iterations = 2;
+  return compute_timer(bench);
+}
+
 PlanMeasureConfig small_config(int rounds) {
   PlanMeasureConfig config;
-  config.bench.batch_size = 256;
-  config.bench.timed_iterations = 2;
   config.rounds = rounds;
   config.quiet = true;
   return config;
@@ -34,7 +41,7 @@ TEST(MeasurePlans, DevicesWithTheSameShardsShareOneMeasurement) {
   // The same two sets on swapped ranks, their pieces listed in another order; rank 2 is empty.
   Plan first = plan_of({{0, 0}, {1, 1}, {2, 1}});
   Plan second = plan_of({{2, 0}, {1, 0}, {0, 1}});
-  std::vector<PlanMeasurement> m = measure_plans({&first, &second}, kTables, small_config(2));
+  std::vector<PlanMeasurement> m = measure_plans({&first, &second}, kTables, small_config(2), small_timer());
   ASSERT_EQ(m.size(), 2u);
   for (const auto& plan : m) {
     ASSERT_EQ(plan.compute_ms.size(), 3u);
@@ -55,7 +62,7 @@ TEST(MeasurePlans, SetsOverTheCapAreSkippedWithTheReasonOnEveryDeviceHoldingThem
   Plan second = plan_of({{0, 2}, {1, 0}, {2, 0}});
   PlanMeasureConfig config = small_config(1);
   config.memory_cap_bytes = 1;
-  std::vector<PlanMeasurement> m = measure_plans({&first, &second}, kTables, config);
+  std::vector<PlanMeasurement> m = measure_plans({&first, &second}, kTables, config, small_timer());
   for (const auto& plan : m) {
     int skipped = 0;
     for (std::size_t r = 0; r < plan.compute_ms.size(); ++r) {
@@ -70,7 +77,7 @@ TEST(MeasurePlans, SetsOverTheCapAreSkippedWithTheReasonOnEveryDeviceHoldingThem
 
 TEST(MeasurePlans, OneRoundAtLeast) {
   Plan plan = plan_of({{0, 0}});
-  EXPECT_THROW(measure_plan(plan, kTables, small_config(0)), InputError);
+  EXPECT_THROW(measure_plan(plan, kTables, small_config(0), small_timer()), InputError);
 }
 
 }  // namespace

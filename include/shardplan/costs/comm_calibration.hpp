@@ -16,14 +16,10 @@
 #include "shardplan/comm_correction.hpp"
 #include "shardplan/cost_model.hpp"
 #include "shardplan/costs/calibration_sampler.hpp"
+#include "shardplan/costs/measure.hpp"
 #include "shardplan/measured_comm.hpp"
 
 namespace shardplan {
-
-// Times the all-to-alls of plans, all of one world size, at a global batch: one result per plan, nullopt
-// for one not timed.
-using CommPlanTimer =
-    std::function<std::vector<std::optional<MeasuredComm>>(const std::vector<CommToMeasure>&, int64_t batch_size)>;
 
 struct CommCalibrationConfig {
   int world_size = 0;             // ranks timed on this host
@@ -45,7 +41,7 @@ struct CommCalibrationData {
 // from an earlier run. `model` plans the neuroshard draws and predicts the compute that delays each rank.
 // Throws InputError when config.data_path holds plans timed with other settings.
 CommCalibrationData time_calibration_plans(const std::vector<Table>& pool, const CommCalibrationConfig& config,
-                                           const std::shared_ptr<const CostModel>& model, const CommPlanTimer& timer);
+                                           const std::shared_ptr<const CostModel>& model, const CommTimer& timer);
 
 struct CommCalibrationFit {
   CommCorrection correction;  // what the new model carries

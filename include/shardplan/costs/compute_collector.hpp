@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/costs/compute_benchmark.hpp"
 #include "shardplan/costs/cost_data.hpp"
+#include "shardplan/costs/measure.hpp"
 #include "shardplan/table.hpp"
 
 namespace shardplan {
@@ -22,19 +22,22 @@ struct ComputeCollectConfig {
   uint64_t seed = 0;
   ComputeBenchConfig bench;
   bool quiet = false;
-  std::string command_line;  // recorded in the metadata
+  std::string command_line;   // recorded in the metadata
+  std::string torch_version;  // recorded in the metadata: the LibTorch that times (compute_benchmark.hpp)
 };
 
 // A compute collection's meta.json (cost_data.hpp): `settings` (what a sample means, compared on resume)
 // gain the benchmark's settings, and the provenance of this machine is added. Call after
 // prepare_memory_for_timing, whose policy it records.
 nlohmann::json compute_collection_meta(nlohmann::json settings, const ComputeBenchConfig& bench, uint64_t seed,
-                                       const std::string& command_line);
+                                       const std::string& command_line, const std::string& torch_version);
 
 // The shards of sample `index`: pool tables at random widths, within the memory cap.
 std::vector<Table> draw_compute_sample(const std::vector<Table>& pool, int max_tables, int64_t memory_cap_bytes,
                                        uint64_t seed, int64_t index);
 
-CollectSummary collect_compute_costs(const std::vector<Table>& pool, const ComputeCollectConfig& config);
+// Each sample timed by `timer`, which times as config.bench says (compute_timer(config.bench)).
+CollectSummary collect_compute_costs(const std::vector<Table>& pool, const ComputeCollectConfig& config,
+                                     const ComputeTimer& timer);
 
 }  // namespace shardplan

@@ -1,18 +1,18 @@
 #pragma once
 // Runs each device's shard set of a plan on this machine's device with the benchmark kernel and index
-// traces that `collect-costs compute` uses, one device at a time. No LibTorch types here.
+// traces that `collect-costs compute` uses, one device at a time, each timed by the ComputeTimer handed in
+// (measure.hpp). No LibTorch types here.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/costs/measure.hpp"
 #include "shardplan/plan.hpp"
 
 namespace shardplan {
 
 struct PlanMeasureConfig {
-  ComputeBenchConfig bench = default_bench();
   // A device whose shards' weights exceed this is skipped with a reason, not attempted.
   int64_t memory_cap_bytes = 0;  // 0: half of this machine's physical memory
   uint64_t seed = 0;             // index traces
@@ -21,7 +21,8 @@ struct PlanMeasureConfig {
   int rounds = 1;
   bool quiet = false;
 
-  // The settings the bundled model's compute data was collected with (data/costs/*/compute/meta.json).
+  // The settings plans are timed with by default (the timer's): those the bundled model's compute data was
+  // collected with (data/costs/*/compute/meta.json).
   static ComputeBenchConfig default_bench() {
     ComputeBenchConfig bench;
     bench.timed_iterations = 5;
@@ -42,13 +43,14 @@ struct PlanMeasurement {
 // identical numbers and every plan sees the machine's drift alike. Traces are seeded by config.seed and
 // the set's contents, so a shard set measures the same way in every plan. Returns one result per plan.
 std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans, const std::vector<Table>& tables,
-                                           const PlanMeasureConfig& config);
+                                           const PlanMeasureConfig& config, const ComputeTimer& timer);
 
-PlanMeasurement measure_plan(const Plan& plan, const std::vector<Table>& tables, const PlanMeasureConfig& config);
+PlanMeasurement measure_plan(const Plan& plan, const std::vector<Table>& tables, const PlanMeasureConfig& config,
+                             const ComputeTimer& timer);
 
 // Measures shard sets given directly (each a device's pieces, non-empty), with the same rounds, cap and
 // content-seeded traces as measure_plans: the fastest step of each, nullopt when skipped or interrupted.
 std::vector<std::optional<double>> measure_shard_sets(const std::vector<std::vector<Table>>& sets,
-                                                      const PlanMeasureConfig& config);
+                                                      const PlanMeasureConfig& config, const ComputeTimer& timer);
 
 }  // namespace shardplan

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/costs/measure.hpp"
 
 namespace shardplan {
 
