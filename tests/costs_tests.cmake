@@ -8,7 +8,7 @@ add_executable(shardplan_costs_tests
   costs/calibrate_test.cpp
   comm/process.cpp
 )
-target_link_libraries(shardplan_costs_tests PRIVATE shardplan_torch shardplan_core shardplan_test_support GTest::gtest_main
+target_link_libraries(shardplan_costs_tests PRIVATE shardplan_torch shardplan_test_support GTest::gtest_main
                                                     shardplan_warnings shardplan_options)
 target_compile_definitions(shardplan_costs_tests PRIVATE SHARDPLAN_BINARY="$<TARGET_FILE:shard-plan>"
                            SHARDPLAN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

@@ -6,8 +6,7 @@ add_executable(shardplan_torch_tests
   torch/dlrm_import_test.cpp
   torch/import_cli_test.cpp
 )
-find_package(ZLIB REQUIRED)
-target_link_libraries(shardplan_torch_tests PRIVATE shardplan_torch shardplan_core shardplan_test_support GTest::gtest_main ${TORCH_LIBRARIES}
+target_link_libraries(shardplan_torch_tests PRIVATE shardplan_torch shardplan_test_support GTest::gtest_main ${TORCH_LIBRARIES}
                       ZLIB::ZLIB nlohmann_json::nlohmann_json shardplan_warnings shardplan_options)
 target_compile_definitions(shardplan_torch_tests PRIVATE
   SHARDPLAN_BINARY="$<TARGET_FILE:shard-plan>"
@@ -22,7 +21,7 @@ target_link_libraries(shardplan_make_dlrm_file PRIVATE ${TORCH_LIBRARIES} shardp
 
 # The plan-quality regression on data/tasks/ with the bundled model (tests/regression/regression_test.cpp).
 add_executable(shardplan_regression_tests regression/regression_test.cpp)
-target_link_libraries(shardplan_regression_tests PRIVATE shardplan_torch shardplan_core GTest::gtest
+target_link_libraries(shardplan_regression_tests PRIVATE shardplan_torch shardplan_bench GTest::gtest
                       nlohmann_json::nlohmann_json shardplan_warnings shardplan_options)
 target_compile_definitions(shardplan_regression_tests PRIVATE SHARDPLAN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 gtest_discover_tests(shardplan_regression_tests PROPERTIES LABELS regression DISCOVERY_TIMEOUT 120)

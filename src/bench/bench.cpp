@@ -1,4 +1,4 @@
-#include "shardplan/bench.hpp"
+#include "shardplan/bench/bench.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -8,11 +8,11 @@
 #include <cmath>
 #include <limits>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/median.hpp"
-#include "shardplan/plan_io.hpp"
-#include "shardplan/progress.hpp"
-#include "shardplan/validate.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/median.hpp"
+#include "shardplan/core/plan_io.hpp"
+#include "shardplan/core/progress.hpp"
+#include "shardplan/core/validate.hpp"
 
 namespace shardplan {
 

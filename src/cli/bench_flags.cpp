@@ -4,11 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include "python_stack.hpp"
-#include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/random.hpp"
+#include "shardplan/core/units.hpp"
 #include "shardplan/costs/provenance.hpp"
-#include "shardplan/dataset/random.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/units.hpp"
+#include "shardplan/torch/compute_benchmark.hpp"
 
 namespace shardplan::cli {
 

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/cost_model.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
 #include "shardplan/costs/measure.hpp"
 #include "shardplan/costs/plan_measurement.hpp"
-#include "shardplan/measure_loop_config.hpp"
+#include "shardplan/search/measure_loop_config.hpp"
 
 namespace shardplan::cli {
 

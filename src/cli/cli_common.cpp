@@ -6,8 +6,8 @@
 
 #include <map>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/units.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/units.hpp"
 
 namespace shardplan::cli {
 

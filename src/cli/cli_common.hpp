@@ -7,8 +7,8 @@
 
 #include <optional>
 
-#include "shardplan/cluster.hpp"
-#include "shardplan/hardware_profile.hpp"
+#include "shardplan/core/cluster.hpp"
+#include "shardplan/core/hardware_profile.hpp"
 
 namespace shardplan::cli {
 

@@ -11,8 +11,8 @@
 #include "commands.hpp"
 #include "planning_flags.hpp"
 #include "python_stack.hpp"
-#include "shardplan/bench.hpp"
-#include "shardplan/errors.hpp"
+#include "shardplan/bench/bench.hpp"
+#include "shardplan/core/errors.hpp"
 
 namespace shardplan::cli {
 

@@ -6,13 +6,13 @@
 #include "cli_common.hpp"
 #include "comm_measure.hpp"
 #include "commands.hpp"
-#include "shardplan/bundled_path.hpp"
-#include "shardplan/calibrate.hpp"
-#include "shardplan/cost_model_io.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/output_paths.hpp"
-#include "shardplan/tables_io.hpp"
-#include "shardplan/units.hpp"
+#include "shardplan/core/bundled_path.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/output_paths.hpp"
+#include "shardplan/core/tables_io.hpp"
+#include "shardplan/core/units.hpp"
+#include "shardplan/cost_model/model_location.hpp"
+#include "shardplan/torch/calibrate.hpp"
 
 namespace shardplan::cli {
 

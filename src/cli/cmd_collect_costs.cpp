@@ -6,7 +6,7 @@
 #include "cli_common.hpp"
 #include "collect_commands.hpp"
 #include "commands.hpp"
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 namespace shardplan::cli {
 

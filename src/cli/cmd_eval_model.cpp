@@ -5,7 +5,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "shardplan/pretrain.hpp"
+#include "shardplan/torch/pretrain.hpp"
 
 namespace shardplan::cli {
 

@@ -10,9 +10,9 @@
 #include "comm_measure.hpp"
 #include "commands.hpp"
 #include "planning_flags.hpp"
-#include "shardplan/evaluate.hpp"
-#include "shardplan/plan_reader.hpp"
-#include "shardplan/tables_io.hpp"
+#include "shardplan/core/plan_reader.hpp"
+#include "shardplan/core/tables_io.hpp"
+#include "shardplan/report/evaluate.hpp"
 
 namespace shardplan::cli {
 

@@ -4,11 +4,11 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "shardplan/atomic_file.hpp"
+#include "shardplan/core/atomic_file.hpp"
+#include "shardplan/core/output_paths.hpp"
 #include "shardplan/dataset/data_files.hpp"
 #include "shardplan/dataset/pool_generator.hpp"
 #include "shardplan/dataset/pool_stats.hpp"
-#include "shardplan/output_paths.hpp"
 
 namespace shardplan::cli {
 

@@ -5,12 +5,12 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "shardplan/atomic_file.hpp"
+#include "shardplan/core/atomic_file.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/output_paths.hpp"
+#include "shardplan/core/tables_io.hpp"
+#include "shardplan/core/units.hpp"
 #include "shardplan/dataset/task_generator.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/output_paths.hpp"
-#include "shardplan/tables_io.hpp"
-#include "shardplan/units.hpp"
 
 namespace shardplan::cli {
 

@@ -5,13 +5,13 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "shardplan/atomic_file.hpp"
-#include "shardplan/dataset/random.hpp"
+#include "shardplan/core/atomic_file.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/output_paths.hpp"
+#include "shardplan/core/random.hpp"
+#include "shardplan/core/tables_io.hpp"
 #include "shardplan/dataset/trace.hpp"
 #include "shardplan/dataset/trace_file.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/output_paths.hpp"
-#include "shardplan/tables_io.hpp"
 
 namespace shardplan::cli {
 

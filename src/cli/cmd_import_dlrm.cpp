@@ -7,11 +7,11 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "shardplan/atomic_file.hpp"
-#include "shardplan/dlrm_import.hpp"
-#include "shardplan/json_format.hpp"
-#include "shardplan/output_paths.hpp"
-#include "shardplan/tables_io.hpp"
+#include "shardplan/core/atomic_file.hpp"
+#include "shardplan/core/json_format.hpp"
+#include "shardplan/core/output_paths.hpp"
+#include "shardplan/core/tables_io.hpp"
+#include "shardplan/torch/dlrm_import.hpp"
 
 namespace shardplan::cli {
 

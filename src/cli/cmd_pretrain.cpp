@@ -4,10 +4,10 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "shardplan/cost_model_io.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/output_paths.hpp"
-#include "shardplan/pretrain.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/output_paths.hpp"
+#include "shardplan/cost_model/model_location.hpp"
+#include "shardplan/torch/pretrain.hpp"
 
 namespace shardplan::cli {
 

@@ -6,9 +6,9 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "shardplan/json_file.hpp"
-#include "shardplan/tables_io.hpp"
-#include "shardplan/validate.hpp"
+#include "shardplan/core/json_file.hpp"
+#include "shardplan/core/tables_io.hpp"
+#include "shardplan/core/validate.hpp"
 
 namespace shardplan::cli {
 

@@ -9,10 +9,10 @@
 
 #include "cli_common.hpp"
 #include "collect_commands.hpp"
-#include "shardplan/costs/comm_benchmark.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/output_paths.hpp"
 #include "shardplan/costs/comm_spawn.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/output_paths.hpp"
+#include "shardplan/torch/comm_benchmark.hpp"
 
 namespace shardplan::cli {
 

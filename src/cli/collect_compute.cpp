@@ -5,12 +5,12 @@
 #include "bench_flags.hpp"
 #include "cli_common.hpp"
 #include "collect_commands.hpp"
-#include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/output_paths.hpp"
+#include "shardplan/core/tables_io.hpp"
+#include "shardplan/core/units.hpp"
 #include "shardplan/costs/compute_collector.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/output_paths.hpp"
-#include "shardplan/tables_io.hpp"
-#include "shardplan/units.hpp"
+#include "shardplan/torch/compute_benchmark.hpp"
 
 namespace shardplan::cli {
 

@@ -8,12 +8,12 @@
 #include <filesystem>
 #include <map>
 
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 #if SHARDPLAN_WITH_TORCH
+#include "shardplan/cost_model/cost_data.hpp"
 #include "shardplan/costs/comm_spawn.hpp"
 #include "shardplan/costs/comm_workload.hpp"
-#include "shardplan/costs/cost_data.hpp"
 #endif
 
 namespace shardplan::cli {

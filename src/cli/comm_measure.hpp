@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "shardplan/bench.hpp"
+#include "shardplan/bench/bench.hpp"
 
 namespace shardplan::cli {
 

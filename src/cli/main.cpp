@@ -8,7 +8,7 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 int main(int argc, char** argv) {
   shardplan::cli::init_logging();

@@ -5,8 +5,9 @@
 
 #include <cstdlib>
 
-#include "shardplan/cost_model_io.hpp"
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/cost_model/model_location.hpp"
+#include "shardplan/torch/model_files.hpp"
 
 namespace shardplan::cli {
 

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/cost_model.hpp"
-#include "shardplan/hardware_profile.hpp"
-#include "shardplan/neuroshard_config.hpp"
-#include "shardplan/output_paths.hpp"
+#include "shardplan/core/hardware_profile.hpp"
+#include "shardplan/core/output_paths.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
+#include "shardplan/search/neuroshard_config.hpp"
 
 namespace shardplan::cli {
 

@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "shardplan/bundled_path.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/planner.hpp"
-#include "shardplan/subprocess.hpp"
+#include "shardplan/core/bundled_path.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/subprocess.hpp"
+#include "shardplan/planners/planner.hpp"
 
 namespace shardplan::cli {
 

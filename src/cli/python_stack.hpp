@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/external_program.hpp"
+#include "shardplan/core/external_program.hpp"
 
 namespace shardplan::cli {
 

@@ -1,4 +1,4 @@
-#include "shardplan/atomic_file.hpp"
+#include "shardplan/core/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <iostream>
 
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 namespace shardplan {
 

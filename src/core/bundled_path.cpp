@@ -1,4 +1,4 @@
-#include "shardplan/bundled_path.hpp"
+#include "shardplan/core/bundled_path.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "shardplan/capacity.hpp"
+#include "shardplan/core/capacity.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,9 +7,9 @@
 #include <set>
 #include <string>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/sharding_types.hpp"
-#include "shardplan/units.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/sharding_types.hpp"
+#include "shardplan/core/units.hpp"
 
 namespace shardplan {
 

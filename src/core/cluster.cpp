@@ -1,10 +1,10 @@
-#include "shardplan/cluster.hpp"
+#include "shardplan/core/cluster.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 namespace shardplan {
 

@@ -1,4 +1,4 @@
-#include "shardplan/deadline.hpp"
+#include "shardplan/core/deadline.hpp"
 
 #include <algorithm>
 

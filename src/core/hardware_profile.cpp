@@ -1,4 +1,4 @@
-#include "shardplan/hardware_profile.hpp"
+#include "shardplan/core/hardware_profile.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "shardplan/bundled_path.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/json_fields.hpp"
-#include "shardplan/json_file.hpp"
-#include "shardplan/units.hpp"
+#include "shardplan/core/bundled_path.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_fields.hpp"
+#include "shardplan/core/json_file.hpp"
+#include "shardplan/core/units.hpp"
 
 namespace shardplan {
 

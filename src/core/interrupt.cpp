@@ -1,11 +1,11 @@
-#include "shardplan/interrupt.hpp"
+#include "shardplan/core/interrupt.hpp"
 
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 
-#include "shardplan/temp_file.hpp"
+#include "shardplan/core/temp_file.hpp"
 
 namespace shardplan {
 

@@ -1,11 +1,11 @@
-#include "shardplan/json_fields.hpp"
+#include "shardplan/core/json_fields.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/json_file.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_file.hpp"
 
 namespace shardplan {
 

@@ -1,4 +1,4 @@
-#include "shardplan/json_file.hpp"
+#include "shardplan/core/json_file.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 namespace shardplan {
 

@@ -1,4 +1,4 @@
-#include "shardplan/json_format.hpp"
+#include "shardplan/core/json_format.hpp"
 
 namespace shardplan {
 

@@ -1,4 +1,4 @@
-#include "shardplan/measured_comm.hpp"
+#include "shardplan/core/measured_comm.hpp"
 
 #include <algorithm>
 #include <cmath>

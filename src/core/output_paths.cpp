@@ -1,4 +1,4 @@
-#include "shardplan/output_paths.hpp"
+#include "shardplan/core/output_paths.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <optional>
 
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 namespace shardplan {
 

@@ -1,4 +1,4 @@
-#include "shardplan/plan.hpp"
+#include "shardplan/core/plan.hpp"
 
 #include <fmt/format.h>
 

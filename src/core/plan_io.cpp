@@ -1,13 +1,13 @@
-#include "shardplan/plan_io.hpp"
+#include "shardplan/core/plan_io.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "shardplan/atomic_file.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/json_format.hpp"
+#include "shardplan/core/atomic_file.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_format.hpp"
 
 namespace shardplan {
 

@@ -1,15 +1,15 @@
-#include "shardplan/plan_reader.hpp"
+#include "shardplan/core/plan_reader.hpp"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/json_fields.hpp"
-#include "shardplan/json_file.hpp"
-#include "shardplan/plan_io.hpp"
-#include "shardplan/validate.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_fields.hpp"
+#include "shardplan/core/json_file.hpp"
+#include "shardplan/core/plan_io.hpp"
+#include "shardplan/core/validate.hpp"
 
 namespace shardplan {
 

@@ -1,4 +1,4 @@
-#include "shardplan/process_clock.hpp"
+#include "shardplan/core/process_clock.hpp"
 
 #include <time.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "shardplan/progress.hpp"
+#include "shardplan/core/progress.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>

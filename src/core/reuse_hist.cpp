@@ -1,4 +1,4 @@
-#include "shardplan/reuse_hist.hpp"
+#include "shardplan/core/reuse_hist.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "shardplan/sha256.hpp"
+#include "shardplan/core/sha256.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,11 +1,11 @@
-#include "shardplan/sharding_types.hpp"
+#include "shardplan/core/sharding_types.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <unordered_map>
 
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 namespace shardplan {
 

@@ -1,4 +1,4 @@
-#include "shardplan/subprocess.hpp"
+#include "shardplan/core/subprocess.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -16,7 +16,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 extern char** environ;
 

@@ -1,4 +1,4 @@
-#include "shardplan/table.hpp"
+#include "shardplan/core/table.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "shardplan/tables_io.hpp"
+#include "shardplan/core/tables_io.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -8,9 +8,9 @@
 #include <set>
 #include <unordered_map>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/json_fields.hpp"
-#include "shardplan/json_file.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_fields.hpp"
+#include "shardplan/core/json_file.hpp"
 
 namespace shardplan {
 

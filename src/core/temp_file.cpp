@@ -1,4 +1,4 @@
-#include "shardplan/temp_file.hpp"
+#include "shardplan/core/temp_file.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -14,7 +14,7 @@
 #include <random>
 #include <string>
 
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 namespace shardplan {
 

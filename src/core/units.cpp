@@ -1,4 +1,4 @@
-#include "shardplan/units.hpp"
+#include "shardplan/core/units.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include <limits>
 #include <string>
 
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 namespace shardplan {
 

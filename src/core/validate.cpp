@@ -1,4 +1,4 @@
-#include "shardplan/validate.hpp"
+#include "shardplan/core/validate.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,12 +10,12 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "shardplan/cluster.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/json_fields.hpp"
-#include "shardplan/plan_reader.hpp"
-#include "shardplan/sharding_types.hpp"
-#include "shardplan/units.hpp"
+#include "shardplan/core/cluster.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_fields.hpp"
+#include "shardplan/core/plan_reader.hpp"
+#include "shardplan/core/sharding_types.hpp"
+#include "shardplan/core/units.hpp"
 
 namespace shardplan {
 

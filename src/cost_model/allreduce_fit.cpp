@@ -1,4 +1,4 @@
-#include "shardplan/allreduce_fit.hpp"
+#include "shardplan/cost_model/allreduce_fit.hpp"
 
 #include <fmt/format.h>
 
@@ -7,8 +7,8 @@
 #include <map>
 #include <numeric>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/json_fields.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_fields.hpp"
 
 namespace shardplan {
 

@@ -1,8 +1,8 @@
 // TorchRec's analytic estimate (torchrec-baseline.md), for table-wise and column-wise shards.
 #include <algorithm>
 
-#include "shardplan/comm_structure.hpp"
-#include "shardplan/cost_model.hpp"
+#include "shardplan/cost_model/comm_structure.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
 
 namespace shardplan {
 

@@ -1,13 +1,13 @@
-#include "shardplan/comm_correction.hpp"
+#include "shardplan/cost_model/comm_correction.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/json_fields.hpp"
-#include "shardplan/metrics.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_fields.hpp"
+#include "shardplan/cost_model/metrics.hpp"
 
 namespace shardplan {
 

@@ -1,11 +1,11 @@
-#include "shardplan/comm_structure.hpp"
+#include "shardplan/cost_model/comm_structure.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 namespace shardplan {
 

@@ -1,9 +1,9 @@
-#include "shardplan/cost_correction.hpp"
+#include "shardplan/cost_model/cost_correction.hpp"
 
 #include <cmath>
 #include <cstring>
 
-#include "shardplan/dataset/random.hpp"
+#include "shardplan/core/random.hpp"
 
 namespace shardplan {
 

@@ -1,4 +1,4 @@
-#include "shardplan/cost_features.hpp"
+#include "shardplan/cost_model/cost_features.hpp"
 
 #include <algorithm>
 #include <cmath>

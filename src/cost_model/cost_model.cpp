@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "shardplan/comm_structure.hpp"
-#include "shardplan/cost_model.hpp"
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/cost_model/comm_structure.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
 
 namespace shardplan {
 

@@ -1,9 +1,9 @@
-#include "shardplan/fabric_fit.hpp"
+#include "shardplan/cost_model/fabric_fit.hpp"
 
 #include <cmath>
 #include <limits>
 
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 namespace shardplan {
 

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "shardplan/median.hpp"
-#include "shardplan/metrics.hpp"
+#include "shardplan/core/median.hpp"
+#include "shardplan/cost_model/metrics.hpp"
 
 namespace shardplan {
 

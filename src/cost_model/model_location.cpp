@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "shardplan/bundled_path.hpp"
-#include "shardplan/cost_model_io.hpp"
+#include "shardplan/core/bundled_path.hpp"
+#include "shardplan/cost_model/model_location.hpp"
 
 namespace shardplan {
 

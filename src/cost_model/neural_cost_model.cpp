@@ -1,9 +1,9 @@
-#include "shardplan/neural_cost_model.hpp"
+#include "shardplan/cost_model/neural_cost_model.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "shardplan/cost_features.hpp"
+#include "shardplan/cost_model/cost_features.hpp"
 
 namespace shardplan {
 

@@ -1,4 +1,4 @@
-#include "shardplan/rowwise_fit.hpp"
+#include "shardplan/cost_model/rowwise_fit.hpp"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,8 @@
 #include <cmath>
 #include <map>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/json_fields.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_fields.hpp"
 
 namespace shardplan {
 

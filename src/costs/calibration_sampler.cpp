@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <array>
 
-#include "shardplan/cluster.hpp"
+#include "shardplan/core/cluster.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/random.hpp"
 #include "shardplan/costs/compute_collector.hpp"
-#include "shardplan/dataset/random.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/planner.hpp"
+#include "shardplan/planners/planner.hpp"
 
 namespace shardplan {
 

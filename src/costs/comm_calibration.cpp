@@ -8,11 +8,11 @@
 #include <filesystem>
 #include <map>
 
-#include "shardplan/atomic_file.hpp"
-#include "shardplan/dataset/random.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/interrupt.hpp"
-#include "shardplan/json_file.hpp"
+#include "shardplan/core/atomic_file.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/interrupt.hpp"
+#include "shardplan/core/json_file.hpp"
+#include "shardplan/core/random.hpp"
 
 namespace shardplan {
 

@@ -16,7 +16,7 @@
 #include <cstring>
 #include <thread>
 
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 extern char** environ;
 

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 
-#include "shardplan/atomic_file.hpp"
-#include "shardplan/dataset/random.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/json_fields.hpp"
-#include "shardplan/json_file.hpp"
+#include "shardplan/core/atomic_file.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_fields.hpp"
+#include "shardplan/core/json_file.hpp"
+#include "shardplan/core/random.hpp"
 
 namespace shardplan {
 

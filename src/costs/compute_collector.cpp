@@ -8,16 +8,16 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
-#include "shardplan/cluster.hpp"
-#include "shardplan/cost_model.hpp"
-#include "shardplan/costs/cost_data.hpp"
+#include "shardplan/core/cluster.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/interrupt.hpp"
+#include "shardplan/core/progress.hpp"
+#include "shardplan/core/random.hpp"
+#include "shardplan/cost_model/cost_data.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
 #include "shardplan/costs/provenance.hpp"
 #include "shardplan/costs/tbe_timer.hpp"
 #include "shardplan/costs/timing_memory.hpp"
-#include "shardplan/dataset/random.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/interrupt.hpp"
-#include "shardplan/progress.hpp"
 
 namespace shardplan {
 

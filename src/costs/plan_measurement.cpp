@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <map>
 
-#include "shardplan/costs/cost_data.hpp"
-#include "shardplan/dataset/random.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/interrupt.hpp"
-#include "shardplan/progress.hpp"
-#include "shardplan/units.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/interrupt.hpp"
+#include "shardplan/core/progress.hpp"
+#include "shardplan/core/random.hpp"
+#include "shardplan/core/units.hpp"
+#include "shardplan/cost_model/cost_data.hpp"
 
 namespace shardplan {
 

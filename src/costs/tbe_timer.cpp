@@ -7,12 +7,12 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "shardplan/atomic_file.hpp"
+#include "shardplan/core/atomic_file.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/median.hpp"
+#include "shardplan/core/subprocess.hpp"
 #include "shardplan/dataset/trace.hpp"
 #include "shardplan/dataset/trace_file.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/median.hpp"
-#include "shardplan/subprocess.hpp"
 
 namespace shardplan {
 

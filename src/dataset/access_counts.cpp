@@ -5,7 +5,7 @@
 #include <limits>
 #include <numeric>
 
-#include "strict_fp.hpp"
+#include "shardplan/core/strict_fp.hpp"
 
 namespace shardplan {
 

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "shardplan/json_format.hpp"
-#include "shardplan/tables_io.hpp"
+#include "shardplan/core/json_format.hpp"
+#include "shardplan/core/tables_io.hpp"
 
 namespace shardplan {
 

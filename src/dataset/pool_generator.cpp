@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "shardplan/dataset/random.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/random.hpp"
+#include "shardplan/core/strict_fp.hpp"
 #include "shardplan/dataset/reuse_calibration.hpp"
 #include "shardplan/dataset/trace.hpp"
-#include "shardplan/errors.hpp"
-#include "strict_fp.hpp"
 
 namespace shardplan {
 

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "shardplan/cluster.hpp"
+#include "shardplan/core/cluster.hpp"
+#include "shardplan/core/reuse_hist.hpp"
+#include "shardplan/core/units.hpp"
 #include "shardplan/dataset/trace.hpp"
-#include "shardplan/reuse_hist.hpp"
-#include "shardplan/units.hpp"
 
 namespace shardplan {
 

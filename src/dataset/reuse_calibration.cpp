@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "strict_fp.hpp"
+#include "shardplan/core/strict_fp.hpp"
 
 namespace shardplan {
 

@@ -6,10 +6,10 @@
 #include <limits>
 #include <numeric>
 
-#include "shardplan/dataset/random.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/planner.hpp"
-#include "shardplan/units.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/random.hpp"
+#include "shardplan/core/units.hpp"
+#include "shardplan/planners/planner.hpp"
 
 namespace shardplan {
 

@@ -8,12 +8,12 @@
 #include <set>
 #include <unordered_map>
 
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_fields.hpp"
+#include "shardplan/core/json_file.hpp"
+#include "shardplan/core/json_format.hpp"
+#include "shardplan/core/tables_io.hpp"
 #include "shardplan/dataset/data_files.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/json_fields.hpp"
-#include "shardplan/json_file.hpp"
-#include "shardplan/json_format.hpp"
-#include "shardplan/tables_io.hpp"
 
 namespace shardplan {
 

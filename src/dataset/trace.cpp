@@ -5,8 +5,8 @@
 #include <cmath>
 #include <unordered_set>
 
-#include "shardplan/errors.hpp"
-#include "strict_fp.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/strict_fp.hpp"
 
 namespace shardplan {
 

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 namespace shardplan {
 

@@ -1,10 +1,10 @@
-#include "shardplan/baseline_comparison.hpp"
+#include "shardplan/planners/baseline_comparison.hpp"
 
 #include <algorithm>
 #include <exception>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/parallel_for.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/search/parallel_for.hpp"
 
 namespace shardplan {
 

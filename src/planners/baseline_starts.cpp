@@ -7,11 +7,11 @@
 #include <chrono>
 #include <optional>
 
-#include "shardplan/baseline_comparison.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/neuroshard.hpp"
-#include "shardplan/parallel_for.hpp"
-#include "shardplan/sharding_types.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/sharding_types.hpp"
+#include "shardplan/planners/baseline_comparison.hpp"
+#include "shardplan/search/neuroshard_planner.hpp"
+#include "shardplan/search/parallel_for.hpp"
 
 namespace shardplan {
 

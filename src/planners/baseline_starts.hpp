@@ -10,7 +10,7 @@
 // 2^20) run only when the search finds no plan.
 #include <memory>
 
-#include "shardplan/planner.hpp"
+#include "shardplan/planners/planner.hpp"
 
 namespace shardplan {
 

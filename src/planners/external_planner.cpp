@@ -1,4 +1,4 @@
-#include "shardplan/external_planner.hpp"
+#include "shardplan/planners/external_planner.hpp"
 
 #include <fmt/format.h>
 
@@ -6,14 +6,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "shardplan/atomic_file.hpp"
-#include "shardplan/capacity.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/json_file.hpp"
-#include "shardplan/plan_reader.hpp"
-#include "shardplan/sharding_types.hpp"
-#include "shardplan/subprocess.hpp"
-#include "shardplan/tables_io.hpp"
+#include "shardplan/core/atomic_file.hpp"
+#include "shardplan/core/capacity.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_file.hpp"
+#include "shardplan/core/plan_reader.hpp"
+#include "shardplan/core/sharding_types.hpp"
+#include "shardplan/core/subprocess.hpp"
+#include "shardplan/core/tables_io.hpp"
 
 namespace shardplan {
 

@@ -6,10 +6,10 @@
 #include <numeric>
 #include <random>
 
-#include "shardplan/capacity.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/sharding_types.hpp"
-#include "shardplan/units.hpp"
+#include "shardplan/core/capacity.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/sharding_types.hpp"
+#include "shardplan/core/units.hpp"
 
 namespace shardplan {
 

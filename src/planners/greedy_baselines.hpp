@@ -4,7 +4,7 @@
 #include <functional>
 #include <memory>
 
-#include "shardplan/planner.hpp"
+#include "shardplan/planners/planner.hpp"
 
 namespace shardplan {
 

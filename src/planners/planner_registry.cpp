@@ -6,11 +6,11 @@
 
 #include "baseline_starts.hpp"
 #include "greedy_baselines.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/external_planner.hpp"
-#include "shardplan/measure_loop.hpp"
-#include "shardplan/neuroshard.hpp"
-#include "shardplan/planner.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/planners/external_planner.hpp"
+#include "shardplan/planners/planner.hpp"
+#include "shardplan/search/measure_loop.hpp"
+#include "shardplan/search/neuroshard_planner.hpp"
 #include "torchrec_planner.hpp"
 
 namespace shardplan {

@@ -1,8 +1,8 @@
 #pragma once
 // TorchRec's per-shard perf estimate for every sharding type (EmbeddingPerfEstimator in torchrec's
 // planner/shard_estimators.py), as the "torchrec" baselines rate their options. No LibTorch.
-#include "shardplan/cost_model.hpp"
-#include "shardplan/plan.hpp"
+#include "shardplan/core/plan.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
 
 namespace shardplan {
 

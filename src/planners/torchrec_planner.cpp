@@ -17,14 +17,14 @@
 #include <numeric>
 #include <set>
 
-#include "shardplan/capacity.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/planner.hpp"
-#include "shardplan/units.hpp"
+#include "shardplan/core/capacity.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/units.hpp"
+#include "shardplan/planners/planner.hpp"
 #include "torchrec_estimates.hpp"
 #include "torchrec_planner.hpp"
 
-#include "shardplan/sharding_types.hpp"
+#include "shardplan/core/sharding_types.hpp"
 
 namespace shardplan {
 

@@ -1,8 +1,8 @@
 #pragma once
 #include <memory>
 
-#include "shardplan/deadline.hpp"
-#include "shardplan/planner.hpp"
+#include "shardplan/core/deadline.hpp"
+#include "shardplan/planners/planner.hpp"
 
 namespace shardplan {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "shard_catalog.hpp"
-#include "shardplan/plan.hpp"
+#include "shardplan/core/plan.hpp"
 
 namespace shardplan {
 

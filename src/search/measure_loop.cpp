@@ -1,5 +1,5 @@
 // Measured-in-the-loop planning: search, measure what bounds the best plans, correct, search again.
-#include "shardplan/measure_loop.hpp"
+#include "shardplan/search/measure_loop.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -10,9 +10,9 @@
 #include <map>
 #include <set>
 
-#include "shardplan/cost_correction.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/neuroshard.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/cost_model/cost_correction.hpp"
+#include "shardplan/search/neuroshard_planner.hpp"
 
 namespace shardplan {
 

@@ -1,4 +1,4 @@
-#include "shardplan/parallel_for.hpp"
+#include "shardplan/search/parallel_for.hpp"
 
 #include <algorithm>
 #include <atomic>

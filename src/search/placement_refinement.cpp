@@ -6,7 +6,7 @@
 
 #include "device_loads.hpp"
 #include "poll_batch.hpp"
-#include "shardplan/parallel_for.hpp"
+#include "shardplan/search/parallel_for.hpp"
 
 namespace shardplan {
 

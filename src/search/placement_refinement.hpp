@@ -7,9 +7,9 @@
 
 #include "grid_placement.hpp"
 #include "shard_catalog.hpp"
-#include "shardplan/cluster.hpp"
-#include "shardplan/cost_model.hpp"
-#include "shardplan/deadline.hpp"
+#include "shardplan/core/cluster.hpp"
+#include "shardplan/core/deadline.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
 
 namespace shardplan {
 

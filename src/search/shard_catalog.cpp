@@ -5,7 +5,7 @@
 #include <map>
 #include <numeric>
 
-#include "shardplan/parallel_for.hpp"
+#include "shardplan/search/parallel_for.hpp"
 
 namespace shardplan {
 

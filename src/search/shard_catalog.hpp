@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "shardplan/cluster.hpp"
-#include "shardplan/cost_model.hpp"
-#include "shardplan/sharding_types.hpp"
-#include "shardplan/table.hpp"
+#include "shardplan/core/cluster.hpp"
+#include "shardplan/core/sharding_types.hpp"
+#include "shardplan/core/table.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
 
 namespace shardplan {
 

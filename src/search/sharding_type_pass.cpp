@@ -9,9 +9,9 @@
 #include <unordered_map>
 
 #include "poll_batch.hpp"
-#include "shardplan/cluster.hpp"
-#include "shardplan/parallel_for.hpp"
-#include "shardplan/validate.hpp"
+#include "shardplan/core/cluster.hpp"
+#include "shardplan/core/validate.hpp"
+#include "shardplan/search/parallel_for.hpp"
 
 namespace shardplan {
 

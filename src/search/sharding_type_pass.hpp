@@ -4,10 +4,10 @@
 // have left it (docs/sharding-types.md). Greedy: each move is the best of the slowest device's candidates.
 #include <vector>
 
-#include "shardplan/cost_model.hpp"
-#include "shardplan/deadline.hpp"
-#include "shardplan/plan.hpp"
-#include "shardplan/sharding_types.hpp"
+#include "shardplan/core/deadline.hpp"
+#include "shardplan/core/plan.hpp"
+#include "shardplan/core/sharding_types.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
 
 namespace shardplan {
 

@@ -1,5 +1,5 @@
 // shard-plan calibrate: measure plan-like shard sets here, fine-tune the base model's compute part on them.
-#include "shardplan/calibrate.hpp"
+#include "shardplan/torch/calibrate.hpp"
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -12,22 +12,22 @@
 #include <optional>
 
 #include "model_files.hpp"
-#include "shardplan/atomic_file.hpp"
-#include "shardplan/cost_model_io.hpp"
-#include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/core/atomic_file.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/hardware_profile.hpp"
+#include "shardplan/core/interrupt.hpp"
+#include "shardplan/core/json_file.hpp"
+#include "shardplan/core/median.hpp"
+#include "shardplan/core/model_hardware.hpp"
+#include "shardplan/core/progress.hpp"
+#include "shardplan/core/random.hpp"
+#include "shardplan/cost_model/cost_data.hpp"
+#include "shardplan/cost_model/metrics.hpp"
+#include "shardplan/cost_model/model_location.hpp"
 #include "shardplan/costs/compute_collector.hpp"
-#include "shardplan/costs/cost_data.hpp"
 #include "shardplan/costs/provenance.hpp"
 #include "shardplan/costs/timing_memory.hpp"
-#include "shardplan/dataset/random.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/hardware_profile.hpp"
-#include "shardplan/interrupt.hpp"
-#include "shardplan/json_file.hpp"
-#include "shardplan/median.hpp"
-#include "shardplan/metrics.hpp"
-#include "shardplan/model_hardware.hpp"
-#include "shardplan/progress.hpp"
+#include "shardplan/torch/compute_benchmark.hpp"
 #include "training.hpp"
 
 namespace shardplan {

@@ -1,9 +1,9 @@
 // The all-to-all collector: one process per rank, rendezvous over c10d's TCP store, collectives through a
 // c10d process group (Gloo on CPU tensors; NCCL on CUDA tensors when this LibTorch has them). The only
 // translation unit of the collector that includes LibTorch headers.
-#include "shardplan/costs/comm_benchmark.hpp"
+#include "shardplan/torch/comm_benchmark.hpp"
+#include "shardplan/core/median.hpp"
 #include "shardplan/costs/provenance.hpp"
-#include "shardplan/median.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -52,12 +52,12 @@ using CollectiveGroup = c10d::ProcessGroup;
 #include <optional>
 #include <thread>
 
-#include "shardplan/costs/compute_benchmark.hpp"
-#include "shardplan/costs/cost_data.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/interrupt.hpp"
-#include "shardplan/progress.hpp"
-#include "shardplan/version.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/interrupt.hpp"
+#include "shardplan/core/progress.hpp"
+#include "shardplan/core/version.hpp"
+#include "shardplan/cost_model/cost_data.hpp"
+#include "shardplan/torch/compute_benchmark.hpp"
 
 namespace shardplan {
 

@@ -1,7 +1,7 @@
-#include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/torch/compute_benchmark.hpp"
+#include "shardplan/core/median.hpp"
 #include "shardplan/costs/tbe_timer.hpp"
 #include "shardplan/costs/timing_memory.hpp"
-#include "shardplan/median.hpp"
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -12,9 +12,9 @@
 #include <chrono>
 #include <map>
 
+#include "shardplan/core/errors.hpp"
 #include "shardplan/dataset/trace.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/parallel_for.hpp"
+#include "shardplan/search/parallel_for.hpp"
 
 namespace shardplan {
 

@@ -1,6 +1,6 @@
 // Importer for dlrm_datasets files (see dlrm_import.hpp). No LibTorch headers here: the pickle is read by
 // saved_tensors.cpp, everything else works on the zip file directly.
-#include "shardplan/dlrm_import.hpp"
+#include "shardplan/torch/dlrm_import.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -9,12 +9,12 @@
 #include <cstring>
 #include <limits>
 
-#include "input_file.hpp"
 #include "saved_tensors.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/progress.hpp"
-#include "shardplan/reuse_hist.hpp"
-#include "zip_reader.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/progress.hpp"
+#include "shardplan/core/reuse_hist.hpp"
+#include "shardplan/importer/input_file.hpp"
+#include "shardplan/importer/zip_reader.hpp"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "tensor records are read as little-endian host integers");
 

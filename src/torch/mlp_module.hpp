@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "shardplan/neural_cost_model.hpp"
+#include "shardplan/cost_model/neural_cost_model.hpp"
 
 namespace shardplan {
 

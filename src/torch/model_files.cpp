@@ -9,15 +9,15 @@
 
 #include "model_meta.hpp"
 #include "model_verify.hpp"
-#include "shardplan/atomic_file.hpp"
-#include "shardplan/cost_features.hpp"
-#include "shardplan/cost_model_io.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/hardware_profile.hpp"
-#include "shardplan/json_fields.hpp"
-#include "shardplan/json_file.hpp"
-#include "shardplan/model_hardware.hpp"
-#include "shardplan/sha256.hpp"
+#include "shardplan/core/atomic_file.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/hardware_profile.hpp"
+#include "shardplan/core/json_fields.hpp"
+#include "shardplan/core/json_file.hpp"
+#include "shardplan/core/model_hardware.hpp"
+#include "shardplan/core/sha256.hpp"
+#include "shardplan/cost_model/cost_features.hpp"
+#include "shardplan/cost_model/model_location.hpp"
 
 namespace shardplan {
 

@@ -1,10 +1,12 @@
 #pragma once
-// Writing and reading the weights of a model directory with LibTorch.
+// Writing and reading the weights of a model directory with LibTorch; the torch layer's own part of
+// model_files.cpp (load_cost_model, for everyone, is shardplan/torch/model_files.hpp).
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "mlp_module.hpp"
-#include "shardplan/cost_model_io.hpp"
+#include "shardplan/cost_model/model_location.hpp"
+#include "shardplan/torch/model_files.hpp"
 
 namespace shardplan {
 

@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include "shardplan/cost_features.hpp"
-#include "shardplan/cost_model_io.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/hardware_profile.hpp"
-#include "shardplan/json_fields.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/hardware_profile.hpp"
+#include "shardplan/core/json_fields.hpp"
+#include "shardplan/cost_model/cost_features.hpp"
+#include "shardplan/cost_model/model_location.hpp"
 
 namespace shardplan {
 

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <vector>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/json_fields.hpp"
-#include "shardplan/sha256.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_fields.hpp"
+#include "shardplan/core/sha256.hpp"
 
 namespace shardplan {
 

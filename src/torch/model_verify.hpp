@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "zip_reader.hpp"
+#include "shardplan/importer/zip_reader.hpp"
 
 namespace shardplan {
 

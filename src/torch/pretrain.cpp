@@ -1,5 +1,5 @@
 // Pre-training the compute and communication cost models with LibTorch (method.md, "Pre-train").
-#include "shardplan/pretrain.hpp"
+#include "shardplan/torch/pretrain.hpp"
 
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
@@ -17,19 +17,19 @@
 
 #include "mlp_module.hpp"
 #include "model_files.hpp"
-#include "shardplan/allreduce_fit.hpp"
-#include "shardplan/atomic_file.hpp"
-#include "shardplan/cost_features.hpp"
-#include "shardplan/cost_model_io.hpp"
-#include "shardplan/costs/compute_benchmark.hpp"
-#include "shardplan/costs/cost_data.hpp"
-#include "shardplan/dataset/random.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/fabric_fit.hpp"
-#include "shardplan/hardware_profile.hpp"
-#include "shardplan/model_hardware.hpp"
-#include "shardplan/progress.hpp"
-#include "shardplan/rowwise_fit.hpp"
+#include "shardplan/core/atomic_file.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/hardware_profile.hpp"
+#include "shardplan/core/model_hardware.hpp"
+#include "shardplan/core/progress.hpp"
+#include "shardplan/core/random.hpp"
+#include "shardplan/cost_model/allreduce_fit.hpp"
+#include "shardplan/cost_model/cost_data.hpp"
+#include "shardplan/cost_model/cost_features.hpp"
+#include "shardplan/cost_model/fabric_fit.hpp"
+#include "shardplan/cost_model/model_location.hpp"
+#include "shardplan/cost_model/rowwise_fit.hpp"
+#include "shardplan/torch/compute_benchmark.hpp"
 #include "training.hpp"
 
 namespace shardplan {

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "pickle_guard.hpp"
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/importer/pickle_guard.hpp"
 
 namespace shardplan::torchio {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 namespace shardplan::training {
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/cost_features.hpp"
-#include "shardplan/costs/cost_data.hpp"
-#include "shardplan/dataset/random.hpp"
-#include "shardplan/neural_cost_model.hpp"
-#include "shardplan/progress.hpp"
+#include "shardplan/core/progress.hpp"
+#include "shardplan/core/random.hpp"
+#include "shardplan/cost_model/cost_data.hpp"
+#include "shardplan/cost_model/cost_features.hpp"
+#include "shardplan/cost_model/neural_cost_model.hpp"
 
 namespace shardplan::training {
 

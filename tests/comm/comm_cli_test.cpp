@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "process.hpp"
+#include "shardplan/cost_model/cost_data.hpp"
 #include "shardplan/costs/comm_spawn.hpp"
 #include "shardplan/costs/comm_workload.hpp"
-#include "shardplan/costs/cost_data.hpp"
 
 namespace shardplan {
 namespace {

@@ -13,13 +13,14 @@
 #include <thread>
 
 #include "../comm/process.hpp"
-#include "shardplan/calibrate.hpp"
-#include "shardplan/cost_model_io.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_file.hpp"
+#include "shardplan/core/model_hardware.hpp"
+#include "shardplan/core/tables_io.hpp"
+#include "shardplan/cost_model/model_location.hpp"
 #include "shardplan/costs/provenance.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/json_file.hpp"
-#include "shardplan/model_hardware.hpp"
-#include "shardplan/tables_io.hpp"
+#include "shardplan/torch/calibrate.hpp"
+#include "shardplan/torch/model_files.hpp"
 
 namespace shardplan {
 namespace {

@@ -7,12 +7,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "shardplan/cluster.hpp"
-#include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/core/cluster.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/cost_model/cost_data.hpp"
 #include "shardplan/costs/compute_collector.hpp"
-#include "shardplan/costs/cost_data.hpp"
 #include "shardplan/costs/provenance.hpp"
-#include "shardplan/errors.hpp"
+#include "shardplan/torch/compute_benchmark.hpp"
 
 namespace shardplan {
 namespace {

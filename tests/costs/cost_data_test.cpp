@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "shardplan/costs/cost_data.hpp"
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/cost_model/cost_data.hpp"
 
 namespace shardplan {
 namespace {

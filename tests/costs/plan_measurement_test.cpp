@@ -2,9 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "../unit/test_tables.hpp"
-#include "shardplan/costs/compute_benchmark.hpp"
+#include "shardplan/core/errors.hpp"
 #include "shardplan/costs/plan_measurement.hpp"
-#include "shardplan/errors.hpp"
+#include "shardplan/torch/compute_benchmark.hpp"
 
 namespace shardplan {
 namespace {

@@ -5,16 +5,17 @@
 #include <filesystem>
 #include <fstream>
 
-#include "shardplan/comm_structure.hpp"
-#include "shardplan/cost_model_io.hpp"
-#include "shardplan/costs/cost_data.hpp"
-#include "shardplan/dataset/random.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/hardware_profile.hpp"
-#include "shardplan/model_hardware.hpp"
-#include "shardplan/neural_cost_model.hpp"
-#include "shardplan/pretrain.hpp"
-#include "shardplan/sha256.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/hardware_profile.hpp"
+#include "shardplan/core/model_hardware.hpp"
+#include "shardplan/core/random.hpp"
+#include "shardplan/core/sha256.hpp"
+#include "shardplan/cost_model/comm_structure.hpp"
+#include "shardplan/cost_model/cost_data.hpp"
+#include "shardplan/cost_model/model_location.hpp"
+#include "shardplan/cost_model/neural_cost_model.hpp"
+#include "shardplan/torch/model_files.hpp"
+#include "shardplan/torch/pretrain.hpp"
 
 namespace shardplan {
 namespace {

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
-#include "shardplan/sha256.hpp"
+#include "shardplan/core/sha256.hpp"
 
 namespace shardplan::e2e {
 namespace {

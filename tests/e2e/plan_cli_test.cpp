@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "cli_runner.hpp"
-#include "shardplan/planner.hpp"
+#include "shardplan/planners/planner.hpp"
 
 namespace shardplan::e2e {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "fuzz_input.hpp"
 #include "model_verify.hpp"
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace shardplan;

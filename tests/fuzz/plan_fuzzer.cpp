@@ -1,12 +1,12 @@
 // libFuzzer target: the plan reader and validator (validate, evaluate), then scoring and re-writing the
 // plan, against a fixed set of tables the seed corpus's plans were made for.
 #include "fuzz_input.hpp"
-#include "shardplan/cost_model.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/evaluate.hpp"
-#include "shardplan/json_file.hpp"
-#include "shardplan/plan_io.hpp"
-#include "shardplan/plan_reader.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_file.hpp"
+#include "shardplan/core/plan_io.hpp"
+#include "shardplan/core/plan_reader.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
+#include "shardplan/report/evaluate.hpp"
 
 namespace {
 

@@ -1,9 +1,9 @@
 // libFuzzer target: the tables parser (shard-plan --tables), then the plan a fast planner makes of it.
 #include "fuzz_input.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/json_file.hpp"
-#include "shardplan/planner.hpp"
-#include "shardplan/tables_io.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_file.hpp"
+#include "shardplan/core/tables_io.hpp"
+#include "shardplan/planners/planner.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace shardplan;

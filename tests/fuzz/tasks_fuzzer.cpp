@@ -1,8 +1,8 @@
 // libFuzzer target: the task-set parser (shard-plan bench --tasks).
 #include "fuzz_input.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_file.hpp"
 #include "shardplan/dataset/task_set.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/json_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   using namespace shardplan;

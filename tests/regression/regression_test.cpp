@@ -16,12 +16,13 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "shardplan/atomic_file.hpp"
-#include "shardplan/bench.hpp"
-#include "shardplan/cost_model_io.hpp"
-#include "shardplan/dataset/random.hpp"
-#include "shardplan/hardware_profile.hpp"
-#include "shardplan/json_file.hpp"
+#include "shardplan/bench/bench.hpp"
+#include "shardplan/core/atomic_file.hpp"
+#include "shardplan/core/hardware_profile.hpp"
+#include "shardplan/core/json_file.hpp"
+#include "shardplan/core/random.hpp"
+#include "shardplan/cost_model/model_location.hpp"
+#include "shardplan/torch/model_files.hpp"
 
 namespace shardplan {
 namespace {

@@ -27,28 +27,47 @@ class CheckLayersTest(unittest.TestCase):
 
     def test_an_include_up_a_layer_fails_until_listed_and_a_listed_one_gone_fails(self):
         with tempfile.TemporaryDirectory() as tmp:
-            tree(tmp, {"src/core/plan.cpp": '#include "shardplan/plan.hpp"\n#include "shardplan/cost_model.hpp"\n',
-                       "src/cost_model/cost_model.cpp": '#include "shardplan/plan.hpp"\n',
-                       "include/shardplan/plan.hpp": "#pragma once\n",
-                       "include/shardplan/cost_model.hpp": '#include "shardplan/plan.hpp"\n'})
+            tree(tmp, {"src/core/plan.cpp": '#include "shardplan/core/plan.hpp"\n'
+                                            '#include "shardplan/cost_model/cost_model.hpp"\n',
+                       "src/cost_model/cost_model.cpp": '#include "shardplan/core/plan.hpp"\n',
+                       "include/shardplan/core/plan.hpp": "#pragma once\n",
+                       "include/shardplan/cost_model/cost_model.hpp": '#include "shardplan/core/plan.hpp"\n'})
             allow = Path(tmp) / "allow"
             allow.write_text("")
             r = run("--root", tmp, "--allow", str(allow))
             self.assertEqual(r.returncode, 1)
-            self.assertIn("src/core/plan.cpp (core) includes include/shardplan/cost_model.hpp (cost_model)", r.stderr)
-            allow.write_text("src/core/plan.cpp -> include/shardplan/cost_model.hpp  # known\n")
+            self.assertIn("src/core/plan.cpp (core) includes include/shardplan/cost_model/cost_model.hpp (cost_model)",
+                          r.stderr)
+            allow.write_text("src/core/plan.cpp -> include/shardplan/cost_model/cost_model.hpp  # known\n")
             self.assertEqual(run("--root", tmp, "--allow", str(allow)).returncode, 0)
-            (Path(tmp) / "src/core/plan.cpp").write_text('#include "shardplan/plan.hpp"\n')
+            (Path(tmp) / "src/core/plan.cpp").write_text('#include "shardplan/core/plan.hpp"\n')
             r = run("--root", tmp, "--allow", str(allow))
             self.assertEqual(r.returncode, 1)
             self.assertIn("no longer runs up a layer", r.stderr)
 
-    def test_a_header_without_an_owner_is_named(self):
+    def test_a_private_header_is_its_folders_and_a_local_include_resolves_to_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tree(tmp, {"src/search/grid.hpp": '#include "shardplan/torch/training.hpp"\n',
+                       "src/search/grid.cpp": '#include "grid.hpp"\n',
+                       "include/shardplan/torch/training.hpp": "#pragma once\n"})
+            r = run("--root", tmp, "--allow", str(Path(tmp) / "none"))
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("src/search/grid.hpp (search) includes include/shardplan/torch/training.hpp (torch)", r.stderr)
+            self.assertNotIn("src/search/grid.cpp", r.stderr)
+
+    def test_a_header_outside_a_layer_folder_is_named(self):
         with tempfile.TemporaryDirectory() as tmp:
             tree(tmp, {"include/shardplan/orphan.hpp": "#pragma once\n"})
             r = run("--root", tmp, "--allow", str(Path(tmp) / "none"))
             self.assertNotEqual(r.returncode, 0)
-            self.assertIn("orphan.hpp: no source of its name", r.stderr)
+            self.assertIn("orphan.hpp: outside a layer's folder", r.stderr)
+
+    def test_a_folder_that_is_no_layer_is_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            tree(tmp, {"include/shardplan/misc/util.hpp": "#pragma once\n"})
+            r = run("--root", tmp, "--allow", str(Path(tmp) / "none"))
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("folder 'misc' is no layer", r.stderr)
 
 
 if __name__ == "__main__":

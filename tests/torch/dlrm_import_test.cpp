@@ -12,8 +12,8 @@
 #include <random>
 
 #include "dlrm_files.hpp"
-#include "shardplan/dlrm_import.hpp"
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/torch/dlrm_import.hpp"
 
 namespace shardplan {
 namespace {
@@ -480,7 +480,7 @@ TEST_F(BadFiles, RandomDamageIsAnInputErrorOrHarmless) {
 }
 
 // The same for damage to data.pkl alone, in an otherwise valid archive: LibTorch's unpickler must never see
-// a program that would make it crash (see src/torch/pickle_guard.hpp).
+// a program that would make it crash (see include/shardplan/importer/pickle_guard.hpp).
 TEST_F(BadFiles, DamagedPickleIsAnInputErrorNeverACrash) {
   const std::string valid = valid_file();
   std::mt19937_64 rng(7);

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "dlrm_files.hpp"
-#include "shardplan/dlrm_import.hpp"
-#include "shardplan/tables_io.hpp"
+#include "shardplan/core/tables_io.hpp"
+#include "shardplan/torch/dlrm_import.hpp"
 
 namespace shardplan {
 namespace {

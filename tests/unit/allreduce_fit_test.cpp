@@ -1,8 +1,8 @@
 // The measured all-reduce fit: offset and scale on the ring structure per world size.
 #include <gtest/gtest.h>
 
-#include "shardplan/allreduce_fit.hpp"
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/cost_model/allreduce_fit.hpp"
 
 namespace shardplan {
 namespace {

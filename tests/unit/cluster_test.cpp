@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "shardplan/cluster.hpp"
-#include "shardplan/errors.hpp"
+#include "shardplan/core/cluster.hpp"
+#include "shardplan/core/errors.hpp"
 
 namespace shardplan {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "shardplan/comm_correction.hpp"
-#include "shardplan/errors.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/cost_model/comm_correction.hpp"
 
 namespace shardplan {
 namespace {

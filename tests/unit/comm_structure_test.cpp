@@ -2,11 +2,11 @@
 
 #include <string>
 
-#include "shardplan/comm_structure.hpp"
-#include "shardplan/dataset/random.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/fabric_fit.hpp"
-#include "shardplan/hardware_profile.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/hardware_profile.hpp"
+#include "shardplan/core/random.hpp"
+#include "shardplan/cost_model/comm_structure.hpp"
+#include "shardplan/cost_model/fabric_fit.hpp"
 
 namespace shardplan {
 namespace {

@@ -4,12 +4,12 @@
 #include <cmath>
 #include <filesystem>
 
-#include "shardplan/cost_features.hpp"
-#include "shardplan/cost_model.hpp"
-#include "shardplan/cost_model_io.hpp"
-#include "shardplan/metrics.hpp"
-#include "shardplan/neural_cost_model.hpp"
-#include "shardplan/planner.hpp"
+#include "shardplan/cost_model/cost_features.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
+#include "shardplan/cost_model/metrics.hpp"
+#include "shardplan/cost_model/model_location.hpp"
+#include "shardplan/cost_model/neural_cost_model.hpp"
+#include "shardplan/planners/planner.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {

@@ -2,8 +2,8 @@
 
 #include <numeric>
 
+#include "shardplan/core/reuse_hist.hpp"
 #include "shardplan/dataset/access_counts.hpp"
-#include "shardplan/reuse_hist.hpp"
 
 namespace shardplan {
 namespace {

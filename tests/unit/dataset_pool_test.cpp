@@ -4,13 +4,13 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/reuse_hist.hpp"
+#include "shardplan/core/tables_io.hpp"
 #include "shardplan/dataset/data_files.hpp"
 #include "shardplan/dataset/pool_generator.hpp"
 #include "shardplan/dataset/pool_stats.hpp"
 #include "shardplan/dataset/reuse_calibration.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/reuse_hist.hpp"
-#include "shardplan/tables_io.hpp"
 
 namespace shardplan {
 namespace {

@@ -3,7 +3,7 @@
 #include <array>
 #include <cmath>
 
-#include "shardplan/dataset/random.hpp"
+#include "shardplan/core/random.hpp"
 
 namespace shardplan {
 namespace {

@@ -5,10 +5,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "shardplan/core/tables_io.hpp"
 #include "shardplan/dataset/data_files.hpp"
 #include "shardplan/dataset/pool_generator.hpp"
 #include "shardplan/dataset/task_generator.hpp"
-#include "shardplan/tables_io.hpp"
 
 namespace shardplan {
 namespace {

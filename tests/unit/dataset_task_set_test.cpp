@@ -3,11 +3,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "shardplan/core/errors.hpp"
 #include "shardplan/dataset/pool_generator.hpp"
 #include "shardplan/dataset/task_generator.hpp"
 #include "shardplan/dataset/task_set.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/planner.hpp"
+#include "shardplan/planners/planner.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {

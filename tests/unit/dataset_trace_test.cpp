@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/reuse_hist.hpp"
 #include "shardplan/dataset/trace.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/reuse_hist.hpp"
 
 namespace shardplan {
 namespace {

@@ -5,11 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "shardplan/bench.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/evaluate.hpp"
-#include "shardplan/plan_io.hpp"
-#include "shardplan/plan_reader.hpp"
+#include "shardplan/bench/bench.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/plan_io.hpp"
+#include "shardplan/core/plan_reader.hpp"
+#include "shardplan/report/evaluate.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {

@@ -12,10 +12,10 @@
 
 #include "../support/message_of.hpp"
 #include "../support/temp_dir.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/external_planner.hpp"
-#include "shardplan/planner.hpp"
-#include "shardplan/subprocess.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/subprocess.hpp"
+#include "shardplan/planners/external_planner.hpp"
+#include "shardplan/planners/planner.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {

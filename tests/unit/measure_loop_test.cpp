@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "shardplan/cost_correction.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/measure_loop.hpp"
-#include "shardplan/neuroshard.hpp"
-#include "shardplan/plan_io.hpp"
-#include "shardplan/report.hpp"
-#include "shardplan/validate.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/plan_io.hpp"
+#include "shardplan/core/validate.hpp"
+#include "shardplan/cost_model/cost_correction.hpp"
+#include "shardplan/report/report.hpp"
+#include "shardplan/search/measure_loop.hpp"
+#include "shardplan/search/neuroshard_planner.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {

@@ -6,11 +6,11 @@
 
 #include "grid_placement.hpp"
 #include "shard_catalog.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/neuroshard.hpp"
-#include "shardplan/plan_io.hpp"
-#include "shardplan/sharding_types.hpp"
-#include "shardplan/validate.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/plan_io.hpp"
+#include "shardplan/core/sharding_types.hpp"
+#include "shardplan/core/validate.hpp"
+#include "shardplan/search/neuroshard_planner.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {

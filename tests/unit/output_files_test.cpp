@@ -15,9 +15,9 @@
 
 #include "../support/message_of.hpp"
 #include "../support/temp_dir.hpp"
-#include "shardplan/atomic_file.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/output_paths.hpp"
+#include "shardplan/core/atomic_file.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/output_paths.hpp"
 
 namespace shardplan {
 namespace {

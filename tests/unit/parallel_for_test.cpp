@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "shardplan/parallel_for.hpp"
+#include "shardplan/search/parallel_for.hpp"
 
 namespace shardplan {
 namespace {

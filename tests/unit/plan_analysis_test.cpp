@@ -2,8 +2,8 @@
 
 #include <memory>
 
-#include "shardplan/baseline_comparison.hpp"
-#include "shardplan/bounding_drivers.hpp"
+#include "shardplan/planners/baseline_comparison.hpp"
+#include "shardplan/report/bounding_drivers.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {

@@ -2,9 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "shardplan/json_format.hpp"
-#include "shardplan/plan_io.hpp"
-#include "shardplan/planner.hpp"
+#include "shardplan/core/json_format.hpp"
+#include "shardplan/core/plan_io.hpp"
+#include "shardplan/planners/planner.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "shardplan/planner.hpp"
-#include "shardplan/report.hpp"
+#include "shardplan/planners/planner.hpp"
+#include "shardplan/report/report.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {

@@ -1,8 +1,8 @@
 // The row-wise collectives' fit: pairs of samples, a line per world size, its reach beyond the data.
 #include <gtest/gtest.h>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/rowwise_fit.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/cost_model/rowwise_fit.hpp"
 
 namespace shardplan {
 namespace {

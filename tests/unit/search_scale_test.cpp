@@ -10,10 +10,10 @@
 #include <tuple>
 
 #include "device_index.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/neuroshard.hpp"
-#include "shardplan/plan_io.hpp"
-#include "shardplan/validate.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/plan_io.hpp"
+#include "shardplan/core/validate.hpp"
+#include "shardplan/search/neuroshard_planner.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "shardplan/sha256.hpp"
+#include "shardplan/core/sha256.hpp"
 
 namespace shardplan {
 namespace {

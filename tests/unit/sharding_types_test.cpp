@@ -5,14 +5,14 @@
 #include <nlohmann/json.hpp>
 
 #include "sharding_type_pass.hpp"
-#include "shardplan/comm_structure.hpp"
-#include "shardplan/errors.hpp"
-#include "shardplan/measured_comm.hpp"
-#include "shardplan/neuroshard.hpp"
-#include "shardplan/plan_io.hpp"
-#include "shardplan/plan_reader.hpp"
-#include "shardplan/sharding_types.hpp"
-#include "shardplan/validate.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/measured_comm.hpp"
+#include "shardplan/core/plan_io.hpp"
+#include "shardplan/core/plan_reader.hpp"
+#include "shardplan/core/sharding_types.hpp"
+#include "shardplan/core/validate.hpp"
+#include "shardplan/cost_model/comm_structure.hpp"
+#include "shardplan/search/neuroshard_planner.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {

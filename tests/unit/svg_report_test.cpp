@@ -1,4 +1,4 @@
-#include "shardplan/svg_report.hpp"
+#include "shardplan/report/svg_report.hpp"
 
 #include <gtest/gtest.h>
 

@@ -4,12 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/plan_io.hpp"
-#include "shardplan/planner.hpp"
-#include "shardplan/sharding_types.hpp"
-#include "shardplan/tables_io.hpp"
-#include "shardplan/validate.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/plan_io.hpp"
+#include "shardplan/core/sharding_types.hpp"
+#include "shardplan/core/tables_io.hpp"
+#include "shardplan/core/validate.hpp"
+#include "shardplan/planners/planner.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/tables_io.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/tables_io.hpp"
 
 namespace shardplan {
 namespace {

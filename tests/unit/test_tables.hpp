@@ -3,10 +3,10 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/cluster.hpp"
-#include "shardplan/cost_model.hpp"
-#include "shardplan/planner.hpp"
-#include "shardplan/table.hpp"
+#include "shardplan/core/cluster.hpp"
+#include "shardplan/core/table.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
+#include "shardplan/planners/planner.hpp"
 
 namespace shardplan::testing {
 

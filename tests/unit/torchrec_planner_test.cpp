@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/plan_io.hpp"
-#include "shardplan/planner.hpp"
-#include "shardplan/validate.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/plan_io.hpp"
+#include "shardplan/core/validate.hpp"
+#include "shardplan/planners/planner.hpp"
 #include "test_tables.hpp"
 #include "torchrec_estimates.hpp"
 #include "torchrec_planner.hpp"

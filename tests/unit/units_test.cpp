@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/units.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/units.hpp"
 
 namespace shardplan {
 namespace {

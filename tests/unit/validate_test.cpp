@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "shardplan/errors.hpp"
-#include "shardplan/plan_io.hpp"
-#include "shardplan/planner.hpp"
-#include "shardplan/validate.hpp"
+#include "shardplan/core/errors.hpp"
+#include "shardplan/core/plan_io.hpp"
+#include "shardplan/core/validate.hpp"
+#include "shardplan/planners/planner.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/cost_model.hpp"
-#include "shardplan/table.hpp"
+#include "shardplan/core/table.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
 
 namespace shardplan {
 

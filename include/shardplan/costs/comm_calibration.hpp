@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/comm_correction.hpp"
-#include "shardplan/cost_model.hpp"
+#include "shardplan/core/measured_comm.hpp"
+#include "shardplan/cost_model/comm_correction.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
 #include "shardplan/costs/calibration_sampler.hpp"
 #include "shardplan/costs/measure.hpp"
-#include "shardplan/measured_comm.hpp"
 
 namespace shardplan {
 

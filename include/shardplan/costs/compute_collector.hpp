@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/costs/cost_data.hpp"
+#include "shardplan/core/table.hpp"
+#include "shardplan/cost_model/cost_data.hpp"
 #include "shardplan/costs/measure.hpp"
-#include "shardplan/table.hpp"
 
 namespace shardplan {
 

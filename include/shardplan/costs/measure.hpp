@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "shardplan/external_program.hpp"
-#include "shardplan/measured_comm.hpp"
-#include "shardplan/table.hpp"
+#include "shardplan/core/external_program.hpp"
+#include "shardplan/core/measured_comm.hpp"
+#include "shardplan/core/table.hpp"
 
 namespace shardplan {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/core/plan.hpp"
 #include "shardplan/costs/measure.hpp"
-#include "shardplan/plan.hpp"
 
 namespace shardplan {
 

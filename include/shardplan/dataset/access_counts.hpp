@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "shardplan/dataset/random.hpp"
-#include "shardplan/table.hpp"
+#include "shardplan/core/random.hpp"
+#include "shardplan/core/table.hpp"
 
 namespace shardplan {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "shardplan/table.hpp"
+#include "shardplan/core/table.hpp"
 
 namespace shardplan {
 

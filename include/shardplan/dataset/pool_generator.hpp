@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "shardplan/table.hpp"
+#include "shardplan/core/table.hpp"
 
 namespace shardplan {
 

@@ -12,8 +12,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "shardplan/core/table.hpp"
 #include "shardplan/dataset/access_counts.hpp"
-#include "shardplan/table.hpp"
 
 namespace shardplan {
 

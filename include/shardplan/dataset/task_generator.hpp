@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "shardplan/core/table.hpp"
 #include "shardplan/dataset/task_set.hpp"
-#include "shardplan/table.hpp"
 
 namespace shardplan {
 

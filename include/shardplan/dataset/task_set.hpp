@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "shardplan/cluster.hpp"
-#include "shardplan/table.hpp"
+#include "shardplan/core/cluster.hpp"
+#include "shardplan/core/table.hpp"
 
 namespace shardplan {
 

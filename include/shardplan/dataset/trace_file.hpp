@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/core/table.hpp"
 #include "shardplan/dataset/trace.hpp"
-#include "shardplan/table.hpp"
 
 namespace shardplan {
 

@@ -1,0 +1,116 @@
+#pragma once
+// What the planner asks of a cost model: the compute latency of a device's shard set (not additive over
+// shards: fused kernels share launches and caches), and each device's all-to-all latency given every
+// device's output width and compute time. Implementations: the pre-trained neural model (load_cost_model
+// in torch/model_files.hpp) and TorchRec's analytic estimate. No LibTorch types here.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shardplan/core/model_hardware.hpp"
+#include "shardplan/core/plan.hpp"
+#include "shardplan/cost_model/cost_data.hpp"
+
+namespace shardplan {
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  virtual std::string name() const = 0;
+  // The hardware the model's costs were measured on (empty fields: unknown).
+  virtual ModelHardware hardware() const { return {}; }
+
+  // Compute latency is g(sum over the set's shards of a per-shard summary vector): the sum-over-shards
+  // form of the method's compute model (the analytic model is the one-wide case with g the identity).
+  // A search keeps each device's summary sum, so adding a shard costs one g, not a re-scored set.
+  virtual int summary_size() const = 0;
+  virtual void shard_summary(const ShardFeatures& shard, float* summary) const = 0;
+  virtual double compute_from_summary(const float* summary_sum) const = 0;
+  // Makes a shard's summary that of a shard `factor` times slower alone (summary[0] is always the shard's
+  // latency alone); a measured correction (cost_correction.hpp) applies it.
+  virtual void scale_shard_summary(float* summary, double factor) const {
+    for (int i = 0; i < summary_size(); ++i) summary[i] = static_cast<float>(summary[i] * factor);
+  }
+
+  // Compute latency in ms of each shard set (one device's shards each), batched. An empty set costs 0.
+  virtual std::vector<double> predict_compute(const std::vector<std::vector<ShardFeatures>>& sets) const;
+
+  // Per-device forward and backward all-to-all latency in ms, given each device's output width (sum of
+  // its shards' columns) and predicted compute (a device that finishes early waits in the forward
+  // collective).
+  virtual void predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
+                            std::vector<double>& fw_ms, std::vector<double>& bw_ms) const = 0;
+
+  // The all-reduce of data-parallel tables' gradients (`bytes` in all) over `num_devices` GPUs, in ms: a
+  // ring on the links the model plans for (comm_structure.hpp). By default TorchRec's nominal GPU links,
+  // for models that know no links of their own. Nothing measured: the collectors measure all-to-alls.
+  virtual double allreduce_ms(double bytes, int num_devices) const;
+
+  // What a plan's row-wise tables' reduce-scatter and all-gather add to every GPU beyond their width in
+  // the all-to-all, for `rw_dim` summed row-wise width on `num_devices` >= 2 GPUs. By default their
+  // latency alone: two collectives of W - 1 ring steps, as an all-reduce of almost nothing.
+  virtual double rowwise_collectives_ms(int64_t rw_dim, int num_devices) const;
+  // The all-reduce whose time stands for that latency.
+  static constexpr double kLatencyProbeBytes = 4.0;
+
+ protected:
+  // The ring on TorchRec's nominal GPU links with this many GPUs per host.
+  static double nominal_allreduce_ms(double bytes, int num_devices, int devices_per_host);
+};
+
+// The features of a shard: `cols` columns of `table` (all rows).
+ShardFeatures shard_features(const Table& table, int64_t cols);
+
+// The compute sets of a plan's devices (device_shards' pieces as the model's features).
+std::vector<std::vector<ShardFeatures>> compute_sets(const std::vector<DeviceShards>& devices);
+
+// Per-device costs from each device's predicted compute and output width: adds the model's all-to-all,
+// and to the backward the other collectives (collectives_ms, the same on every device: extra_collectives_ms).
+std::vector<DeviceCost> costs_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
+                                           const std::vector<int64_t>& dim_sums, double collectives_ms = 0.0);
+// max_total_ms(costs_from_compute(...)), the same value, without allocating: what a search asks of
+// every candidate change.
+double max_total_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
+                              const std::vector<int64_t>& dim_sums, double collectives_ms = 0.0);
+
+// What every device of a plan spends on collectives besides the all-to-all: the all-reduce of its
+// data-parallel tables' gradients (`allreduce_bytes`, 0 without any) and, when it has row-wise tables
+// (`row_wise_dim`, their summed width; 0 without any), what their reduce-scatter and all-gather add
+// beyond that width in the all-to-all (CostModel::rowwise_collectives_ms). Table-row-wise tables run the
+// same two collectives within their host (`host_row_wise_dim`: the largest summed width of one host's,
+// on `devices_per_host` GPUs); TorchRec runs them on every host, and the all-to-all after waits for all.
+double extra_collectives_ms(const CostModel& model, int64_t allreduce_bytes, int64_t row_wise_dim, int num_devices,
+                            int64_t host_row_wise_dim = 0, int devices_per_host = 0);
+double plan_collectives_ms(const CostModel& model, const std::vector<DeviceShards>& devices);
+
+// Scores a plan: per-device compute, forward and backward communication. A table the model gives no
+// finite cost throws InputError naming it (refuse_unscorable), so no report ever shows NaN.
+std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model);
+
+// A model asked about shapes far past those it was trained on can overflow (the bundled one does from
+// about 39,000 columns): where its prediction for `piece` (`cols` columns of `table`) is not a finite,
+// non-negative number, throws InputError naming the table, its shape and the model. `compute_ms` is
+// that prediction; nothing happens when it is fine.
+void refuse_unscorable(const CostModel& model, const Table& table, int64_t cols, double compute_ms);
+
+// TorchRec's analytic estimate (torchrec-baseline.md) for `batch_size` samples in all (TorchRec's B x W).
+struct AnalyticCostConfig {
+  int64_t batch_size = 2048;
+  int devices_per_host = 8;
+  double hbm_bandwidth_bytes_per_ms = 897.0 * (1ll << 30) / 1000.0;  // fused kernel, 897 GiB/s
+  double intra_host_bytes_per_ms = 600.0 * (1ll << 30) / 1000.0;
+  double inter_host_bytes_per_ms = 12.5 * (1ll << 30) / 1000.0;
+};
+std::unique_ptr<CostModel> make_analytic_cost_model(const AnalyticCostConfig& config);
+
+// TorchRec's per-shard estimate for a table-wise or column-wise shard on `world_size` ranks: forward and
+// backward compute plus forward and backward output transfers. Its planner adds these up per rank.
+struct AnalyticShardCost {
+  double compute_ms = 0.0;
+  double comm_ms = 0.0;  // forward and backward together
+  double total_ms() const { return compute_ms + comm_ms; }
+};
+AnalyticShardCost analytic_shard_cost(const ShardFeatures& shard, int world_size, const AnalyticCostConfig& config);
+
+}  // namespace shardplan
