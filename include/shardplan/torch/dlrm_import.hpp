@@ -4,7 +4,7 @@
 // A file holds `torch.save((indices, offsets, lengths))` (the zip format of PyTorch >= 1.6), plain (.pt)
 // or gzipped (.pt.gz, recognised by content). `lengths` has shape [tables, batch_size]: table t owns bags
 // t*B .. (t+1)*B-1; `offsets` are the CSR offsets of those bags into `indices` (tables*B+1 entries, or
-// tables*B without the closing one). Per table the importer derives
+// tables*B without the closing one). Per table the importer derives (table_statistics)
 //   rows           = max id + 1, but at least kDlrmMinRows,
 //   pooling_factor = mean bag length,
 //   reuse_hist     = the 17-bin histogram of reuse_hist.hpp over the table's distinct ids
@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "shardplan/core/table.hpp"
+#include "shardplan/importer/trace_statistics.hpp"
 
 namespace shardplan {
 
-inline constexpr int64_t kDlrmMinRows = 100;
 // The files carry no embedding widths; tables get this one unless told otherwise (it is also FBGEMM's
 // benchmark default, and the widest width the benchmark's tasks draw).
 inline constexpr int kDlrmDefaultDim = 128;
