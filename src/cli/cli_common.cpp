@@ -139,7 +139,11 @@ std::string flag_of_setting(const std::string& setting) {
                                                            {"tables per set", "--max-tables"},
                                                            {"minutes", "--minutes"},
                                                            {"held-out fraction", "--holdout-fraction"},
-                                                           {"all-to-all plans", "--comm-plans"}};
+                                                           {"all-to-all plans", "--comm-plans"},
+                                                           {"repeats", "--repeats"},
+                                                           {"timeout", "--timeout"},
+                                                           {"batch size", "--batch-size"},
+                                                           {"backend", "--backend"}};
   const auto found = flags.find(setting);
   return found == flags.end() ? setting : found->second;
 }

@@ -18,8 +18,6 @@ namespace shardplan::cli {
 
 namespace {
 
-constexpr double kMaxTimeoutSeconds = 86'400.0;
-
 // An integer launcher variable: InputError names the variable when it is missing or malformed.
 std::optional<int64_t> env_int(const char* name, bool required, int64_t low, int64_t high) {
   const char* text = std::getenv(name);
@@ -66,39 +64,24 @@ CommRendezvous rendezvous_from_environment(int flag_world_size) {
   return where;
 }
 
-}  // namespace
-
-int run_collect_comm(int argc, char** argv) {
-  CLI::App app{
-      "Times the all-to-alls of DLRM model parallelism over W ranks with LibTorch's c10d (Gloo on CPU, "
-      "NCCL on CUDA): per sample, every rank gets a random width sum (shards of widths 4..128 with a "
-      "random amount of imbalance) and a random start delay, then times the forward all-to-all of pooled "
-      "embeddings and the backward all-to-all of their gradients. Rank 0 appends one sample per line "
-      "to --out; re-running with the same settings resumes up to --samples.",
-      "shard-plan collect-costs comm"};
-  configure_app(app);
-  app.footer(R"(Examples:
-  shard-plan collect-costs comm --world-size 4 --spawn --samples 1000 --out costs/comm/w4
-  # the all-to-alls of given plans (bench --measure-comm writes such a file):
-  shard-plan collect-costs comm --world-size 4 --spawn --workloads workloads.json --out costs/comm/plans
-  # one process per device, on every host (torchrun-style environment):
-  RANK=0 WORLD_SIZE=8 LOCAL_RANK=0 MASTER_ADDR=node0 MASTER_PORT=29500 \
-    shard-plan collect-costs comm --samples 1000 --out costs/comm/w8
-
-Every rank needs the same options; only rank 0 writes (its --out). A peer that dies, hangs or never
-arrives makes the others exit 1 within --timeout (+10 s at worst). Ctrl-C or SIGTERM stops every rank
-after the current sample; only complete samples are kept. Exit codes: 0 done or interrupted,
-1 measurement failed, 2 bad usage or input. See docs/comm-collection.md.)");
+// The flags of collect-comm: the collection's settings and how the ranks start.
+struct CollectCommFlags {
   CommCollectConfig config;
   int world_size = 0;
   bool spawn = false;
-  LogOptions log_options;
-  app.add_option("--world-size", world_size, "Number of ranks W (with --spawn: required; else WORLD_SIZE is used)");
   std::string workloads_path;
-  auto* samples_option =
+  CLI::Option* samples_option = nullptr;
+  LogOptions log_options;
+};
+
+void add_collect_comm_options(CLI::App& app, CollectCommFlags& flags) {
+  CommCollectConfig& config = flags.config;
+  app.add_option("--world-size", flags.world_size,
+                 "Number of ranks W (with --spawn: required; else WORLD_SIZE is used)");
+  flags.samples_option =
       app.add_option("--samples", config.samples,
                      "Samples the --out directory should hold when done (required, except with --workloads: all)");
-  app.add_option("--workloads", workloads_path,
+  app.add_option("--workloads", flags.workloads_path,
                  "Time these workloads (a shard-plan-comm-workloads/1 file: per sample, every rank's width sum "
                  "and start delay) instead of random ones; every rank reads the file");
   app.add_option("--out", config.out_dir, "Cost-data directory (created, or resumed when it exists)")->required();
@@ -122,72 +105,53 @@ after the current sample; only complete samples are kept. Exit codes: 0 done or 
       ->capture_default_str();
   app.add_option("--timeout", config.timeout_s, "Seconds any rank waits for a peer (rendezvous, each collective)")
       ->capture_default_str();
-  app.add_flag("--spawn", spawn, "Run all W ranks as processes on this host (loopback)");
-  add_log_options(app, log_options);
-  if (auto code = parse_or_exit(app, argc, argv)) return *code;
-  apply_log_options(log_options);
-  config.quiet = log_options.quiet;
+  app.add_flag("--spawn", flags.spawn, "Run all W ranks as processes on this host (loopback)");
+  add_log_options(app, flags.log_options);
+}
 
-  // Check what can be checked before any rank starts, so bad usage fails once, with exit status 2.
-  check_output_directories({{"--out", config.out_dir}}, {{"--workloads", workloads_path}});
-  const bool samples_given = samples_option->count() > 0;
-  if (workloads_path.empty() && !samples_given) throw InputError("--samples: required (or give --workloads)");
-  if (!workloads_path.empty()) {
-    const int expected = spawn ? world_size : static_cast<int>(*env_int("WORLD_SIZE", true, 2, 4096));
-    if (expected == 0) throw InputError("--world-size: required with --spawn");
-    config.given_workloads = read_comm_workloads(workloads_path, expected);
-    config.workloads_path = workloads_path;
-    const auto listed = static_cast<int64_t>(config.given_workloads.size());
-    if (!samples_given) config.samples = listed;
-    if (config.samples > listed) {
-      throw InputError(fmt::format("--samples: must not exceed the {} workloads of {}, got {}", listed, workloads_path,
-                                   config.samples));
-    }
-  }
-  if (config.samples < 1) throw InputError(fmt::format("--samples: must be at least 1, got {}", config.samples));
-  if (config.repeats < 1 || config.repeats > 1000) {
-    throw InputError(fmt::format("--repeats: must be in [1, 1000], got {}", config.repeats));
-  }
-  if (!(config.timeout_s > 0.0 && config.timeout_s <= kMaxTimeoutSeconds)) {
-    throw InputError(
-        fmt::format("--timeout: must be in (0, {}] seconds, got {}", kMaxTimeoutSeconds, config.timeout_s));
-  }
-  if (config.batch_size < 1 || config.batch_size > (1 << 24)) {
-    throw InputError(fmt::format("--batch-size: must be in [1, 16777216], got {}", config.batch_size));
-  }
-  resolve_comm_backend(config.backend);
-  if (config.gpus_per_host < 0 || config.gpus_per_host > 4096) {
-    throw InputError(fmt::format("--gpus-per-host: must be in [0, 4096], got {}", config.gpus_per_host));
-  }
+// What the command line alone decides, before any rank starts: the output, the samples, the given
+// workloads (read here, so that every rank reads the same file) and the world size --spawn needs.
+void check_collect_comm_flags(CollectCommFlags& flags) {
+  CommCollectConfig& config = flags.config;
+  check_output_directories({{"--out", config.out_dir}}, {{"--workloads", flags.workloads_path}});
+  const bool samples_given = flags.samples_option->count() > 0;
+  if (flags.workloads_path.empty() && !samples_given) throw InputError("--samples: required (or give --workloads)");
+  if (flags.spawn && flags.world_size == 0) throw InputError("--world-size: required with --spawn");
+  if (flags.workloads_path.empty()) return;
+  const int expected = flags.spawn ? flags.world_size : static_cast<int>(*env_int("WORLD_SIZE", true, 2, 4096));
+  config.given_workloads = read_comm_workloads(flags.workloads_path, expected);
+  config.workloads_path = flags.workloads_path;
+  if (!samples_given) config.samples = static_cast<int64_t>(config.given_workloads.size());
+}
 
-  if (spawn) {
-    if (world_size == 0) throw InputError("--world-size: required with --spawn");
-    CommWorkloadConfig workload = config.workload;
-    workload.world_size = world_size;
-    validate_comm_workload(workload);
-    if (config.batch_size % world_size != 0) {
-      throw InputError(
-          fmt::format("--batch-size: must be a multiple of --world-size {}, got {}", world_size, config.batch_size));
-    }
-    SpawnConfig spawn_config;
-    spawn_config.executable = current_executable();
-    spawn_config.world_size = world_size;
-    spawn_config.args = {"collect-costs"};
-    spawn_config.launch_command = "shard-plan collect-costs";
-    for (int i = 0; i < argc; ++i) {
-      std::string arg = argv[i];
-      spawn_config.launch_command += " " + arg;
-      if (arg == "--spawn" || arg.rfind("--spawn=", 0) == 0) continue;
-      spawn_config.args.push_back(arg);
-    }
-    int status = spawn_local_ranks(spawn_config);
-    if (status != 0)
-      spdlog::error("collect-costs comm failed; complete samples already in {} are kept (a re-run resumes)",
-                    config.out_dir);
-    return status;
+// --spawn: every rank a child process of this one, with this command line less --spawn. The settings are
+// checked once here, so that bad usage fails with exit status 2 before any rank starts.
+int spawn_ranks(CollectCommFlags& flags, int argc, char** argv) {
+  flags.config.rendezvous.world_size = flags.world_size;
+  validate_comm_collection(flags.config);
+  SpawnConfig spawn_config;
+  spawn_config.executable = current_executable();
+  spawn_config.world_size = flags.world_size;
+  spawn_config.args = {"collect-costs"};
+  spawn_config.launch_command = "shard-plan collect-costs";
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    spawn_config.launch_command += " " + arg;
+    if (arg == "--spawn" || arg.rfind("--spawn=", 0) == 0) continue;
+    spawn_config.args.push_back(arg);
   }
+  int status = spawn_local_ranks(spawn_config);
+  if (status != 0) {
+    spdlog::error("collect-costs comm failed; complete samples already in {} are kept (a re-run resumes)",
+                  flags.config.out_dir);
+  }
+  return status;
+}
 
-  config.rendezvous = rendezvous_from_environment(world_size);
+// One rank, placed by the launcher's environment (run_comm_collection checks the settings first).
+int run_rank(CollectCommFlags& flags, int argc, char** argv) {
+  CommCollectConfig& config = flags.config;
+  config.rendezvous = rendezvous_from_environment(flags.world_size);
   if (const char* launch = std::getenv(kLaunchCommandVariable); launch != nullptr && *launch != '\0') {
     config.command_line = launch;
   } else {
@@ -199,6 +163,38 @@ after the current sample; only complete samples are kept. Exit codes: 0 done or 
                  summary.written, summary.seconds, summary.interrupted ? "; interrupted, re-run to resume" : "");
   }
   return 0;
+}
+
+}  // namespace
+
+int run_collect_comm(int argc, char** argv) {
+  CLI::App app{
+      "Times the all-to-alls of DLRM model parallelism over W ranks with LibTorch's c10d (Gloo on CPU, "
+      "NCCL on CUDA): per sample, every rank gets a random width sum (shards of widths 4..128 with a "
+      "random amount of imbalance) and a random start delay, then times the forward all-to-all of pooled "
+      "embeddings and the backward all-to-all of their gradients. Rank 0 appends one sample per line "
+      "to --out; re-running with the same settings resumes up to --samples.",
+      "shard-plan collect-costs comm"};
+  configure_app(app);
+  app.footer(R"(Examples:
+  shard-plan collect-costs comm --world-size 4 --spawn --samples 1000 --out costs/comm/w4
+  # the all-to-alls of given plans (bench --measure-comm writes such a file):
+  shard-plan collect-costs comm --world-size 4 --spawn --workloads workloads.json --out costs/comm/plans
+  # one process per device, on every host (torchrun-style environment):
+  RANK=0 WORLD_SIZE=8 LOCAL_RANK=0 MASTER_ADDR=node0 MASTER_PORT=29500 \
+    shard-plan collect-costs comm --samples 1000 --out costs/comm/w8
+
+Every rank needs the same options; only rank 0 writes (its --out). A peer that dies, hangs or never
+arrives makes the others exit 1 within --timeout (+10 s at worst). Ctrl-C or SIGTERM stops every rank
+after the current sample; only complete samples are kept. Exit codes: 0 done or interrupted,
+1 measurement failed, 2 bad usage or input. See docs/comm-collection.md.)");
+  CollectCommFlags flags;
+  add_collect_comm_options(app, flags);
+  if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  apply_log_options(flags.log_options);
+  flags.config.quiet = flags.log_options.quiet;
+  check_collect_comm_flags(flags);
+  return flags.spawn ? spawn_ranks(flags, argc, argv) : run_rank(flags, argc, argv);
 }
 
 }  // namespace shardplan::cli

@@ -23,6 +23,81 @@ constexpr uint64_t kCommStream = 0x636f6d6d00000000ull;  // "comm"
 
 int max_shards_per_rank(const CommWorkloadConfig& config) { return config.max_mean_shards * config.max_skew; }
 
+// The buffers a rank holds to time a given workload, in floats, by role: the collector's timing loop keeps
+// one buffer per role, grown to the largest workload's need.
+struct RankBufferFloats {
+  double sent = 0.0;               // this rank's pooled embeddings, sent to every rank
+  double received = 0.0;           // those every rank sends it
+  double row_partials = 0.0;       // row-wise tables' partial sums and their scratch (or the replicas' gradients)
+  double row_sums = 0.0;           // this rank's row-wise sums
+  double host_row_partials = 0.0;  // the same two for table-row-wise tables, within the host
+  double host_row_sums = 0.0;
+
+  double bytes() const {
+    double total = 0.0;
+    for (double floats : {sent, received, row_partials, row_sums, host_row_partials, host_row_sums}) {
+      total += floats * sizeof(float);
+    }
+    return total;
+  }
+  void grow_to(const RankBufferFloats& other) {
+    sent = std::max(sent, other.sent);
+    received = std::max(received, other.received);
+    row_partials = std::max(row_partials, other.row_partials);
+    row_sums = std::max(row_sums, other.row_sums);
+    host_row_partials = std::max(host_row_partials, other.host_row_partials);
+    host_row_sums = std::max(host_row_sums, other.host_row_sums);
+  }
+};
+
+// Workload `index`'s table-row-wise width on its host (0: none), checked to be alike on every rank of a host.
+int64_t host_table_row_width(const CommWorkload& w, std::size_t index, const std::string& source, std::size_t ranks,
+                             int per_host) {
+  if (w.host_rw_dims.empty()) return 0;
+  if (w.host_rw_dims.size() != ranks) {
+    throw InputError(
+        fmt::format("{}: workloads[{}].host_rw_dims: must list the {} ranks of the world size", source, index, ranks));
+  }
+  if (per_host < 2 || ranks % static_cast<std::size_t>(per_host) != 0) {
+    throw SettingError("GPUs per host", fmt::format("workloads with host_rw_dims need hosts of at least 2 ranks that "
+                                                    "divide the world size {}, got {}",
+                                                    ranks, per_host));
+  }
+  int64_t host_dim = 0;
+  const auto host_size = static_cast<std::size_t>(per_host);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    const int64_t first = w.host_rw_dims[r / host_size * host_size];
+    if (w.host_rw_dims[r] != first) {
+      throw InputError(
+          fmt::format("{}: workloads[{}].host_rw_dims[{}]: must be its host's value {} (hosts of {} "
+                      "ranks), got {}",
+                      source, index, r, first, per_host, w.host_rw_dims[r]));
+    }
+    host_dim = std::max(host_dim, w.host_rw_dims[r]);
+  }
+  return host_dim;
+}
+
+// Each rank holds a send and a receive buffer of local_batch x (sum of widths) floats, the row-wise
+// reduce-scatter's two of world x local_batch x rw_dim (or the all-reduce's gradients) and its own part,
+// and the host's table-row-wise reduce-scatter's two of world x local_batch x its width and its own part.
+RankBufferFloats rank_buffer_floats(const CommWorkload& w, std::size_t ranks, int per_host, int64_t local_batch,
+                                    int64_t host_dim) {
+  int64_t width = 0;
+  for (int64_t d : w.dim_sums) width += d;
+  const double rw_floats = static_cast<double>(local_batch) * static_cast<double>(w.rw_dim);
+  const double host_floats = static_cast<double>(local_batch) * static_cast<double>(host_dim);
+  RankBufferFloats floats;
+  floats.sent = static_cast<double>(local_batch) * static_cast<double>(width);
+  floats.received = floats.sent;
+  floats.row_partials = std::max(2.0 * static_cast<double>(ranks) * rw_floats, static_cast<double>(w.allreduce_floats));
+  floats.row_sums = rw_floats;
+  floats.host_row_partials = 2.0 * static_cast<double>(ranks) * host_floats;
+  floats.host_row_sums =
+      per_host > 0 ? static_cast<double>(ranks / static_cast<std::size_t>(std::max(per_host, 1))) * host_floats : 0.0;
+  return floats;
+}
+
 }  // namespace
 
 void validate_comm_workload(const CommWorkloadConfig& config) {
@@ -159,6 +234,34 @@ std::vector<CommWorkload> read_comm_workloads(const std::string& path, int world
 
 void write_comm_workloads(const std::string& path, int world_size, const std::vector<CommWorkload>& workloads) {
   write_file_atomically(path, comm_workloads_to_json(world_size, workloads).dump() + "\n");
+}
+
+void check_given_comm_workloads(const std::vector<CommWorkload>& given, const std::string& source, int world_size,
+                                int gpus_per_host, int64_t batch_size) {
+  const auto ranks = static_cast<std::size_t>(world_size);
+  const int64_t local_batch = batch_size / world_size;
+  constexpr double kGiB = 1ull << 30;
+  RankBufferFloats held;  // buffers only grow, so a rank ends up holding each one's largest size over the list
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    if (given[i].dim_sums.size() != ranks || given[i].delays_ms.size() != ranks) {
+      throw InputError(fmt::format("{}: workloads[{}]: must list the {} ranks of the world size", source, i, ranks));
+    }
+    const int64_t host_dim = host_table_row_width(given[i], i, source, ranks, gpus_per_host);
+    const RankBufferFloats floats = rank_buffer_floats(given[i], ranks, gpus_per_host, local_batch, host_dim);
+    held.grow_to(floats);
+    if (floats.bytes() > kMaxGivenBufferBytes) {
+      throw InputError(
+          fmt::format("{}: workloads[{}]: its dim_sums, rw_dim, allreduce_floats and host_rw_dims need {:.1f} GiB of "
+                      "buffers per rank at batch {}, over the limit of {:.0f} GiB",
+                      source, i, floats.bytes() / kGiB, batch_size, kMaxGivenBufferBytes / kGiB));
+    }
+  }
+  if (held.bytes() > kMaxGivenBufferBytes) {
+    throw InputError(
+        fmt::format("{}: workloads: together need {:.1f} GiB of buffers per rank at batch {} (each buffer "
+                    "keeps its largest size), over the limit of {:.0f} GiB",
+                    source, held.bytes() / kGiB, batch_size, kMaxGivenBufferBytes / kGiB));
+  }
 }
 
 uint64_t comm_workloads_digest(const std::vector<CommWorkload>& workloads) {

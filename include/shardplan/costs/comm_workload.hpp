@@ -43,7 +43,7 @@ CommWorkload draw_comm_workload(const CommWorkloadConfig& config, uint64_t seed,
 // The largest width sum any rank can draw: sizes the communication buffers.
 int64_t max_comm_dim_sum(const CommWorkloadConfig& config);
 
-// Throws InputError naming the flag (--world-size, --max-delay) when a setting is out of range.
+// Throws SettingError naming the setting ("world size", "maximum delay") when one is out of range.
 void validate_comm_workload(const CommWorkloadConfig& config);
 
 // Given workloads, timed by `collect-costs comm --workloads FILE` instead of drawn ones: the all-to-alls of
@@ -56,6 +56,8 @@ inline constexpr const char* kCommWorkloadsFormat = "shard-plan-comm-workloads/1
 inline constexpr int64_t kMaxGivenDimSum = 1 << 20;                    // a rank's output width
 inline constexpr double kMaxGivenDelayMs = 60'000.0;                   // a rank's start delay
 inline constexpr int64_t kMaxGivenAllreduceFloats = int64_t{1} << 31;  // 8 GiB of fp32 gradients
+// The buffers a rank holds to time given workloads, at most (each buffer keeps its largest size).
+inline constexpr double kMaxGivenBufferBytes = 8.0 * (1ull << 30);
 
 nlohmann::json comm_workloads_to_json(int world_size, const std::vector<CommWorkload>& workloads);
 // Throws InputError naming `source` and the field (`workloads[3].dim_sums[1]`) and the value.
@@ -65,6 +67,13 @@ std::vector<CommWorkload> comm_workloads_from_json(const nlohmann::json& doc, co
 std::vector<CommWorkload> read_comm_workloads(const std::string& path, int world_size);
 // Written atomically.
 void write_comm_workloads(const std::string& path, int world_size, const std::vector<CommWorkload>& workloads);
+// Given workloads must fit a collection of `world_size` ranks at the global batch `batch_size`, hosts of
+// `gpus_per_host` ranks (0: one host): every rank listed, a host's table-row-wise widths alike on its ranks,
+// and the buffers a rank holds for them within kMaxGivenBufferBytes. Throws InputError naming `source`,
+// the workload and the field, or SettingError("GPUs per host") when the hosts cannot hold table-row-wise
+// tables. Plain arithmetic: the collector checks the list with it before any rank connects.
+void check_given_comm_workloads(const std::vector<CommWorkload>& given, const std::string& source, int world_size,
+                                int gpus_per_host, int64_t batch_size);
 // A digest of the widths, delays and other collectives, so ranks (and a resumed directory) can check they time the same
 // list.
 uint64_t comm_workloads_digest(const std::vector<CommWorkload>& workloads);

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "shardplan/cost_model/cost_data.hpp"
-
 #include "shardplan/costs/comm_workload.hpp"
 
 namespace shardplan {
@@ -30,7 +29,7 @@ struct CommCollectConfig {
   std::string backend = "auto";  // gloo, nccl, or auto (nccl when LibTorch has CUDA and NCCL)
   double timeout_s = 60.0;       // bound on every wait for a peer (rendezvous, collectives)
   CommWorkloadConfig workload;
-  // --workloads: sample i times given_workloads[i] (the list's world size is the collection's) instead of
+  // Given workloads: sample i times given_workloads[i] (the list's world size is the collection's) instead of
   // drawing one; `samples` must not exceed the list.
   std::vector<CommWorkload> given_workloads;
   std::string workloads_path;  // recorded in the metadata
@@ -43,13 +42,26 @@ struct CommCollectConfig {
   std::string command_line;  // recorded in the metadata
 };
 
+// The longest wait for a peer a collection may be given.
+inline constexpr double kCommTimeoutLimitSeconds = 86'400.0;
+
+// The collection's settings, checked before any rank connects (the CLI checks them before it starts the
+// ranks, and every rank again): samples, repeats, timeout, batch (a multiple of the world size), backend,
+// GPUs per host, the drawn workloads' settings, the rank, and the given workloads against them
+// (check_given_comm_workloads). Throws SettingError naming the setting, or InputError naming the
+// workloads file and field.
+void validate_comm_collection(const CommCollectConfig& config);
+
 // Runs this process's rank of the collection. Every rank must get the same settings (rank 0 checks and
 // names a mismatch). Throws InputError for bad settings, RuntimeFailure when a peer dies, hangs or never
 // arrives; a rank stuck longer than `timeout_s` + kCommWatchdogGraceSeconds is ended with exit status 1.
 CollectSummary run_comm_collection(const CommCollectConfig& config);
 
-// "gloo" or "nccl" for `requested` (gloo, nccl, auto) on this build; InputError names --backend.
+// "gloo" or "nccl" for `requested` (gloo, nccl, auto) on this build; SettingError("backend") otherwise.
 std::string resolve_comm_backend(const std::string& requested);
+
+// How errors name the given workloads: their file, or "the given workloads".
+std::string given_workloads_source(const CommCollectConfig& config);
 
 // Extra time past --timeout after which a rank blocked in LibTorch is aborted regardless.
 inline constexpr double kCommWatchdogGraceSeconds = 10.0;
