@@ -143,7 +143,20 @@ std::string flag_of_setting(const std::string& setting) {
                                                            {"repeats", "--repeats"},
                                                            {"timeout", "--timeout"},
                                                            {"batch size", "--batch-size"},
-                                                           {"backend", "--backend"}};
+                                                           {"backend", "--backend"},
+                                                           {"fine-tuning epochs", "--epochs"},
+                                                           {"fine-tuning patience", "--patience"},
+                                                           {"fine-tuning learning rate", "--lr"},
+                                                           {"fine-tuning batch", "--train-batch-size"},
+                                                           {"fine-tuning threads", "--train-threads"},
+                                                           {"training epochs", "--epochs"},
+                                                           {"training batch", "--batch-size"},
+                                                           {"learning rate", "--lr"},
+                                                           {"training threads", "--threads"},
+                                                           {"validation fraction", "--val-fraction"},
+                                                           {"test fraction", "--test-fraction"},
+                                                           {"interaction range", "--interaction-range"},
+                                                           {"comm model source", "--comm-from"}};
   const auto found = flags.find(setting);
   return found == flags.end() ? setting : found->second;
 }

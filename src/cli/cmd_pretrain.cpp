@@ -88,9 +88,6 @@ The same seed and thread count give the same model.)");
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
   config.quiet = log_options.quiet;
-  if (!(config.interaction_range >= 0.0 && config.interaction_range <= 3.0)) {
-    throw InputError(fmt::format("--interaction-range: must be in [0, 3], got {}", config.interaction_range));
-  }
   config.command_line = command_line("shard-plan", argc, argv);
   std::vector<LabelledPath> inputs = {{"--data", config.data_dir}};
   if (!config.comm_from.empty()) inputs.push_back({"--comm-from", resolve_model_dir(config.comm_from)});

@@ -65,6 +65,19 @@ nlohmann::json collection_meta(const CalibrateConfig& config, const std::string&
                                  torch_version());
 }
 
+void check_fine_tuning(const CalibrateConfig& c) {
+  if (c.epochs < 1) throw SettingError("fine-tuning epochs", fmt::format("must be at least 1, got {}", c.epochs));
+  if (c.patience < 1) {
+    throw SettingError("fine-tuning patience", fmt::format("must be at least 1, got {}", c.patience));
+  }
+  if (!(c.learning_rate > 0)) {
+    throw SettingError("fine-tuning learning rate", fmt::format("must be positive, got {}", c.learning_rate));
+  }
+  if (c.batch_size < 1)
+    throw SettingError("fine-tuning batch", fmt::format("must be at least 1, got {}", c.batch_size));
+  if (c.threads < 1) throw SettingError("fine-tuning threads", fmt::format("must be at least 1, got {}", c.threads));
+}
+
 void check_config(const CalibrateConfig& c) {
   if (c.samples < kMinTrainSamples + kMinHeldOutSamples || c.samples > 1'000'000) {
     throw SettingError(
@@ -86,22 +99,103 @@ void check_config(const CalibrateConfig& c) {
       throw SettingError("all-to-all plans", fmt::format("must be in [8, 100000], got {}", c.comm_plans));
     }
     if (!c.hardware.empty()) {
-      throw InputError(
-          "--comm-ranks times this host's all-to-all, --hardware plans it on another's links: pass one of them");
+      throw SettingError("all-to-all ranks",
+                         "times this host's all-to-all, and a hardware profile plans it on another's links: "
+                         "calibrate with one of them");
     }
     if (c.bench.device != "cpu") {
-      throw InputError(
-          fmt::format("--comm-ranks: times Gloo ranks on this host's CPU, not the all-to-all of --device {}; "
-                      "time GPUs' collectives with collect-costs comm",
-                      c.bench.device));
+      throw SettingError("all-to-all ranks",
+                         fmt::format("times Gloo ranks on this host's CPU, not the all-to-all of the measuring device "
+                                     "{}; time GPUs' collectives with collect-costs comm",
+                                     c.bench.device));
     }
   }
-  if (c.epochs < 1 || c.patience < 1 || !(c.learning_rate > 0) || c.batch_size < 1 || c.threads < 1) {
-    throw InputError("--epochs, --patience, --lr, --train-batch-size and --train-threads must be positive");
-  }
+  check_fine_tuning(c);
 }
 
-// Measures samples up to config.samples or the time budget; returns what this run added.
+// The model calibration starts from, read before minutes of measuring (so that a bad profile fails at
+// once), and the profile whose links the all-to-all is planned on, if any.
+struct CalibrationBase {
+  ModelFiles files;
+  std::shared_ptr<const CostModel> model;
+  ModelHardware hardware;
+  std::string identity;  // the directory and a digest of its meta: a resume must start from the same
+  std::optional<HardwareProfile> links;
+};
+
+CalibrationBase load_base(const CalibrateConfig& config) {
+  CalibrationBase base;
+  base.files = load_model_files(config.base_dir);
+  if (!config.hardware.empty()) base.links = load_hardware_profile(config.hardware);
+  base.model = load_cost_model(config.base_dir);
+  base.hardware = base.model->hardware();
+  base.identity = fmt::format("{} ({:016x})", config.base_dir, fnv1a_hash(base.files.meta.dump()));
+  return base;
+}
+
+// ---- the all-to-alls (with comm_ranks) ----
+
+struct CommCalibration {
+  CommCalibrationConfig config;
+  CommCalibrationData data;
+  CommCalibrationFit fit;
+};
+
+CommCalibrationConfig comm_calibration_config(const CalibrateConfig& config, const CalibrationBase& base,
+                                              const fs::path& data_dir) {
+  CommCalibrationConfig comm;
+  comm.world_size = config.comm_ranks;
+  // The batch the base's comm net predicts at (a scale-free net's is fixed), not the compute sets' batch:
+  // a batch ratio must not pass for a correction.
+  const CommModelSpec& spec = base.files.comm_spec;
+  comm.batch_size = spec.form == CommForm::kHierarchical ? spec.fabric.batch_size : kScaleFreeCommBatch;
+  comm.plans = config.comm_plans;
+  comm.holdout_fraction = config.holdout_fraction;
+  comm.sampling = config.sampling;
+  comm.data_path = (data_dir / kCommCalibrationFile).string();
+  comm.settings = {{"sampler", "comm-calibration/1: plans of drawn tasks, each planner in turn"},
+                   {"pool", config.pool_path},
+                   {"base_model", base.identity},
+                   {"seed", config.sampling.seed},
+                   {"memory_cap_bytes", config.sampling.memory_cap_bytes},
+                   {"world_size", comm.world_size},
+                   {"batch_size", comm.batch_size}};
+  return comm;
+}
+
+// Times the plans' all-to-alls (first: a few dozen plans in one start of the ranks) and fits the
+// correction at once, on the base's comm net as it was trained (it does not depend on the compute part),
+// so that too few plans are refused before minutes of compute sets. Nullopt when interrupted.
+std::optional<CommCalibration> calibrate_comm(const std::vector<Table>& pool, const CalibrateConfig& config,
+                                              const CalibrationBase& base, const fs::path& data_dir,
+                                              const CommTimer& comm_timer) {
+  if (!comm_timer) throw std::logic_error("calibrate_cost_model: comm_ranks needs a comm timer");
+  if (base.files.comm_spec.structure_only) {
+    throw SettingError("all-to-all ranks", fmt::format("the all-to-all of {} is a hardware profile's structure, not "
+                                                       "a timed net to correct; start from a model whose comm data "
+                                                       "was timed",
+                                                       config.base_dir));
+  }
+  CommCalibration comm;
+  comm.config = comm_calibration_config(config, base, data_dir);
+  comm.data = time_calibration_plans(pool, comm.config, base.model, comm_timer);
+  if (comm.data.interrupted) return std::nullopt;
+  CommModelSpec raw_spec = base.files.comm_spec;
+  raw_spec.correction = CommCorrection{};
+  const NeuralCostModel raw("calibrating", base.files.compute_spec, raw_spec);
+  comm.fit = fit_comm_calibration(raw, base.files.comm_spec.correction, comm.data);
+  if (comm.fit.kept_base) {
+    spdlog::warn(
+        "calibrate: the all-to-all correction fitted here does not beat the base model on the held-out "
+        "plans ({:.1f}% against {:.1f}% per device); the base's comm is kept",
+        comm.fit.after.total_mape_percent, comm.fit.before.total_mape_percent);
+  }
+  return comm;
+}
+
+// ---- the compute sets ----
+
+// Measures samples up to config.samples or the time budget, adding them to the writer's directory.
 void measure_samples(const std::vector<Table>& pool, const CalibrateConfig& config,
                      const std::shared_ptr<const CostModel>& base, const ComputeTimer& timer, CostDataWriter& writer,
                      std::chrono::steady_clock::time_point started, CalibrateOutcome& outcome) {
@@ -134,6 +228,41 @@ void measure_samples(const std::vector<Table>& pool, const CalibrateConfig& conf
   progress.finish();
 }
 
+// The compute sets in data_dir, resumed and measured up to config.samples or the time budget.
+void measure_compute_sets(const std::vector<Table>& pool, const CalibrateConfig& config, const CalibrationBase& base,
+                          const ComputeTimer& timer, const fs::path& data_dir,
+                          std::chrono::steady_clock::time_point started, CalibrateOutcome& outcome) {
+  CostDataWriter writer(data_dir.string(), collection_meta(config, base.identity));
+  outcome.samples = writer.existing_samples();
+  if (outcome.samples > 0) spdlog::info("{}: resuming after {} measured sets", data_dir.string(), outcome.samples);
+  measure_samples(pool, config, base.model, timer, writer, started, outcome);
+}
+
+// The held-out part by sample index (stable across resumes), the rest, less its disturbed sets, to tune on.
+struct CalibrationSplit {
+  std::vector<ComputeSample> held_out, tuning;
+};
+
+CalibrationSplit split_samples(const CostData& data, const CalibrateConfig& config) {
+  CalibrationSplit split;
+  for (std::size_t i = 0; i < data.compute.size(); ++i) {
+    (is_held_out(config.sampling.seed, static_cast<int64_t>(i), config.holdout_fraction) ? split.held_out
+                                                                                         : split.tuning)
+        .push_back(data.compute[i]);
+  }
+  drop_disturbed(split.tuning, 0.3);
+  if (static_cast<int64_t>(split.tuning.size()) < kMinTrainSamples ||
+      static_cast<int64_t>(split.held_out.size()) < kMinHeldOutSamples) {
+    throw InputError(
+        fmt::format("calibrate: {} sets to fine-tune on and {} held out are too few (need {} and {}); "
+                    "allow more samples or minutes and re-run to resume",
+                    split.tuning.size(), split.held_out.size(), kMinTrainSamples, kMinHeldOutSamples));
+  }
+  return split;
+}
+
+// ---- fine-tuning ----
+
 nlohmann::json metrics_on(const NeuralCostModel& model, const std::vector<ComputeSample>& samples) {
   std::vector<std::vector<ShardFeatures>> sets;
   std::vector<double> measured;
@@ -161,126 +290,25 @@ void shift_log_latency(ComputeNet& net, double offset) {
   if (net->log_step_ms.defined()) net->log_step_ms.add_(offset);
 }
 
-}  // namespace
-
-CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const CalibrateConfig& config,
-                                      const ComputeTimer& timer_or_default, const CommTimer& comm_timer) {
-  check_config(config);
-  const auto started = std::chrono::steady_clock::now();
-  ModelFiles base = load_model_files(config.base_dir);
-  // Read before minutes of measuring, so that a bad --hardware fails at once.
-  std::optional<HardwareProfile> links;
-  if (!config.hardware.empty()) links = load_hardware_profile(config.hardware);
-  std::shared_ptr<const CostModel> base_model = load_cost_model(config.base_dir);
-  const ModelHardware base_hardware = base_model->hardware();
-  const std::string base_identity = fmt::format("{} ({:016x})", config.base_dir, fnv1a_hash(base.meta.dump()));
-
-  const ComputeTimer timer = timer_or_default ? timer_or_default : compute_timer(config.bench);
-  prepare_memory_for_timing();  // before the metadata records the policy
-  const fs::path data_dir = fs::path(config.out_dir) / kCalibrationDataDir;
-  CalibrateOutcome outcome;
-  // The all-to-alls first: a few dozen plans in one spawn of the ranks, then the compute sets fill the time.
-  std::optional<CommCalibrationData> comm_data;
-  std::optional<CommCalibrationFit> comm_fit;
-  CommCalibrationConfig comm_config;
-  if (config.comm_ranks > 0) {
-    if (!comm_timer) throw std::logic_error("calibrate_cost_model: comm_ranks needs a comm timer");
-    if (base.comm_spec.structure_only) {
-      throw InputError(
-          fmt::format("--comm-ranks: the all-to-all of {} is a hardware profile's structure, not a "
-                      "timed net to correct; start from a model whose comm data was timed (--base)",
-                      config.base_dir));
-    }
-    comm_config.world_size = config.comm_ranks;
-    // The batch the base's comm net predicts at (a scale-free net's is fixed), not the compute sets' batch:
-    // a batch ratio must not pass for a correction.
-    comm_config.batch_size =
-        base.comm_spec.form == CommForm::kHierarchical ? base.comm_spec.fabric.batch_size : kScaleFreeCommBatch;
-    comm_config.plans = config.comm_plans;
-    comm_config.holdout_fraction = config.holdout_fraction;
-    comm_config.sampling = config.sampling;
-    comm_config.data_path = (data_dir / kCommCalibrationFile).string();
-    comm_config.settings = {{"sampler", "comm-calibration/1: plans of drawn tasks, each planner in turn"},
-                            {"pool", config.pool_path},
-                            {"base_model", base_identity},
-                            {"seed", config.sampling.seed},
-                            {"memory_cap_bytes", config.sampling.memory_cap_bytes},
-                            {"world_size", comm_config.world_size},
-                            {"batch_size", comm_config.batch_size}};
-    comm_data = time_calibration_plans(pool, comm_config, base_model, comm_timer);
-    if (comm_data->interrupted) {
-      outcome.interrupted = true;
-      outcome.comm_untimed = true;
-      return outcome;
-    }
-    // Fitted now, on the base's comm net as it was trained (it does not depend on the compute part): too
-    // few plans are refused before minutes of compute sets.
-    CommModelSpec raw_spec = base.comm_spec;
-    raw_spec.correction = CommCorrection{};
-    const NeuralCostModel raw("calibrating", base.compute_spec, raw_spec);
-    comm_fit = fit_comm_calibration(raw, base.comm_spec.correction, *comm_data);
-    if (comm_fit->kept_base) {
-      spdlog::warn(
-          "calibrate: the all-to-all correction fitted here does not beat the base model on the held-out "
-          "plans ({:.1f}% against {:.1f}% per device); the base's comm is kept",
-          comm_fit->after.total_mape_percent, comm_fit->before.total_mape_percent);
-    }
-  }
-  {
-    CostDataWriter writer(data_dir.string(), collection_meta(config, base_identity));
-    outcome.samples = writer.existing_samples();
-    if (outcome.samples > 0) spdlog::info("{}: resuming after {} measured sets", data_dir.string(), outcome.samples);
-    measure_samples(pool, config, base_model, timer, writer, started, outcome);
-  }
-  if (outcome.interrupted) return outcome;
-  if (outcome.out_of_time) {
-    spdlog::warn("--minutes {:g}: measured {} of {} sets in the time budget; fine-tuning on those (re-run to add more)",
-                 config.minutes, outcome.samples, config.samples);
-  }
-
-  // Held-out part by sample index (stable across resumes), the rest for fine-tuning.
-  CostData data = load_cost_data(data_dir.string(), CostKind::kCompute);
-  std::vector<ComputeSample> held_out, tuning;
-  for (std::size_t i = 0; i < data.compute.size(); ++i) {
-    (is_held_out(config.sampling.seed, static_cast<int64_t>(i), config.holdout_fraction) ? held_out : tuning)
-        .push_back(data.compute[i]);
-  }
-  drop_disturbed(tuning, 0.3);
-  if (static_cast<int64_t>(tuning.size()) < kMinTrainSamples ||
-      static_cast<int64_t>(held_out.size()) < kMinHeldOutSamples) {
-    throw InputError(
-        fmt::format("calibrate: {} sets to fine-tune on and {} held out are too few (need {} and {}); "
-                    "raise --minutes or --samples and re-run to resume",
-                    tuning.size(), held_out.size(), kMinTrainSamples, kMinHeldOutSamples));
-  }
-
-  at::set_num_threads(config.threads);
-  torch::manual_seed(config.sampling.seed);
-  NeuralCostModel before_model = model_of(base.compute, base);
-  const nlohmann::json before = metrics_on(before_model, held_out);
-
-  // 1. The machine's overall speed: the median log ratio of measured to predicted over the tuning sets.
-  // Not the mean: a disturbed set (another process, a page-out) only ever measures slower, and a few of
-  // them pulled the mean's scale 8% past the held-out sets' median on this VM (docs/calibration.md).
-  ComputeSet set = compute_set(tuning);
-  std::vector<double> predicted = before_model.predict_compute([&] {
-    std::vector<std::vector<ShardFeatures>> sets;
-    for (const auto& s : tuning) sets.push_back(s.shards);
-    return sets;
-  }());
+// The machine's overall speed: the median log ratio of measured to predicted over the tuning sets. Not the
+// mean: a disturbed set (another process, a page-out) only ever measures slower, and a few of them pulled
+// the mean's scale 8% past the held-out sets' median on this VM (docs/calibration.md).
+double speed_offset(const NeuralCostModel& before, const std::vector<ComputeSample>& tuning, const ComputeSet& set) {
+  std::vector<std::vector<ShardFeatures>> sets;
+  for (const auto& s : tuning) sets.push_back(s.shards);
+  std::vector<double> predicted = before.predict_compute(sets);
   std::vector<double> log_ratios;
   for (std::size_t i = 0; i < predicted.size(); ++i)
     log_ratios.push_back(std::log(set.latency_ms[i] / std::max(1e-6, predicted[i])));
-  const double offset = median(log_ratios);
-  ComputeNet& net = base.compute;
-  shift_log_latency(net, offset);
-  const nlohmann::json after_offset = metrics_on(model_of(net, base), held_out);
+  return median(log_ratios);
+}
 
-  // 2. Fine-tune every weight from there, keeping the base normalisation, stopping on a validation part.
-  // The loss is the absolute log error, MAPE's own measure and, like the median, not pulled by the few
-  // sets a disturbance slowed: with the squared error, fine-tuning undid the median's scale here.
+// Every weight fine-tuned from `net`, keeping the base normalisation, stopping on a validation part. The
+// loss is the absolute log error, MAPE's own measure and, like the median, not pulled by the few sets a
+// disturbance slowed: with the squared error, fine-tuning undid the median's scale here.
+TrainOutcome tune_weights(ComputeNet& net, const ComputeSet& set, const Normaliser& norm, const CalibrateConfig& config,
+                          std::chrono::steady_clock::time_point started) {
   Split split = split_indices(set.latency_ms.size(), kValidationFraction, 0.0, config.sampling.seed, kValidationStream);
-  const Normaliser& norm = base.compute_spec.features;
   ComputeBatch validation = compute_batch(set, split.validation, norm);
   auto validation_loss = [&] {
     torch::NoGradGuard no_grad;
@@ -296,61 +324,133 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   settings.seed = config.sampling.seed;
   settings.quiet = config.quiet;
   settings.time_limit_seconds = std::max(1.0, config.minutes * 60.0 - elapsed_seconds(started) - 2.0);
-  TrainOutcome tuned = train(
+  return train(
       net, split.train.size(),
       [&](const std::vector<std::size_t>& batch) {
         ComputeBatch b = compute_batch(set, pick(split.train, batch), norm);
         return torch::l1_loss(net->forward(b.x, b.device, b.devices), b.target);
       },
       validation_loss, settings, "fine-tuning", kShuffleStream, start_loss);
-  NeuralCostModel after_model = model_of(net, base);
-  const nlohmann::json after = metrics_on(after_model, held_out);
+}
 
+// What fine-tuning did: the error on the held-out sets before, after the scale alone and after tuning.
+struct Tuning {
+  double offset = 0.0;
+  std::size_t tuning_sets = 0;
+  nlohmann::json before, after_offset, after;
+  bool base_was_better = false;
+  TrainOutcome outcome;
+};
+
+// Fine-tunes base.files.compute (in place) on the tuning sets: 1. the machine's speed, 2. every weight.
+Tuning fine_tune(CalibrationBase& base, const CalibrationSplit& samples, const CalibrateConfig& config,
+                 std::chrono::steady_clock::time_point started) {
+  at::set_num_threads(config.threads);
+  torch::manual_seed(config.sampling.seed);
+  ModelFiles& files = base.files;
+  Tuning t;
+  NeuralCostModel before_model = model_of(files.compute, files);
+  t.before = metrics_on(before_model, samples.held_out);
+  ComputeSet set = compute_set(samples.tuning);
+  t.tuning_sets = set.latency_ms.size();
+  t.offset = speed_offset(before_model, samples.tuning, set);
+  ComputeNet& net = files.compute;
+  shift_log_latency(net, t.offset);
+  t.after_offset = metrics_on(model_of(net, files), samples.held_out);
+  t.outcome = tune_weights(net, set, files.compute_spec.features, config, started);
+  t.after = metrics_on(model_of(net, files), samples.held_out);
   // A base model measured on this very machine may already fit it better than a fine-tuning on a few
   // hundred noisy sets: the user must hear it rather than find a worse model under a new name.
-  const bool base_was_better = after["mape_percent"].get<double>() > before["mape_percent"].get<double>();
-  if (base_was_better) {
+  t.base_was_better = t.after["mape_percent"].get<double>() > t.before["mape_percent"].get<double>();
+  if (t.base_was_better) {
     spdlog::warn(
         "calibrate: the base model {} fits this machine's held-out sets better ({:.1f}% MAPE) than the "
-        "calibrated one ({:.1f}%); keep planning with the base, or calibrate again with more --samples",
-        config.base_dir, before["mape_percent"].get<double>(), after["mape_percent"].get<double>());
+        "calibrated one ({:.1f}%); keep planning with the base, or calibrate again with more samples",
+        config.base_dir, t.before["mape_percent"].get<double>(), t.after["mape_percent"].get<double>());
   }
+  return t;
+}
 
-  // 3. The new model directory: the base's meta with this machine's compute, the base's comm kept (and
-  // corrected by this host's timings with comm_ranks).
-  const nlohmann::json& source_meta = data.meta;
-  nlohmann::json meta = base.meta;
-  meta["name"] = fs::path(config.out_dir).filename().string();
-  meta["compute"]["step_cost_ms"] = net->step_cost_ms();
-  nlohmann::json comm_hardware = hardware_to_json(base_hardware).value("comm", nlohmann::ordered_json::object());
+// ---- the new model directory ----
+
+// The base's comm part in `meta`: on the profile's links, or the base's at the bench's batch, corrected by
+// this host's timings with comm_ranks. Fills the comm hardware and returns how the comm part was made.
+std::string calibrated_comm(nlohmann::json& meta, nlohmann::json& comm_hardware, const CalibrateConfig& config,
+                            const CalibrationBase& base, const std::optional<CommCalibration>& comm,
+                            const nlohmann::json& source_meta) {
+  comm_hardware = hardware_to_json(base.hardware).value("comm", nlohmann::ordered_json::object());
   comm_hardware["from_model"] = config.base_dir;
-  if (links) {
-    plan_comm_on_profile(meta["comm"], comm_hardware, *links, config.bench.batch_size, config.base_dir);
+  if (base.links) {
+    plan_comm_on_profile(meta["comm"], comm_hardware, *base.links, config.bench.batch_size, config.base_dir);
   } else {
     match_comm_batch(meta["comm"], config.bench.batch_size, config.base_dir);
   }
-  std::string comm_text =
-      links ? fmt::format(
-                  "the hierarchical estimate on profile {}'s links at batch {}, not measured: "
-                  "compute-only calibration cannot time all-to-alls",
-                  links->name, config.bench.batch_size)
-            : fmt::format("kept from the base model {}: compute-only calibration cannot time all-to-alls",
-                          config.base_dir);
-  if (comm_fit) {
-    if (!comm_fit->kept_base) {
-      meta["comm"]["correction"] = comm_correction_to_json(comm_fit->correction);
-      comm_hardware["corrected_on"] = fmt::format("{} ranks of {} ({})", config.comm_ranks,
-                                                  source_meta.value("host", ""), source_meta.value("device_model", ""));
-    }
-    const std::size_t plans = comm_data->tuning.size() + comm_data->held_out.size();
-    comm_text = comm_fit->kept_base
-                    ? fmt::format(
-                          "the base model {}'s net, kept: a correction fitted to {} plans timed on {} ranks "
-                          "here did no better on the held-out ones",
-                          config.base_dir, plans, config.comm_ranks)
-                    : fmt::format("the base model {}'s net, corrected by {} plans timed on {} ranks here",
-                                  config.base_dir, plans, config.comm_ranks);
+  if (!comm) {
+    return base.links ? fmt::format(
+                            "the hierarchical estimate on profile {}'s links at batch {}, not measured: "
+                            "compute-only calibration cannot time all-to-alls",
+                            base.links->name, config.bench.batch_size)
+                      : fmt::format("kept from the base model {}: compute-only calibration cannot time all-to-alls",
+                                    config.base_dir);
   }
+  if (!comm->fit.kept_base) {
+    meta["comm"]["correction"] = comm_correction_to_json(comm->fit.correction);
+    comm_hardware["corrected_on"] = fmt::format("{} ranks of {} ({})", config.comm_ranks, source_meta.value("host", ""),
+                                                source_meta.value("device_model", ""));
+  }
+  const std::size_t plans = comm->data.tuning.size() + comm->data.held_out.size();
+  return comm->fit.kept_base ? fmt::format(
+                                   "the base model {}'s net, kept: a correction fitted to {} plans timed on {} "
+                                   "ranks here did no better on the held-out ones",
+                                   config.base_dir, plans, config.comm_ranks)
+                             : fmt::format("the base model {}'s net, corrected by {} plans timed on {} ranks here",
+                                           config.base_dir, plans, config.comm_ranks);
+}
+
+nlohmann::json calibration_section(const CalibrateConfig& config, const CalibrationBase& base,
+                                   const std::string& data_dir, const CalibrationSplit& samples, std::size_t measured,
+                                   const Tuning& t, const std::string& comm_text, double seconds) {
+  return {{"base_model", base.identity},
+          {"base_hardware", describe_hardware(base.hardware)},
+          {"data", data_dir},
+          {"samples", measured},
+          {"tuning_samples", t.tuning_sets},
+          {"held_out_samples", samples.held_out.size()},
+          {"holdout_fraction", config.holdout_fraction},
+          {"before", t.before},
+          {"after_scale_only", t.after_offset},
+          {"after", t.after},
+          {"base_was_better", t.base_was_better},
+          {"scale", std::exp(t.offset)},
+          {"epochs", t.outcome.epochs_run},
+          {"best_epoch", t.outcome.best_epoch},
+          {"stopped_by_time", t.outcome.stopped_by_time},
+          {"learning_rate", config.learning_rate},
+          {"comm", comm_text},
+          {"seconds", std::round(seconds)},
+          {"command", config.command_line}};
+}
+
+nlohmann::json comm_fit_section(const CalibrateConfig& config, const CommCalibration& comm) {
+  nlohmann::json fit = comm.fit.to_json();
+  fit["world_size"] = config.comm_ranks;
+  fit["batch_size"] = comm.config.batch_size;
+  fit["tuning_plans"] = comm.data.tuning.size();
+  fit["held_out_plans"] = comm.data.held_out.size();
+  fit["data"] = comm.config.data_path;
+  return fit;
+}
+
+// The new model's meta: the base's, with this machine's compute and how its comm part was made.
+nlohmann::json calibrated_meta(const CalibrateConfig& config, const CalibrationBase& base, const CostData& data,
+                               const std::string& data_dir, const CalibrationSplit& samples, const Tuning& t,
+                               const std::optional<CommCalibration>& comm, double seconds) {
+  const nlohmann::json& source_meta = data.meta;
+  nlohmann::json meta = base.files.meta;
+  meta["name"] = fs::path(config.out_dir).filename().string();
+  meta["compute"]["step_cost_ms"] = base.files.compute->step_cost_ms();
+  nlohmann::json comm_hardware;
+  const std::string comm_text = calibrated_comm(meta, comm_hardware, config, base, comm, source_meta);
   meta["hardware"] = {{"compute",
                        {{"device", source_meta.value("device", "")},
                         {"device_model", source_meta.value("device_model", "")},
@@ -360,50 +460,65 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
                         {"batch_size", config.bench.batch_size}}},
                       {"comm", comm_hardware},
                       {"calibrated_on", utc_now()}};
-  const double seconds = elapsed_seconds(started);
-  meta["calibration"] = {{"base_model", base_identity},
-                         {"base_hardware", describe_hardware(base_hardware)},
-                         {"data", data_dir.string()},
-                         {"samples", data.compute.size()},
-                         {"tuning_samples", set.latency_ms.size()},
-                         {"held_out_samples", held_out.size()},
-                         {"holdout_fraction", config.holdout_fraction},
-                         {"before", before},
-                         {"after_scale_only", after_offset},
-                         {"after", after},
-                         {"base_was_better", base_was_better},
-                         {"scale", std::exp(offset)},
-                         {"epochs", tuned.epochs_run},
-                         {"best_epoch", tuned.best_epoch},
-                         {"stopped_by_time", tuned.stopped_by_time},
-                         {"learning_rate", config.learning_rate},
-                         {"comm", comm_text},
-                         {"seconds", std::round(seconds)},
-                         {"command", config.command_line}};
-  meta["metrics"]["compute"] = after;
+  meta["calibration"] =
+      calibration_section(config, base, data_dir, samples, data.compute.size(), t, comm_text, seconds);
+  meta["metrics"]["compute"] = t.after;
   meta["metrics"]["compute_note"] = "on the calibration's held-out sets";
-  if (comm_fit) {
-    nlohmann::json fit = comm_fit->to_json();
-    fit["world_size"] = config.comm_ranks;
-    fit["batch_size"] = comm_config.batch_size;
-    fit["tuning_plans"] = comm_data->tuning.size();
-    fit["held_out_plans"] = comm_data->held_out.size();
-    fit["data"] = comm_config.data_path;
-    meta["calibration"]["comm_fit"] = fit;
-  }
-  save_model_directory(config.out_dir, meta, net, base.comm);
-  outcome.meta = meta;
+  if (comm) meta["calibration"]["comm_fit"] = comm_fit_section(config, *comm);
+  return meta;
+}
+
+void log_calibration(const CalibrateConfig& config, std::size_t sets, double seconds, const Tuning& t,
+                     const std::optional<CommCalibration>& comm) {
   spdlog::info(
       "calibrated {} on {} sets in {:.0f} s: held-out MAPE {:.1f}% -> {:.1f}% (scale alone {:.1f}%), Spearman "
       "{:.3f} -> {:.3f}",
-      config.out_dir, data.compute.size(), seconds, before["mape_percent"].get<double>(),
-      after["mape_percent"].get<double>(), after_offset["mape_percent"].get<double>(), before["spearman"].get<double>(),
-      after["spearman"].get<double>());
-  if (comm_fit) {
+      config.out_dir, sets, seconds, t.before["mape_percent"].get<double>(), t.after["mape_percent"].get<double>(),
+      t.after_offset["mape_percent"].get<double>(), t.before["spearman"].get<double>(),
+      t.after["spearman"].get<double>());
+  if (comm) {
     spdlog::info("all-to-all on {} held-out plans: per-device MAPE of forward plus backward {:.1f}% -> {:.1f}%{}",
-                 comm_data->held_out.size(), comm_fit->before.total_mape_percent, comm_fit->after.total_mape_percent,
-                 comm_fit->kept_base ? " (not kept)" : "");
+                 comm->data.held_out.size(), comm->fit.before.total_mape_percent, comm->fit.after.total_mape_percent,
+                 comm->fit.kept_base ? " (not kept)" : "");
   }
+}
+
+}  // namespace
+
+CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const CalibrateConfig& config,
+                                      const ComputeTimer& timer_or_default, const CommTimer& comm_timer) {
+  check_config(config);
+  const auto started = std::chrono::steady_clock::now();
+  CalibrationBase base = load_base(config);
+  const ComputeTimer timer = timer_or_default ? timer_or_default : compute_timer(config.bench);
+  prepare_memory_for_timing();  // before the metadata records the policy
+  const fs::path data_dir = fs::path(config.out_dir) / kCalibrationDataDir;
+  CalibrateOutcome outcome;
+  std::optional<CommCalibration> comm;
+  if (config.comm_ranks > 0) {
+    comm = calibrate_comm(pool, config, base, data_dir, comm_timer);
+    if (!comm) {
+      outcome.interrupted = true;
+      outcome.comm_untimed = true;
+      return outcome;
+    }
+  }
+  measure_compute_sets(pool, config, base, timer, data_dir, started, outcome);
+  if (outcome.interrupted) return outcome;
+  if (outcome.out_of_time) {
+    spdlog::warn(
+        "calibrate: measured {} of {} sets in the time budget of {:g} minutes; fine-tuning on those (re-run "
+        "to add more)",
+        outcome.samples, config.samples, config.minutes);
+  }
+  CostData data = load_cost_data(data_dir.string(), CostKind::kCompute);
+  const CalibrationSplit samples = split_samples(data, config);
+  const Tuning tuning = fine_tune(base, samples, config, started);
+  const double seconds = elapsed_seconds(started);
+  nlohmann::json meta = calibrated_meta(config, base, data, data_dir.string(), samples, tuning, comm, seconds);
+  save_model_directory(config.out_dir, meta, base.files.compute, base.files.comm);
+  outcome.meta = meta;
+  log_calibration(config, data.compute.size(), seconds, tuning, comm);
   return outcome;
 }
 

@@ -119,24 +119,19 @@ struct CommTrained {
   TrainOutcome outcome;
 };
 
-CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& train_rows,
-                       const std::vector<std::size_t>& val_rows, const CommFabric& fabric, const PretrainConfig& config,
-                       const std::string& what, uint64_t shuffle_stream) {
-  CommTrained t;
-  t.spec.form = CommForm::kHierarchical;
-  t.spec.fabric = fabric;
+// The comm network's input normalisation and clamping range (over what either output sees: the rows with
+// their delays and without) and its targets' standardisation, from the training rows.
+void fit_comm_scaling(CommModelSpec& spec, const CommRows& rows, const std::vector<std::size_t>& train_rows) {
   std::vector<HierCommFeatureVector> train_features;
   std::array<double, 2> sum{}, sq{};
-  t.spec.input_min.assign(kHierCommFeatures, std::numeric_limits<float>::max());
-  t.spec.input_max.assign(kHierCommFeatures, std::numeric_limits<float>::lowest());
-  t.spec.backward_without_delays = true;
+  spec.input_min.assign(kHierCommFeatures, std::numeric_limits<float>::max());
+  spec.input_max.assign(kHierCommFeatures, std::numeric_limits<float>::lowest());
   for (std::size_t r : train_rows) {
-    // The normalisation and the clamping range cover what either output sees.
     for (const HierCommFeatureVector& row : {rows.features[r], backward_row(rows.features[r])}) {
       train_features.push_back(row);
       for (std::size_t k = 0; k < static_cast<std::size_t>(kHierCommFeatures); ++k) {
-        t.spec.input_min[k] = std::min(t.spec.input_min[k], row[k]);
-        t.spec.input_max[k] = std::max(t.spec.input_max[k], row[k]);
+        spec.input_min[k] = std::min(spec.input_min[k], row[k]);
+        spec.input_max[k] = std::max(spec.input_max[k], row[k]);
       }
     }
     for (int k = 0; k < 2; ++k) {
@@ -144,37 +139,51 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
       sq[k] += static_cast<double>(rows.targets[r][k]) * rows.targets[r][k];
     }
   }
-  t.spec.features = fit_normaliser(train_features);
+  spec.features = fit_normaliser(train_features);
   for (int k = 0; k < 2; ++k) {
     double n = static_cast<double>(train_rows.size());
     double mean = sum[k] / n;
-    t.spec.target_mean[k] = static_cast<float>(mean);
-    t.spec.target_std[k] = static_cast<float>(std::max(1e-6, std::sqrt(std::max(0.0, sq[k] / n - mean * mean))));
+    spec.target_mean[k] = static_cast<float>(mean);
+    spec.target_std[k] = static_cast<float>(std::max(1e-6, std::sqrt(std::max(0.0, sq[k] / n - mean * mean))));
   }
+}
+
+// The rows of a batch as the network sees them: the forward output's inputs with their delays, the
+// backward one's without, and both standardised targets.
+struct CommBatch {
+  torch::Tensor forward_x, backward_x, target;
+};
+
+CommBatch comm_batch(const CommRows& rows, const std::vector<std::size_t>& row_ids, const CommModelSpec& spec) {
+  std::vector<const HierCommFeatureVector*> forward_rows, backward_rows;
+  std::vector<HierCommFeatureVector> cleared;
+  cleared.reserve(row_ids.size());
+  std::vector<float> target;
+  for (std::size_t r : row_ids) {
+    forward_rows.push_back(&rows.features[r]);
+    cleared.push_back(backward_row(rows.features[r]));
+    backward_rows.push_back(&cleared.back());
+    for (int k = 0; k < 2; ++k) target.push_back((rows.targets[r][k] - spec.target_mean[k]) / spec.target_std[k]);
+  }
+  return CommBatch{normalised_tensor(forward_rows, spec.features), normalised_tensor(backward_rows, spec.features),
+                   torch::tensor(target).view({static_cast<int64_t>(row_ids.size()), 2})};
+}
+
+CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& train_rows,
+                       const std::vector<std::size_t>& val_rows, const CommFabric& fabric, const PretrainConfig& config,
+                       const std::string& what, uint64_t shuffle_stream) {
+  CommTrained t;
+  t.spec.form = CommForm::kHierarchical;
+  t.spec.fabric = fabric;
+  t.spec.backward_without_delays = true;
+  fit_comm_scaling(t.spec, rows, train_rows);
   MonotoneNet net(kHierCommFeatures, kHierCommMonotoneInputs, kCommBends, kCommFreeUnits, 2);
-  struct Batch {
-    torch::Tensor forward_x, backward_x, target;
-  };
-  auto batch_of = [&](const std::vector<std::size_t>& row_ids) {
-    std::vector<const HierCommFeatureVector*> forward_rows, backward_rows;
-    std::vector<HierCommFeatureVector> cleared;
-    cleared.reserve(row_ids.size());
-    std::vector<float> target;
-    for (std::size_t r : row_ids) {
-      forward_rows.push_back(&rows.features[r]);
-      cleared.push_back(backward_row(rows.features[r]));
-      backward_rows.push_back(&cleared.back());
-      for (int k = 0; k < 2; ++k) target.push_back((rows.targets[r][k] - t.spec.target_mean[k]) / t.spec.target_std[k]);
-    }
-    return Batch{normalised_tensor(forward_rows, t.spec.features), normalised_tensor(backward_rows, t.spec.features),
-                 torch::tensor(target).view({static_cast<int64_t>(row_ids.size()), 2})};
-  };
   // The forward output from the rows with their delays, the backward one from the rows without.
-  auto loss_of = [&](const Batch& b) {
+  auto loss_of = [&](const CommBatch& b) {
     return 0.5 * (torch::l1_loss(net->forward(b.forward_x).select(1, 0), b.target.select(1, 0)) +
                   torch::l1_loss(net->forward(b.backward_x).select(1, 1), b.target.select(1, 1)));
   };
-  const Batch validation = batch_of(val_rows);
+  const CommBatch validation = comm_batch(rows, val_rows, t.spec);
   TrainSettings comm_settings = train_settings(config);
   comm_settings.batch_size = config.batch_size * 8;  // rows are devices: a sample contributes W of them
   t.outcome = train(
@@ -182,7 +191,7 @@ CommTrained train_comm(const CommRows& rows, const std::vector<std::size_t>& tra
       [&](const std::vector<std::size_t>& batch) {
         std::vector<std::size_t> ids;
         for (std::size_t i : batch) ids.push_back(train_rows[i]);
-        return loss_of(batch_of(ids));
+        return loss_of(comm_batch(rows, ids, t.spec));
       },
       [&] {
         torch::NoGradGuard no_grad;
@@ -228,26 +237,37 @@ struct SlowestDevices {
   }
 };
 
-// Each sample is predicted with its own layout of ranks on hosts (CommSample::devices_per_host), once.
-nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample>& samples) {
-  std::vector<double> fw_pred, fw_true, bw_pred, bw_true, ar_pred, ar_true, rw_pred, rw_true;
-  // Per world size too: one size's bias hides in the pooled MAPE.
-  std::map<int, std::array<std::vector<double>, 4>> by_size;  // fw predicted, fw measured, bw predicted, bw measured
-  std::map<int, SlowestDevices> slowest_by_size;
-  for (const auto& sample : samples) {
-    std::vector<double> fw, bw;
-    model.set_devices_per_host(sample.devices_per_host > 0 ? sample.devices_per_host : sample.world_size);
-    model.predict_comm(model_dim_sums(sample), sample.delays_ms, fw, bw);
+// Predicted against measured, per device, in both directions.
+struct DirectionScores {
+  std::vector<double> fw_pred, fw_true, bw_pred, bw_true;
+
+  void add(const CommSample& sample, const std::vector<double>& fw, const std::vector<double>& bw) {
     fw_pred.insert(fw_pred.end(), fw.begin(), fw.end());
     bw_pred.insert(bw_pred.end(), bw.begin(), bw.end());
     fw_true.insert(fw_true.end(), sample.fw_ms.begin(), sample.fw_ms.end());
     bw_true.insert(bw_true.end(), sample.bw_ms.begin(), sample.bw_ms.end());
+  }
+  nlohmann::json to_json() const {
+    return {{"fw", compute_metrics(fw_pred, fw_true).to_json()}, {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
+  }
+};
+
+// A comm model's predictions against the measurements, by what each sample times.
+struct CommScores {
+  DirectionScores all;                     // every device of every sample
+  std::map<int, DirectionScores> by_size;  // the all-to-all alone, per world size: one size's bias hides in all
+  std::map<int, SlowestDevices> slowest_by_size;
+  std::vector<double> ar_pred, ar_true;  // data-parallel all-reduces (given workloads), every rank
+  std::vector<double> rw_pred, rw_true;  // plans with row-wise tables: their step, mean over ranks
+
+  // Each sample is predicted with its own layout of ranks on hosts (CommSample::devices_per_host), once.
+  void add(NeuralCostModel& model, const CommSample& sample) {
+    std::vector<double> fw, bw;
+    model.set_devices_per_host(sample.devices_per_host > 0 ? sample.devices_per_host : sample.world_size);
+    model.predict_comm(model_dim_sums(sample), sample.delays_ms, fw, bw);
+    all.add(sample, fw, bw);
     if (times_alltoall_alone(sample)) {
-      auto& own = by_size[sample.world_size];
-      own[0].insert(own[0].end(), fw.begin(), fw.end());
-      own[1].insert(own[1].end(), sample.fw_ms.begin(), sample.fw_ms.end());
-      own[2].insert(own[2].end(), bw.begin(), bw.end());
-      own[3].insert(own[3].end(), sample.bw_ms.begin(), sample.bw_ms.end());
+      by_size[sample.world_size].add(sample, fw, bw);
       slowest_by_size[sample.world_size].add(sample, fw, bw);
     } else if (sample.allreduce_floats > 0) {
       // A data-parallel all-reduce timed too (given workloads): every rank against the model's.
@@ -257,68 +277,80 @@ nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample
         ar_pred.push_back(predicted);
         ar_true.push_back(ms);
       }
-    } else if (sample.rw_dim > 0) {
-      // A plan with row-wise tables: its step (forward plus backward, mean over ranks) as the model scores
-      // it, its width in the all-to-all plus the row-wise collectives' charge.
-      if (fw.empty()) continue;
-      double predicted = 0.0;
-      double measured = 0.0;
-      for (std::size_t r = 0; r < fw.size(); ++r) {
-        predicted += fw[r] + bw[r];
-        measured += sample.fw_ms[r] + sample.bw_ms[r];
-      }
-      const double ranks = static_cast<double>(fw.size());
-      rw_pred.push_back(predicted / ranks + model.rowwise_collectives_ms(sample.rw_dim, sample.world_size));
-      rw_true.push_back(measured / ranks);
+    } else if (sample.rw_dim > 0 && !fw.empty()) {
+      add_rowwise_step(model, sample, fw, bw);
     }
   }
-  nlohmann::json metrics = {{"fw", compute_metrics(fw_pred, fw_true).to_json()},
-                            {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
-  SlowestDevices slowest;
-  for (const auto& [world_size, own] : slowest_by_size) slowest.append(own);
-  slowest.into(metrics);
-  if (by_size.size() > 1) {
-    for (const auto& [world_size, own] : by_size) {
-      metrics["by_world_size"][std::to_string(world_size)] = {{"fw", compute_metrics(own[0], own[1]).to_json()},
-                                                              {"bw", compute_metrics(own[2], own[3]).to_json()}};
+
+  // A plan with row-wise tables: its step (forward plus backward, mean over ranks) as the model scores it,
+  // its width in the all-to-all plus the row-wise collectives' charge.
+  void add_rowwise_step(NeuralCostModel& model, const CommSample& sample, const std::vector<double>& fw,
+                        const std::vector<double>& bw) {
+    double predicted = 0.0;
+    double measured = 0.0;
+    for (std::size_t r = 0; r < fw.size(); ++r) {
+      predicted += fw[r] + bw[r];
+      measured += sample.fw_ms[r] + sample.bw_ms[r];
+    }
+    const double ranks = static_cast<double>(fw.size());
+    rw_pred.push_back(predicted / ranks + model.rowwise_collectives_ms(sample.rw_dim, sample.world_size));
+    rw_true.push_back(measured / ranks);
+  }
+
+  nlohmann::json to_json() const {
+    nlohmann::json metrics = all.to_json();
+    SlowestDevices slowest;
+    for (const auto& [world_size, own] : slowest_by_size) slowest.append(own);
+    slowest.into(metrics);
+    if (by_size.size() > 1) {
+      for (const auto& [world_size, own] : by_size)
+        metrics["by_world_size"][std::to_string(world_size)] = own.to_json();
+    }
+    add_imbalance_response(metrics);
+    if (!ar_true.empty()) metrics["allreduce"] = compute_metrics(ar_pred, ar_true).to_json();
+    if (!rw_true.empty()) metrics["rowwise"] = compute_metrics(rw_pred, rw_true).to_json();
+    return metrics;
+  }
+
+  // How the slowest backward answers imbalance, measured and predicted, within one world size only: sizes
+  // differ in how widths reach the links.
+  void add_imbalance_response(nlohmann::json& metrics) const {
+    for (const auto& [world_size, own] : slowest_by_size) {
+      const auto measured = imbalance_response(own.dim_sums, own.bw_true);
+      const auto predicted = imbalance_response(own.dim_sums, own.bw_pred);
+      if (!measured || !predicted) continue;
+      auto round = [](double v) { return std::round(v * 1e4) / 1e4; };
+      metrics["bw_slowest_imbalance"][std::to_string(world_size)] = {
+          {"measured_exponent", round(measured->imbalance_exponent)},
+          {"predicted_exponent", round(predicted->imbalance_exponent)},
+          {"measured_total_width_exponent", round(measured->total_width_exponent)},
+          {"predicted_total_width_exponent", round(predicted->total_width_exponent)},
+          {"count", measured->count}};
     }
   }
-  // Within one world size only: sizes differ in how widths reach the links.
-  for (const auto& [world_size, own] : slowest_by_size) {
-    const auto measured = imbalance_response(own.dim_sums, own.bw_true);
-    const auto predicted = imbalance_response(own.dim_sums, own.bw_pred);
-    if (!measured || !predicted) continue;
-    auto round = [](double v) { return std::round(v * 1e4) / 1e4; };
-    metrics["bw_slowest_imbalance"][std::to_string(world_size)] = {
-        {"measured_exponent", round(measured->imbalance_exponent)},
-        {"predicted_exponent", round(predicted->imbalance_exponent)},
-        {"measured_total_width_exponent", round(measured->total_width_exponent)},
-        {"predicted_total_width_exponent", round(predicted->total_width_exponent)},
-        {"count", measured->count}};
-  }
-  if (!ar_true.empty()) metrics["allreduce"] = compute_metrics(ar_pred, ar_true).to_json();
-  if (!rw_true.empty()) metrics["rowwise"] = compute_metrics(rw_pred, rw_true).to_json();
-  return metrics;
+};
+
+nlohmann::json comm_metrics(NeuralCostModel& model, const std::vector<CommSample>& samples) {
+  CommScores scores;
+  for (const auto& sample : samples) scores.add(model, sample);
+  return scores.to_json();
 }
 
 // The structure alone on the same samples (forward: the wait plus the structural time): what the learned
 // part adds is the difference.
 nlohmann::json structure_metrics(const CommFabric& fabric, const std::vector<CommSample>& samples) {
-  std::vector<double> fw_pred, fw_true, bw_pred, bw_true, structure;
+  DirectionScores all;
   SlowestDevices slowest;
+  std::vector<double> structure;
   for (const auto& sample : samples) {
     hierarchical_alltoall_ms(fabric_for_sample(fabric, sample), model_dim_sums(sample), structure);
     std::vector<double> waits = comm_waits(sample.delays_ms);
     std::vector<double> fw(structure.size());
     for (std::size_t r = 0; r < structure.size(); ++r) fw[r] = waits[r] + structure[r];
-    fw_pred.insert(fw_pred.end(), fw.begin(), fw.end());
-    bw_pred.insert(bw_pred.end(), structure.begin(), structure.end());
-    fw_true.insert(fw_true.end(), sample.fw_ms.begin(), sample.fw_ms.end());
-    bw_true.insert(bw_true.end(), sample.bw_ms.begin(), sample.bw_ms.end());
+    all.add(sample, fw, structure);
     if (times_alltoall_alone(sample)) slowest.add(sample, fw, structure);
   }
-  nlohmann::json metrics = {{"fw", compute_metrics(fw_pred, fw_true).to_json()},
-                            {"bw", compute_metrics(bw_pred, bw_true).to_json()}};
+  nlohmann::json metrics = all.to_json();
   slowest.into(metrics);
   return metrics;
 }
@@ -403,13 +435,13 @@ int64_t collection_batch_size(const nlohmann::json& data_meta) {
   }
   if (batches.size() > 1) {
     throw InputError(
-        fmt::format("comm data: sources were collected with different --batch-size ({}); train on one batch size",
+        fmt::format("comm data: sources were collected at different global batches ({}); train on one batch size",
                     fmt::join(batches, ", ")));
   }
   return batches.empty() ? kScaleFreeCommBatch : *batches.begin();
 }
 
-// The structure's figures: the --hardware profile's, or fitted to the data's samples (all but
+// The structure's figures: the hardware profile's, or fitted to the data's samples (all but
 // `left_out_world_size`, when the fit is for the held-out test).
 CommFabric comm_fabric(const CostData& comm_data, const PretrainConfig& config, int left_out_world_size = 0) {
   const int64_t batch = collection_batch_size(comm_data.meta);
@@ -442,7 +474,7 @@ CommFabric comm_fabric(const CostData& comm_data, const PretrainConfig& config, 
   const CommFabric& f = fit.fabric;
   spdlog::info(
       "comm structure fitted to the data: intra-host {:.4g} GB/s and {:.4g} us per peer, host fabric {}, "
-      "inter-host {} (mean |log error| {:.3f}); a profile with these figures can be passed as --hardware",
+      "inter-host {} (mean |log error| {:.3f}); a hardware profile with these figures plans on the same structure",
       f.intra_bytes_per_ms / 1e6, f.intra_peer_latency_ms * 1e3,
       f.host_bytes_per_ms > 0
           ? fmt::format("{:.4g} GB/s ({}; the other form's error {:.3f})", f.host_bytes_per_ms / 1e6,
@@ -455,36 +487,149 @@ CommFabric comm_fabric(const CostData& comm_data, const PretrainConfig& config, 
   return fit.fabric;
 }
 
-CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config, const ComputeModelSpec& compute_spec) {
-  CommPart part;
-  // Samples that timed an all-reduce (given workloads) fit the all-reduce only. Samples of plans with
-  // row-wise tables, and the samples paired with them (tools/rowwise-workloads), fit the row-wise
-  // collectives only (extra_collectives_ms charges them apart); those of plans with table-row-wise tables
-  // fit nothing. The all-to-all part learns from the plain ones, so adding any of these leaves it as it was.
-  CostData comm_data;
-  comm_data.meta = all_comm.meta;
-  std::vector<CommSample> allreduce_samples;
+// Comm samples by what they fit. Samples that timed an all-reduce (given workloads) fit the all-reduce only.
+// Samples of plans with row-wise tables, and the samples paired with them (tools/rowwise-workloads), fit the
+// row-wise collectives only (extra_collectives_ms charges them apart); those of plans with table-row-wise
+// tables fit nothing. The all-to-all part learns from the plain ones, so adding any of these leaves it as
+// it was.
+struct CommSamplesByUse {
+  CostData all_to_all;  // the plain samples, with the data's meta
+  std::vector<CommSample> allreduce;
+  std::vector<RowwisePair> rowwise;
+};
+
+CommSamplesByUse comm_samples_by_use(const CostData& all_comm) {
+  CommSamplesByUse by_use;
+  by_use.all_to_all.meta = all_comm.meta;
   std::vector<char> is_reference;
-  const std::vector<RowwisePair> rowwise = rowwise_pairs(all_comm.comm, &is_reference);
+  by_use.rowwise = rowwise_pairs(all_comm.comm, &is_reference);
   std::size_t row_wise_samples = 0;
   for (std::size_t i = 0; i < all_comm.comm.size(); ++i) {
     const CommSample& s = all_comm.comm[i];
     if (s.allreduce_floats > 0) {
-      allreduce_samples.push_back(s);
+      by_use.allreduce.push_back(s);
     } else if (s.rw_dim > 0 || !s.host_rw_dims.empty() || is_reference[i]) {
       ++row_wise_samples;
     } else {
-      comm_data.comm.push_back(s);
+      by_use.all_to_all.comm.push_back(s);
     }
   }
   if (row_wise_samples > 0) {
     spdlog::info(
         "comm data: {} samples of plans with row-wise or table-row-wise tables and their pairs are left "
         "out of the all-to-all's training ({} row-wise pairs fit the row-wise collectives)",
-        row_wise_samples, rowwise.size());
+        row_wise_samples, by_use.rowwise.size());
   }
-  if (comm_data.comm.empty())
+  if (by_use.all_to_all.comm.empty())
     throw InputError("the comm cost data holds only all-reduce samples: no all-to-all to learn");
+  return by_use;
+}
+
+// Generalisation across device counts: the net trained again without one world size (the configured one,
+// else the middle of three or more), and its metrics on that size's samples. Null when none is held out.
+nlohmann::json unseen_world_size_metrics(const CostData& comm_data, const Split& comm_split,
+                                         const std::set<int>& world_sizes, const PretrainConfig& config,
+                                         const ComputeModelSpec& compute_spec) {
+  int holdout = config.holdout_world_size;
+  if (holdout == 0 && world_sizes.size() >= 3)
+    holdout = *std::next(world_sizes.begin(), static_cast<std::ptrdiff_t>(world_sizes.size() / 2));
+  if (holdout == 0 || !world_sizes.count(holdout)) return nullptr;
+  std::vector<std::size_t> seen_train, seen_val;
+  std::vector<CommSample> held;
+  for (std::size_t s : comm_split.train)
+    if (comm_data.comm[s].world_size != holdout) seen_train.push_back(s);
+  for (std::size_t s : comm_split.validation)
+    if (comm_data.comm[s].world_size != holdout) seen_val.push_back(s);
+  for (const auto& s : comm_data.comm)
+    if (s.world_size == holdout) held.push_back(s);
+  // The structure is fitted again without the held-out size too, so nothing of it leaks into the test.
+  const CommFabric fabric_without = comm_fabric(comm_data, config, holdout);
+  CommRows rows_without = comm_rows(comm_data.comm, fabric_without);
+  CommTrained without =
+      train_comm(rows_without, rows_of_samples(rows_without, seen_train), rows_of_samples(rows_without, seen_val),
+                 fabric_without, config, fmt::format("comm model without W={}", holdout), kHoldoutShuffleStream);
+  NeuralCostModel probe("holdout", compute_spec, without.spec);
+  nlohmann::json metrics = comm_metrics(probe, held);
+  metrics["world_size"] = holdout;
+  metrics["structure_alone"] = structure_metrics(fabric_without, held);
+  return metrics;
+}
+
+// meta.json's "comm" for a trained hierarchical net.
+nlohmann::json trained_comm_section(const CommTrained& comm, const CommFabric& fabric,
+                                    const std::set<int>& world_sizes) {
+  const DenseLayer& hidden = comm.spec.net.layers.front();
+  return {{"form", kHierarchicalCommForm},
+          {"features", kHierCommFeatures},
+          {"layers", {hidden.outputs}},
+          {"monotone_inputs", kHierCommMonotoneInputs},
+          {"concave_units", {hidden.concave_begin, hidden.concave_end}},
+          {"fabric", fabric_to_json(fabric)},
+          {"feature_mean", comm.spec.features.mean},
+          {"feature_std", comm.spec.features.std},
+          {"input_min", comm.spec.input_min},
+          {"input_max", comm.spec.input_max},
+          {"target",
+           "standardised log of measured over structural transfer time (forward minus the "
+           "wait, backward); the network is non-decreasing in the structural inputs and sees "
+           "them clamped to [input_min, input_max]"},
+          {"target_mean", comm.spec.target_mean},
+          {"target_std", comm.spec.target_std},
+          {"backward_context", kBackwardWithoutDelays},
+          {"world_sizes", world_sizes},
+          {"weights", kCommWeightsFile}};
+}
+
+// The all-reduce fitted to the samples that timed one (none: an empty fit), recorded in `section` with its
+// error against the ring structure alone.
+AllreduceFit fit_allreduce_into(nlohmann::json& section, const std::vector<CommSample>& samples,
+                                const CommFabric& fabric) {
+  const AllreduceFit allreduce = fit_allreduce(samples);  // empty without such samples
+  if (samples.empty()) return allreduce;
+  std::vector<double> structure, fitted, measured;
+  for (const auto& s : samples) {
+    CommFabric own = fabric;
+    own.devices_per_host = s.devices_per_host > 0 ? s.devices_per_host : s.world_size;
+    const double bytes = 4.0 * static_cast<double>(s.allreduce_floats);
+    structure.push_back(ring_allreduce_ms(own, bytes, s.world_size));
+    fitted.push_back(fitted_allreduce_ms(allreduce, own, bytes, s.world_size));
+    measured.push_back(measured_allreduce_ms(s));
+  }
+  section["allreduce"] = allreduce_fit_to_json(allreduce);
+  section["allreduce"]["metrics"] = {{"structure_alone", compute_metrics(structure, measured).to_json()},
+                                     {"fitted", compute_metrics(fitted, measured).to_json()}};
+  spdlog::info("all-reduce fitted to {} samples: MAPE {:.1f}% (the ring structure alone: {:.1f}%)", samples.size(),
+               compute_metrics(fitted, measured).mape, compute_metrics(structure, measured).mape);
+  return allreduce;
+}
+
+// The row-wise collectives fitted to the row-wise pairs, recorded in `section` against the latency-only
+// charge they replace (the fitted all-reduce of 4 bytes), on the same pairs.
+void fit_rowwise_into(nlohmann::json& section, const std::vector<RowwisePair>& rowwise, const CommFabric& fabric,
+                      const AllreduceFit& allreduce) {
+  if (rowwise.empty()) return;
+  const RowwiseFit fit = fit_rowwise(rowwise);
+  section["rowwise"] = rowwise_fit_to_json(fit);
+  double fitted_error = 0.0;
+  double latency_error = 0.0;
+  for (const auto& p : rowwise) {
+    CommFabric own = fabric;
+    own.devices_per_host = p.world_size;
+    fitted_error += std::abs(fitted_rowwise_ms(fit, p.rw_dim, p.world_size) - p.extra_ms);
+    latency_error +=
+        std::abs(fitted_allreduce_ms(allreduce, own, CostModel::kLatencyProbeBytes, p.world_size) - p.extra_ms);
+  }
+  const double n = static_cast<double>(rowwise.size());
+  section["rowwise"]["metrics"] = {{"pairs", rowwise.size()},
+                                   {"mean_abs_error_ms", fitted_error / n},
+                                   {"latency_only_mean_abs_error_ms", latency_error / n}};
+  spdlog::info("row-wise collectives fitted to {} pairs: mean |error| {:.2f} ms (latency alone: {:.2f} ms)",
+               rowwise.size(), fitted_error / n, latency_error / n);
+}
+
+CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config, const ComputeModelSpec& compute_spec) {
+  const CommSamplesByUse by_use = comm_samples_by_use(all_comm);
+  const CostData& comm_data = by_use.all_to_all;
   const CommFabric fabric = comm_fabric(comm_data, config);
   CommRows rows = comm_rows(comm_data.comm, fabric);
   Split comm_split = split_indices(comm_data.comm.size(), config.validation_fraction, config.test_fraction, config.seed,
@@ -492,159 +637,113 @@ CommPart train_comm_part(const CostData& all_comm, const PretrainConfig& config,
   CommTrained comm =
       train_comm(rows, rows_of_samples(rows, comm_split.train), rows_of_samples(rows, comm_split.validation), fabric,
                  config, "comm model", kCommShuffleStream);
-
-  // Generalisation across device counts: retrain without one world size, test on it.
   std::set<int> world_sizes;
   for (const auto& s : comm_data.comm) world_sizes.insert(s.world_size);
-  int holdout = config.holdout_world_size;
-  if (holdout == 0 && world_sizes.size() >= 3)
-    holdout = *std::next(world_sizes.begin(), static_cast<std::ptrdiff_t>(world_sizes.size() / 2));
-  if (holdout != 0 && world_sizes.count(holdout)) {
-    std::vector<std::size_t> seen_train, seen_val;
-    std::vector<CommSample> held;
-    for (std::size_t s : comm_split.train)
-      if (comm_data.comm[s].world_size != holdout) seen_train.push_back(s);
-    for (std::size_t s : comm_split.validation)
-      if (comm_data.comm[s].world_size != holdout) seen_val.push_back(s);
-    for (const auto& s : comm_data.comm)
-      if (s.world_size == holdout) held.push_back(s);
-    // The structure is fitted again without the held-out size too, so nothing of it leaks into the test.
-    const CommFabric fabric_without = comm_fabric(comm_data, config, holdout);
-    CommRows rows_without = comm_rows(comm_data.comm, fabric_without);
-    CommTrained without =
-        train_comm(rows_without, rows_of_samples(rows_without, seen_train), rows_of_samples(rows_without, seen_val),
-                   fabric_without, config, fmt::format("comm model without W={}", holdout), kHoldoutShuffleStream);
-    NeuralCostModel probe("holdout", compute_spec, without.spec);
-    part.holdout_metrics = comm_metrics(probe, held);
-    part.holdout_metrics["world_size"] = holdout;
-    part.holdout_metrics["structure_alone"] = structure_metrics(fabric_without, held);
-  }
+
+  CommPart part;
+  part.holdout_metrics = unseen_world_size_metrics(comm_data, comm_split, world_sizes, config, compute_spec);
   NeuralCostModel trained("trained", compute_spec, comm.spec);
   part.test_metrics = comm_metrics(trained, pick(comm_data.comm, comm_split.test));
   part.structure_metrics = structure_metrics(fabric, pick(comm_data.comm, comm_split.test));
   part.net = comm.net;
   part.outcome = comm.outcome;
-  const DenseLayer& hidden = comm.spec.net.layers.front();
-  part.meta_section = {{"form", kHierarchicalCommForm},
-                       {"features", kHierCommFeatures},
-                       {"layers", {hidden.outputs}},
-                       {"monotone_inputs", kHierCommMonotoneInputs},
-                       {"concave_units", {hidden.concave_begin, hidden.concave_end}},
-                       {"fabric", fabric_to_json(fabric)},
-                       {"feature_mean", comm.spec.features.mean},
-                       {"feature_std", comm.spec.features.std},
-                       {"input_min", comm.spec.input_min},
-                       {"input_max", comm.spec.input_max},
-                       {"target",
-                        "standardised log of measured over structural transfer time (forward minus the "
-                        "wait, backward); the network is non-decreasing in the structural inputs and sees "
-                        "them clamped to [input_min, input_max]"},
-                       {"target_mean", comm.spec.target_mean},
-                       {"target_std", comm.spec.target_std},
-                       {"backward_context", kBackwardWithoutDelays},
-                       {"world_sizes", world_sizes},
-                       {"weights", kCommWeightsFile}};
-  const AllreduceFit allreduce = fit_allreduce(allreduce_samples);  // empty without such samples
-  if (!allreduce_samples.empty()) {
-    std::vector<double> structure, fitted, measured;
-    for (const auto& s : allreduce_samples) {
-      CommFabric own = fabric;
-      own.devices_per_host = s.devices_per_host > 0 ? s.devices_per_host : s.world_size;
-      const double bytes = 4.0 * static_cast<double>(s.allreduce_floats);
-      structure.push_back(ring_allreduce_ms(own, bytes, s.world_size));
-      fitted.push_back(fitted_allreduce_ms(allreduce, own, bytes, s.world_size));
-      measured.push_back(measured_allreduce_ms(s));
-    }
-    part.meta_section["allreduce"] = allreduce_fit_to_json(allreduce);
-    part.meta_section["allreduce"]["metrics"] = {{"structure_alone", compute_metrics(structure, measured).to_json()},
-                                                 {"fitted", compute_metrics(fitted, measured).to_json()}};
-    spdlog::info("all-reduce fitted to {} samples: MAPE {:.1f}% (the ring structure alone: {:.1f}%)",
-                 allreduce_samples.size(), compute_metrics(fitted, measured).mape,
-                 compute_metrics(structure, measured).mape);
-  }
-  if (!rowwise.empty()) {
-    const RowwiseFit fit = fit_rowwise(rowwise);
-    part.meta_section["rowwise"] = rowwise_fit_to_json(fit);
-    // Against the latency-only charge it replaces (the fitted all-reduce of 4 bytes), on the same pairs.
-    double fitted_error = 0.0;
-    double latency_error = 0.0;
-    for (const auto& p : rowwise) {
-      CommFabric own = fabric;
-      own.devices_per_host = p.world_size;
-      fitted_error += std::abs(fitted_rowwise_ms(fit, p.rw_dim, p.world_size) - p.extra_ms);
-      latency_error +=
-          std::abs(fitted_allreduce_ms(allreduce, own, CostModel::kLatencyProbeBytes, p.world_size) - p.extra_ms);
-    }
-    const double n = static_cast<double>(rowwise.size());
-    part.meta_section["rowwise"]["metrics"] = {{"pairs", rowwise.size()},
-                                               {"mean_abs_error_ms", fitted_error / n},
-                                               {"latency_only_mean_abs_error_ms", latency_error / n}};
-    spdlog::info("row-wise collectives fitted to {} pairs: mean |error| {:.2f} ms (latency alone: {:.2f} ms)",
-                 rowwise.size(), fitted_error / n, latency_error / n);
-  }
+  part.meta_section = trained_comm_section(comm, fabric, world_sizes);
+  const AllreduceFit allreduce = fit_allreduce_into(part.meta_section, by_use.allreduce, fabric);
+  fit_rowwise_into(part.meta_section, by_use.rowwise, fabric, allreduce);
   part.hardware = comm_hardware(comm_data.meta, world_sizes);
   part.data = {{"samples", comm_data.comm.size()},
                {"train", comm_split.train.size()},
                {"validation", comm_split.validation.size()},
                {"test", comm_split.test.size()}};
-  if (!allreduce_samples.empty()) part.data["allreduce_samples"] = allreduce_samples.size();
+  if (!by_use.allreduce.empty()) part.data["allreduce_samples"] = by_use.allreduce.size();
   return part;
 }
 
-}  // namespace
-
-nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
-  if (config.epochs < 1 || config.batch_size < 1 || config.learning_rate <= 0 || config.threads < 1) {
-    throw InputError("--epochs, --batch-size, --lr and --threads must be positive");
+void check_pretrain_config(const PretrainConfig& config) {
+  if (config.epochs < 1)
+    throw SettingError("training epochs", fmt::format("must be at least 1, got {}", config.epochs));
+  if (config.batch_size < 1) {
+    throw SettingError("training batch", fmt::format("must be at least 1, got {}", config.batch_size));
   }
-  if (config.validation_fraction <= 0 || config.test_fraction <= 0 ||
-      config.validation_fraction + config.test_fraction >= 0.9) {
-    throw InputError(fmt::format("--val-fraction and --test-fraction must be positive and sum below 0.9, got {} and {}",
-                                 config.validation_fraction, config.test_fraction));
+  if (!(config.learning_rate > 0)) {
+    throw SettingError("learning rate", fmt::format("must be positive, got {}", config.learning_rate));
   }
-  auto started = std::chrono::steady_clock::now();
-  at::set_num_threads(config.threads);
-  torch::manual_seed(config.seed);
+  if (config.threads < 1) {
+    throw SettingError("training threads", fmt::format("must be at least 1, got {}", config.threads));
+  }
+  if (!(config.validation_fraction > 0)) {
+    throw SettingError("validation fraction", fmt::format("must be positive, got {}", config.validation_fraction));
+  }
+  if (!(config.test_fraction > 0)) {
+    throw SettingError("test fraction", fmt::format("must be positive, got {}", config.test_fraction));
+  }
+  if (config.validation_fraction + config.test_fraction >= 0.9) {
+    throw SettingError("test fraction", fmt::format("must sum below 0.9 with the validation fraction {}, got {}",
+                                                    config.validation_fraction, config.test_fraction));
+  }
+  if (!(config.interaction_range >= 0.0 && config.interaction_range <= 3.0)) {
+    throw SettingError("interaction range", fmt::format("must be in [0, 3], got {}", config.interaction_range));
+  }
+}
 
-  CostData compute_data = load_cost_data(config.data_dir, CostKind::kCompute);
-  std::size_t collected = compute_data.compute.size();
-  std::size_t dropped = drop_disturbed(compute_data.compute, config.max_iteration_spread);
+// The compute samples, less those whose timed iterations spread too far (disturbed measurements).
+struct ComputeData {
+  CostData data;
+  std::size_t collected = 0;  // before the disturbed ones were left out
+};
+
+ComputeData load_compute_data(const PretrainConfig& config) {
+  ComputeData compute{load_cost_data(config.data_dir, CostKind::kCompute), 0};
+  compute.collected = compute.data.compute.size();
+  std::size_t dropped = drop_disturbed(compute.data.compute, config.max_iteration_spread);
   if (config.max_iteration_spread > 0) {
     spdlog::info("left out {} of {} compute samples whose timed iterations spread over {:.0f}% of their median",
-                 dropped, collected, 100 * config.max_iteration_spread);
+                 dropped, compute.collected, 100 * config.max_iteration_spread);
   }
-  // Compute-only data (one GPU cannot time all-to-alls) takes its communication part from another model.
-  std::optional<CostData> comm_data;
-  if (config.comm_from.empty()) {
-    comm_data = find_cost_data(config.data_dir, CostKind::kComm);
-    if (!comm_data) {
-      throw InputError(
-          fmt::format("{}: no comm cost data to train the communication model; to train on compute "
-                      "data alone, pass --comm-from MODEL_DIR (e.g. models/cpu-2core) to keep that "
-                      "model's communication part",
-                      config.data_dir));
-    }
-  }
-  spdlog::info("training on {} compute samples and {} from {}", compute_data.compute.size(),
-               comm_data ? fmt::format("{} comm samples", comm_data->comm.size())
-                         : fmt::format("the communication model of {}", config.comm_from),
-               config.data_dir);
+  return compute;
+}
 
-  // Compute model.
-  ComputeSet set = compute_set(compute_data.compute);
-  Split split = split_indices(set.latency_ms.size(), config.validation_fraction, config.test_fraction, config.seed,
-                              kComputeSplitStream);
+// The comm samples to train on; none when the comm part comes from another model. Compute-only data (one
+// GPU cannot time all-to-alls) must name that model.
+std::optional<CostData> load_comm_data(const PretrainConfig& config) {
+  if (!config.comm_from.empty()) return std::nullopt;
+  std::optional<CostData> comm_data = find_cost_data(config.data_dir, CostKind::kComm);
+  if (!comm_data) {
+    throw SettingError(
+        "comm model source",
+        fmt::format("needed: {} holds no comm cost data to train the communication model on; to train on compute "
+                    "data alone, name a model directory (e.g. models/cpu-2core) whose communication part to keep",
+                    config.data_dir));
+  }
+  return comm_data;
+}
+
+struct ComputePart {
+  ComputeSet set;
+  Split split;
+  ComputeModelSpec spec;
+  ComputeNet net{nullptr};
+  TrainOutcome outcome;
+};
+
+ComputePart train_compute_part(const CostData& compute_data, const PretrainConfig& config) {
+  ComputePart part;
+  part.set = compute_set(compute_data.compute);
+  part.split = split_indices(part.set.latency_ms.size(), config.validation_fraction, config.test_fraction, config.seed,
+                             kComputeSplitStream);
+  const ComputeSet& set = part.set;
+  const Split& split = part.split;
   std::vector<ComputeFeatureVector> train_rows;
   for (std::size_t i : split.train) train_rows.insert(train_rows.end(), set.shards[i].begin(), set.shards[i].end());
-  ComputeModelSpec compute_spec;
-  compute_spec.features = fit_normaliser(train_rows);
-  compute_spec.interaction_range = static_cast<float>(config.interaction_range);
+  ComputeModelSpec& spec = part.spec;
+  spec.features = fit_normaliser(train_rows);
+  spec.interaction_range = static_cast<float>(config.interaction_range);
   ComputeNet compute_net(kComputeFeatures, kShardWidths, kHeadWidths, config.interaction_range);
-  ComputeBatch validation = compute_batch(set, split.validation, compute_spec.features);
-  TrainOutcome compute_outcome = train(
+  ComputeBatch validation = compute_batch(set, split.validation, spec.features);
+  part.outcome = train(
       compute_net, split.train.size(),
       [&](const std::vector<std::size_t>& batch) {
-        ComputeBatch b = compute_batch(set, pick(split.train, batch), compute_spec.features);
+        ComputeBatch b = compute_batch(set, pick(split.train, batch), spec.features);
         return torch::mse_loss(compute_net->forward(b.x, b.device, b.devices), b.target);
       },
       [&] {
@@ -654,75 +753,96 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
             .item<double>();
       },
       train_settings(config), "compute model", kComputeShuffleStream);
-  compute_spec.shard_net = compute_net->shard_net->to_plain();
-  compute_spec.alone = compute_net->alone->to_plain();
-  compute_spec.head = compute_net->head->to_plain();
-  compute_spec.step_cost_ms = static_cast<float>(compute_net->step_cost_ms());
-  compute_spec.latency_weighted_context = true;
+  spec.shard_net = compute_net->shard_net->to_plain();
+  spec.alone = compute_net->alone->to_plain();
+  spec.head = compute_net->head->to_plain();
+  spec.step_cost_ms = static_cast<float>(compute_net->step_cost_ms());
+  spec.latency_weighted_context = true;
+  part.net = compute_net;
+  return part;
+}
 
-  // Communication model on every collected world size (split by sample so no collective leaks across), or
-  // the one of --comm-from.
-  CommPart comm = comm_data ? train_comm_part(*comm_data, config, compute_spec) : comm_from_model(config.comm_from);
-  if (!comm_data && !config.hardware.empty()) {
+// The communication part: trained on every collected world size (split by sample so no collective leaks
+// across), or carried over from config.comm_from, on a profile's links or at the compute data's batch.
+CommPart comm_part(const std::optional<CostData>& comm_data, const CostData& compute_data, const PretrainConfig& config,
+                   const ComputeModelSpec& compute_spec) {
+  if (comm_data) return train_comm_part(*comm_data, config, compute_spec);
+  CommPart comm = comm_from_model(config.comm_from);
+  if (!config.hardware.empty()) {
     plan_comm_on_profile(comm.meta_section, comm.hardware, load_hardware_profile(config.hardware),
                          collection_batch_size(compute_data.meta), config.comm_from);
     comm.data = {
         {"from_model", config.comm_from}, {"samples", 0}, {"structure", "profile " + profile_name(comm.meta_section)}};
     comm.test_metrics = nullptr;  // the net's metrics describe hardware the model no longer predicts for
     comm.holdout_metrics = nullptr;
-  } else if (!comm_data) {
+  } else {
     match_comm_batch(comm.meta_section, collection_batch_size(compute_data.meta), config.comm_from);
   }
+  return comm;
+}
 
-  // Write the directory, then evaluate through the same loading and plain-C++ inference the planner uses.
-  nlohmann::json meta = {{"format", kModelFormat},
-                         {"name", fs::path(config.out_dir).filename().string()},
-                         {"feature_schema", kFeatureSchemaVersion},
-                         {"hardware", {{"compute", compute_hardware(compute_data.meta)}, {"comm", comm.hardware}}},
-                         {"compute",
-                          {{"features", kComputeFeatures},
-                           {"shard_layers", kShardWidths},
-                           {"head_layers", kHeadWidths},
-                           {"interaction_range", config.interaction_range},
-                           {"step_cost_ms", compute_spec.step_cost_ms},
-                           {"context", "latency-weighted mean embedding"},
-                           {"feature_mean", compute_spec.features.mean},
-                           {"feature_std", compute_spec.features.std},
-                           {"target",
-                            "log ms of the fastest timed iteration: log(sum of shards' ms x "
-                            "exp(interaction_range x tanh(head)) + step_cost_ms)"},
-                           {"weights", kComputeWeightsFile}}},
-                         {"comm", comm.meta_section},
-                         {"training",
-                          {{"seed", config.seed},
-                           {"threads", config.threads},
-                           {"learning_rate", config.learning_rate},
-                           {"batch_size", config.batch_size},
-                           {"max_epochs", config.epochs},
-                           {"patience", config.patience},
-                           {"loss", "MSE on log latency (compute); L1 on standardised log transfer time (comm)"},
-                           {"compute_epochs", compute_outcome.epochs_run},
-                           {"compute_best_epoch", compute_outcome.best_epoch},
-                           {"command", config.command_line}}},
-                         {"data",
-                          {{"dir", config.data_dir},
-                           {"compute",
-                            {{"provenance", data_provenance(first_source(compute_data.meta))},
-                             {"collected", collected},
-                             {"max_iteration_spread", config.max_iteration_spread},
-                             {"samples", set.latency_ms.size()},
-                             {"train", split.train.size()},
-                             {"validation", split.validation.size()},
-                             {"test", split.test.size()}}},
-                           {"comm", comm.data}}}};
-  if (comm_data) {
-    meta["training"]["comm_epochs"] = comm.outcome.epochs_run;
-    meta["training"]["comm_best_epoch"] = comm.outcome.best_epoch;
+nlohmann::json compute_section(const PretrainConfig& config, const ComputeModelSpec& spec) {
+  return {{"features", kComputeFeatures},
+          {"shard_layers", kShardWidths},
+          {"head_layers", kHeadWidths},
+          {"interaction_range", config.interaction_range},
+          {"step_cost_ms", spec.step_cost_ms},
+          {"context", "latency-weighted mean embedding"},
+          {"feature_mean", spec.features.mean},
+          {"feature_std", spec.features.std},
+          {"target",
+           "log ms of the fastest timed iteration: log(sum of shards' ms x "
+           "exp(interaction_range x tanh(head)) + step_cost_ms)"},
+          {"weights", kComputeWeightsFile}};
+}
+
+nlohmann::json training_section(const PretrainConfig& config, const ComputePart& compute, const CommPart& comm,
+                                bool comm_trained) {
+  nlohmann::json training = {{"seed", config.seed},
+                             {"threads", config.threads},
+                             {"learning_rate", config.learning_rate},
+                             {"batch_size", config.batch_size},
+                             {"max_epochs", config.epochs},
+                             {"patience", config.patience},
+                             {"loss", "MSE on log latency (compute); L1 on standardised log transfer time (comm)"},
+                             {"compute_epochs", compute.outcome.epochs_run},
+                             {"compute_best_epoch", compute.outcome.best_epoch},
+                             {"command", config.command_line}};
+  if (comm_trained) {
+    training["comm_epochs"] = comm.outcome.epochs_run;
+    training["comm_best_epoch"] = comm.outcome.best_epoch;
   } else {
-    meta["training"]["comm_from"] = config.comm_from;
+    training["comm_from"] = config.comm_from;
   }
-  save_model_directory(config.out_dir, meta, compute_net, comm.net);
+  return training;
+}
 
+// meta.json before the test metrics.
+nlohmann::json model_meta(const PretrainConfig& config, const ComputeData& compute_data, const ComputePart& compute,
+                          const CommPart& comm, bool comm_trained) {
+  return {{"format", kModelFormat},
+          {"name", fs::path(config.out_dir).filename().string()},
+          {"feature_schema", kFeatureSchemaVersion},
+          {"hardware", {{"compute", compute_hardware(compute_data.data.meta)}, {"comm", comm.hardware}}},
+          {"compute", compute_section(config, compute.spec)},
+          {"comm", comm.meta_section},
+          {"training", training_section(config, compute, comm, comm_trained)},
+          {"data",
+           {{"dir", config.data_dir},
+            {"compute",
+             {{"provenance", data_provenance(first_source(compute_data.data.meta))},
+              {"collected", compute_data.collected},
+              {"max_iteration_spread", config.max_iteration_spread},
+              {"samples", compute.set.latency_ms.size()},
+              {"train", compute.split.train.size()},
+              {"validation", compute.split.validation.size()},
+              {"test", compute.split.test.size()}}},
+            {"comm", comm.data}}}};
+}
+
+// The test metrics, through the same loading and plain-C++ inference the planner uses.
+nlohmann::json test_metrics(const PretrainConfig& config, const CostData& compute_data, const Split& split,
+                            const CommPart& comm, bool comm_trained) {
   std::unique_ptr<NeuralCostModel> loaded = load_cost_model(config.out_dir);
   std::vector<std::vector<ShardFeatures>> test_sets;
   std::vector<double> test_latency;
@@ -730,17 +850,40 @@ nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
     test_sets.push_back(compute_data.compute[i].shards);
     test_latency.push_back(undisturbed_latency_ms(compute_data.compute[i]));
   }
-  meta["metrics"] = {{"compute", compute_metrics(loaded->predict_compute(test_sets), test_latency).to_json()},
-                     {"comm", comm.test_metrics},
-                     {"comm_holdout", comm.holdout_metrics},
-                     {"comm_structure_alone", comm.structure_metrics}};
-  if (!comm_data) {
-    meta["metrics"]["comm_source"] =
+  nlohmann::json metrics = {{"compute", compute_metrics(loaded->predict_compute(test_sets), test_latency).to_json()},
+                            {"comm", comm.test_metrics},
+                            {"comm_holdout", comm.holdout_metrics},
+                            {"comm_structure_alone", comm.structure_metrics}};
+  if (!comm_trained) {
+    metrics["comm_source"] =
         comm.meta_section.value("structure_only", false)
             ? fmt::format("no model: the hierarchical estimate on profile {}'s links, not measured",
                           profile_name(comm.meta_section))
             : fmt::format("{} (its own test metrics)", config.comm_from);
   }
+  return metrics;
+}
+
+}  // namespace
+
+nlohmann::json pretrain_cost_models(const PretrainConfig& config) {
+  check_pretrain_config(config);
+  auto started = std::chrono::steady_clock::now();
+  at::set_num_threads(config.threads);
+  torch::manual_seed(config.seed);
+  const ComputeData compute_data = load_compute_data(config);
+  const std::optional<CostData> comm_data = load_comm_data(config);
+  spdlog::info("training on {} compute samples and {} from {}", compute_data.data.compute.size(),
+               comm_data ? fmt::format("{} comm samples", comm_data->comm.size())
+                         : fmt::format("the communication model of {}", config.comm_from),
+               config.data_dir);
+  ComputePart compute = train_compute_part(compute_data.data, config);
+  CommPart comm = comm_part(comm_data, compute_data.data, config, compute.spec);
+
+  // Write the directory, then evaluate through the same loading and inference the planner uses.
+  nlohmann::json meta = model_meta(config, compute_data, compute, comm, comm_data.has_value());
+  save_model_directory(config.out_dir, meta, compute.net, comm.net);
+  meta["metrics"] = test_metrics(config, compute_data.data, compute.split, comm, comm_data.has_value());
   meta["training"]["seconds"] =
       std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   write_file_atomically((fs::path(config.out_dir) / "meta.json").string(), meta.dump(2) + "\n");

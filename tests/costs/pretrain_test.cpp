@@ -337,12 +337,14 @@ TEST(Pretrain, ComputeOnlyDataKeepsTheCommModelOfAnother) {
   fs::create_directories(compute_only);
   fs::copy(data / "compute", compute_only / "compute");
 
-  // Without --comm-from, compute-only data cannot make a whole model; the error says what to do.
+  // Without a model to take the comm part from, compute-only data cannot make a whole model; the error names
+  // that setting (the CLI's --comm-from) and says what to do.
   try {
     pretrain_cost_models(quick_config(compute_only, data / "refused", 5));
-    ADD_FAILURE() << "expected an InputError";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("--comm-from"), std::string::npos) << e.what();
+    ADD_FAILURE() << "expected a SettingError";
+  } catch (const SettingError& e) {
+    EXPECT_EQ(e.setting(), "comm model source");
+    EXPECT_NE(e.rule().find("no comm cost data"), std::string::npos) << e.what();
   }
 
   PretrainConfig config = quick_config(compute_only, data / "kept-comm", 5);

@@ -52,11 +52,12 @@ struct CalibrateOutcome {
   int64_t measured_now = 0;   // of which this run measured
   bool interrupted = false;   // Ctrl-C: samples kept, no model written; re-run to resume
   bool comm_untimed = false;  // with interrupted: it stopped while timing the all-to-alls, before any compute set
-  bool out_of_time = false;   // measuring stopped for --minutes before --samples
+  bool out_of_time = false;   // measuring stopped at the time budget (minutes) before all samples
   nlohmann::json meta;        // the written model's meta.json (null when none was written)
 };
 
-// Throws InputError for bad settings, an unreadable base model, or too few samples to fine-tune.
+// Throws SettingError naming a setting out of its range, InputError for an unreadable base model or too few
+// samples to fine-tune.
 // `timer` times the shard sets; without one, the compute benchmark does with config.bench (compute_timer).
 // `comm_timer` times the all-to-alls when config.comm_ranks is set (the CLI spawns the ranks); it is required then.
 CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const CalibrateConfig& config,
