@@ -13,6 +13,7 @@
 #include "shardplan/core/plan_io.hpp"
 #include "shardplan/core/progress.hpp"
 #include "shardplan/core/validate.hpp"
+#include "shardplan/costs/plan_measurement.hpp"
 
 namespace shardplan {
 
@@ -135,12 +136,12 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
       if (plan) valid.push_back(&*plan);
     }
     progress.update(done, fmt::format("measuring task {}", t));
-    std::vector<DeviceComputeMs> measured = measure->measure(valid, set.tasks[t].tables);
+    std::vector<DeviceComputeMs> measured = measure_plan_devices(valid, set.tasks[t].tables, measure->measure_sets);
     for (std::size_t a = 0, v = 0; a < planners.size(); ++a) {
       if (!plans[a]) continue;
       const DeviceComputeMs& devices = measured.at(v++);
       result.algorithms[a].tasks[t].measured_max_compute_ms = measured_max(devices);
-      if (!measure->measure_comm) continue;
+      if (!measure->time_comm) continue;
       if (auto comm = comm_to_measure(*plans[a], devices)) {
         comm_plans.push_back({t, a});
         comms.push_back(std::move(*comm));
@@ -150,7 +151,7 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
   progress.finish();
   if (!comms.empty()) {
     spdlog::info("timing the all-to-alls of {} measured plans", comms.size());
-    std::vector<std::optional<MeasuredComm>> timed = measure->measure_comm(comms);
+    std::vector<std::optional<MeasuredComm>> timed = measure->time_comm(comms, measure->comm_batch_size);
     for (std::size_t i = 0; i < comms.size(); ++i) {
       if (!timed.at(i)) continue;
       const auto [t, a] = comm_plans[i];

@@ -26,28 +26,26 @@ void add_bench_options(CLI::App& app, ComputeBenchConfig& config, const std::str
       ->capture_default_str();
 }
 
+namespace {
+
+// The flag of a benchmark setting (validate_compute_bench's names) under `prefix`; --kernel has none.
+std::string bench_flag(const std::string& setting, const std::string& prefix) {
+  if (setting == "kernel") return "--kernel";
+  if (setting == "timed iterations") return "--" + prefix + "iterations";
+  if (setting == "warm-up iterations") return "--" + prefix + "warmup";
+  if (setting == "batch size") return "--" + prefix + "batch-size";
+  return "--" + prefix + setting;  // threads, device
+}
+
+}  // namespace
+
 void check_bench_options(ComputeBenchConfig& config, const std::string& prefix, bool measuring) {
-  if (config.kernel != ComputeBenchConfig::kEmbeddingBagKernel &&
-      config.kernel != ComputeBenchConfig::kFbgemmTbeKernel) {
-    throw InputError(fmt::format("--kernel: must be {} or {}, got '{}'", ComputeBenchConfig::kEmbeddingBagKernel,
-                                 ComputeBenchConfig::kFbgemmTbeKernel, config.kernel));
+  try {
+    validate_compute_bench(config);
+  } catch (const SettingError& e) {
+    throw InputError(fmt::format("{}: {}", bench_flag(e.setting(), prefix), e.rule()));
   }
   if (measuring && config.kernel == ComputeBenchConfig::kFbgemmTbeKernel) config.tbe_worker = tbe_worker_program();
-  if (config.batch_size < 1 || config.batch_size > (1 << 24)) {
-    throw InputError(fmt::format("--{}batch-size: must be in [1, 16777216], got {}", prefix, config.batch_size));
-  }
-  if (config.timed_iterations < 1 || config.timed_iterations > 10000) {
-    throw InputError(fmt::format("--{}iterations: must be in [1, 10000], got {}", prefix, config.timed_iterations));
-  }
-  if (config.warmup_iterations < 0 || config.warmup_iterations > 10000) {
-    throw InputError(fmt::format("--{}warmup: must be in [0, 10000], got {}", prefix, config.warmup_iterations));
-  }
-  if (config.threads < 1 || config.threads > 1024) {
-    throw InputError(fmt::format("--{}threads: must be in [1, 1024], got {}", prefix, config.threads));
-  }
-  if (config.device != "cpu" && config.device != "cuda") {
-    throw InputError(fmt::format("--{}device: must be cpu or cuda, got '{}'", prefix, config.device));
-  }
 }
 
 void add_measure_options(CLI::App& app, MeasureFlags& flags) {
@@ -99,21 +97,25 @@ void warn_if_measuring_other_hardware(const CostModel& model, const MeasureFlags
 #endif
 }
 
-ShardSetMeasurer shard_set_measurer(const MeasureFlags& flags, uint64_t seed) {
+ShardSetMeasurer shard_set_measurer(const MeasureFlags& flags, uint64_t trace_seed) {
 #if SHARDPLAN_WITH_TORCH
-  constexpr uint64_t kLoopTraceStream = 0x6c6f6f70ull;  // "loop"
   PlanMeasureConfig config;
   config.memory_cap_bytes = flags.memory_cap_bytes;
-  config.seed = derive_seed(seed, kLoopTraceStream);
+  config.seed = trace_seed;
   config.rounds = flags.rounds;
   config.quiet = true;
   return [config, timer = compute_timer(flags.bench)](const std::vector<std::vector<Table>>& sets) {
     return measure_shard_sets(sets, config, timer);
   };
 #else
-  (void)flags, (void)seed;
+  (void)flags, (void)trace_seed;
   return {};
 #endif
+}
+
+uint64_t measure_loop_trace_seed(uint64_t seed) {
+  constexpr uint64_t kLoopTraceStream = 0x6c6f6f70ull;  // "loop"
+  return derive_seed(seed, kLoopTraceStream);
 }
 
 void add_measure_loop_options(CLI::App& app, MeasureLoopConfig& config) {

@@ -34,10 +34,12 @@ void check_measure_options(MeasureFlags& flags, bool measuring);
 // Warns when this machine's measuring device is not the one the model's compute part was measured on:
 // then measured and predicted compute differ by the machines' speed, not only by the model's error.
 void warn_if_measuring_other_hardware(const CostModel& model, const MeasureFlags& flags);
-// How measured-in-the-loop planning times shard sets here: measure_shard_sets with the flags, quietly,
-// with traces of their own (another stream of `seed` than bench's and evaluate's, so that a plan chosen
-// on a lucky measurement is not judged by the same one). Empty in a build without LibTorch.
-ShardSetMeasurer shard_set_measurer(const MeasureFlags& flags, uint64_t seed);
+// How shard sets are measured here: measure_shard_sets with the flags, quietly, their traces seeded by
+// `trace_seed`. Empty in a build without LibTorch.
+ShardSetMeasurer shard_set_measurer(const MeasureFlags& flags, uint64_t trace_seed);
+// The traces of measured-in-the-loop planning: another stream of `seed` than bench's and evaluate's, so
+// that a plan chosen on a lucky measurement is not judged by the same one.
+uint64_t measure_loop_trace_seed(uint64_t seed);
 
 // --measure-loop-candidates, shared by plan and bench.
 void add_measure_loop_options(CLI::App& app, MeasureLoopConfig& config);

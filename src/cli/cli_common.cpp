@@ -156,7 +156,13 @@ std::string flag_of_setting(const std::string& setting) {
                                                            {"validation fraction", "--val-fraction"},
                                                            {"test fraction", "--test-fraction"},
                                                            {"interaction range", "--interaction-range"},
-                                                           {"comm model source", "--comm-from"}};
+                                                           {"comm model source", "--comm-from"},
+                                                           {"memory cap", "--mem-cap"},
+                                                           {"device", "--device"},
+                                                           {"kernel", "--kernel"},
+                                                           {"timed iterations", "--iterations"},
+                                                           {"warm-up iterations", "--warmup"},
+                                                           {"hardware profile", "--hardware"}};
   const auto found = flags.find(setting);
   return found == flags.end() ? setting : found->second;
 }

@@ -105,27 +105,20 @@ its own, so --measure judges its plans on fresh measurements; its planning time 
   config.neuroshard = search;
   if (loop_planner) {
     config.measure_loop = loop;
-    config.measure_sets = shard_set_measurer(measure_flags, seed);
+    config.measure_sets = shard_set_measurer(measure_flags, measure_loop_trace_seed(seed));
   }
   config.torchrec_program = torchrec_program_for(algorithms);
   config.global_batch_size = measure_flags.bench.batch_size;
   spdlog::info("{}: {} tasks on {} GPUs, {} algorithms", tasks_path, set.tasks.size(), set.num_devices,
                algorithms.size());
+  // The bench's own progress covers the measurement. After Ctrl-C, devices not reached come back
+  // unmeasured, and their tasks drop out of the measured means.
   BenchMeasure measure;
   measure.tasks = measure_tasks;
-  measure.measure = [&measure_flags, seed](const std::vector<const Plan*>& plans, const std::vector<Table>& tables) {
-    // The bench's own progress covers the measurement. After Ctrl-C, devices not reached come back
-    // unmeasured, and their tasks drop out of the measured means.
-    std::vector<DeviceComputeMs> devices;
-    for (auto& measured : measure_on_this_machine(measure_flags, plans, tables, seed, /*quiet=*/true)) {
-      devices.push_back(std::move(measured.compute_ms));
-    }
-    return devices;
-  };
+  if (measure_tasks > 0) measure.measure_sets = shard_set_measurer(measure_flags, seed);
   if (comm_flags.enabled) {
-    measure.measure_comm = [&comm_flags, &log_options](const std::vector<CommToMeasure>& plans) {
-      return measure_comm_on_this_host(comm_flags, plans, log_options.quiet);
-    };
+    measure.time_comm = comm_timer_on_this_host(comm_flags, log_options.quiet, "shard-plan bench --measure-comm");
+    measure.comm_batch_size = comm_flags.batch_size;
   }
   BenchResult result = run_bench(set, algorithms, config, log_options.quiet, &measure);
   if (json) {

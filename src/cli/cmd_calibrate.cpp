@@ -4,7 +4,6 @@
 
 #include "bench_flags.hpp"
 #include "cli_common.hpp"
-#include "comm_measure.hpp"
 #include "commands.hpp"
 #include "shardplan/core/bundled_path.hpp"
 #include "shardplan/core/errors.hpp"
@@ -13,6 +12,7 @@
 #include "shardplan/core/units.hpp"
 #include "shardplan/cost_model/model_location.hpp"
 #include "shardplan/torch/calibrate.hpp"
+#include "shardplan/torch/local_comm_timer.hpp"
 
 namespace shardplan::cli {
 
@@ -118,15 +118,11 @@ MODEL_DIR/calibration/comm-plans.json.)");
                            {{"--base", resolve_model_dir(config.base_dir)}, {"--tables", config.pool_path}});
 
   std::vector<Table> pool = load_tables(config.pool_path);
-  const bool quiet = log_options.quiet;
-  CommTimer comm_timer = [quiet](const std::vector<CommToMeasure>& plans, int64_t batch_size) {
-    CommMeasureFlags flags;  // the collector's protocol: bench --measure-comm's
-    flags.enabled = true;
-    flags.batch_size = batch_size;
-    flags.max_ranks = 64;
-    return measure_comm_on_this_host(flags, plans, quiet);
-  };
-  CalibrateOutcome outcome = calibrate_cost_model(pool, config, {}, comm_timer);
+  LocalCommTimerConfig comm_timer;  // the collector's protocol, as bench --measure-comm times it
+  comm_timer.max_ranks = 64;
+  comm_timer.quiet = log_options.quiet;
+  comm_timer.launch_command = "shard-plan calibrate --comm-ranks";
+  CalibrateOutcome outcome = calibrate_cost_model(pool, config, {}, local_comm_timer(comm_timer));
   if (outcome.interrupted) {
     if (outcome.comm_untimed) {
       spdlog::warn(

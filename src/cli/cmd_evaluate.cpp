@@ -85,7 +85,8 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an in
     if (comm_flags.enabled && !comm) {
       spdlog::warn("--measure-comm: not every device's compute was measured, so the collectives are not timed");
     } else if (comm_flags.enabled) {
-      if (auto timed = measure_comm_on_this_host(comm_flags, {*comm}, log_options.quiet).front()) {
+      CommTimer timer = comm_timer_on_this_host(comm_flags, log_options.quiet, "shard-plan evaluate --measure-comm");
+      if (auto timed = timer({*comm}, comm_flags.batch_size).front()) {
         attach_comm_measurements(evaluation, *timed);
       }
     }

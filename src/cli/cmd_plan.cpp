@@ -178,7 +178,7 @@ int run_plan(int argc, char** argv) {
   config.neuroshard = search;
   if (measuring) {
     config.measure_loop = loop;
-    config.measure_sets = shard_set_measurer(measure_flags, seed);
+    config.measure_sets = shard_set_measurer(measure_flags, measure_loop_trace_seed(seed));
     warn_if_measuring_other_hardware(*config.cost_model, measure_flags);
   }
   config.torchrec_program = torchrec_program_for({algorithm});

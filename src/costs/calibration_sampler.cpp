@@ -97,13 +97,8 @@ CalibrationSet draw_calibration_set(const std::vector<Table>& pool, const Calibr
   if (index % 2 == 0) {
     if (auto set = plan_device(pool, sampling, model, index)) return std::move(*set);
   }
-  std::vector<Table> shards =
-      draw_compute_sample(pool, sampling.max_tables, sampling.memory_cap_bytes, sampling.seed, index);
-  if (shards.empty()) {
-    throw InputError(
-        fmt::format("--mem-cap: {} bytes holds no pool table even at width 4; raise it", sampling.memory_cap_bytes));
-  }
-  return CalibrationSet{std::move(shards), "random draw"};
+  return CalibrationSet{draw_compute_sample(pool, sampling.max_tables, sampling.memory_cap_bytes, sampling.seed, index),
+                        "random draw"};
 }
 
 std::optional<CalibrationPlan> draw_calibration_plan(const std::vector<Table>& pool,

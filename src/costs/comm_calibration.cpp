@@ -66,7 +66,7 @@ std::map<int64_t, TimedPlan> read_timed(const CommCalibrationConfig& config) {
   if (doc.value("format", "") != kFormat || doc.value("settings", nlohmann::json()) != config.settings) {
     throw InputError(
         fmt::format("{}: its all-to-alls were timed with other settings ({}) than this run's ({}); "
-                    "calibrate into another --out, or remove it",
+                    "calibrate into another model directory, or remove it",
                     config.data_path, doc.value("settings", nlohmann::json()).dump(), config.settings.dump()));
   }
   for (const auto& j : doc.value("plans", nlohmann::json::array())) {
@@ -147,10 +147,10 @@ CommCalibrationData time_calibration_plans(const std::vector<Table>& pool, const
   }
   data.interrupted = interrupt_requested() || data.timed_now < static_cast<int64_t>(to_time.size());
   if (static_cast<int64_t>(timed.size()) < config.plans && !data.interrupted) {
-    spdlog::warn("--comm-plans {}: only {} of the drawn tasks could be planned on {} devices", config.plans,
-                 timed.size(), config.world_size);
+    spdlog::warn("calibrate: only {} of the drawn tasks could be planned on {} devices ({} all-to-all plans asked for)",
+                 timed.size(), config.world_size, config.plans);
   }
-  // The first --comm-plans plans by index: a re-run asking for fewer fits on fewer.
+  // The first config.plans plans by index: a re-run asking for fewer fits on fewer.
   const uint64_t holdout_seed = derive_seed(config.sampling.seed, kCommHoldoutStream);
   int64_t used = 0;
   for (auto& [index, p] : timed) {
@@ -175,10 +175,10 @@ nlohmann::json CommCalibrationFit::to_json() const {
 CommCalibrationFit fit_comm_calibration(const CostModel& raw, const CommCorrection& base,
                                         const CommCalibrationData& data) {
   if (data.tuning.size() < kMinTuningPlans || data.held_out.empty()) {
-    throw InputError(
-        fmt::format("calibrate: {} timed plans to fit the all-to-all on and {} held out are too few (need "
-                    "{} and 1); raise --comm-plans and re-run to resume",
-                    data.tuning.size(), data.held_out.size(), kMinTuningPlans));
+    throw SettingError("all-to-all plans",
+                       fmt::format("{} timed plans to fit the all-to-all on and {} held out are too few (need {} and "
+                                   "1); raise it and re-run to resume",
+                                   data.tuning.size(), data.held_out.size(), kMinTuningPlans));
   }
   CommCalibrationFit fit;
   fit.before = comm_errors(raw, base, data.held_out);

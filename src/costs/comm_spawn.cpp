@@ -168,7 +168,7 @@ int spawn_local_ranks(const SpawnConfig& config) {
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != parent) ::_exit(1);  // the parent died before prctl took effect
       ::execve(config.executable.c_str(), argv.data(), envs[static_cast<std::size_t>(rank)].data());
-      const char message[] = "shard-plan: error: --spawn: cannot execute this program for a rank\n";
+      const char message[] = "shard-plan: error: cannot execute this program for a rank\n";
       [[maybe_unused]] auto ignored = ::write(STDERR_FILENO, message, sizeof(message) - 1);
       ::_exit(127);
     }

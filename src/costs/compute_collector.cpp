@@ -95,6 +95,10 @@ std::vector<Table> draw_compute_sample(const std::vector<Table>& pool, int max_t
     bytes += shard_bytes;
     shards.push_back(std::move(shard));
   }
+  if (shards.empty()) {
+    throw SettingError("memory cap",
+                       fmt::format("{} bytes holds no pool table even at width 4; raise it", memory_cap_bytes));
+  }
   return shards;
 }
 
@@ -124,10 +128,6 @@ CollectSummary collect_compute_costs(const std::vector<Table>& pool, const Compu
       break;
     }
     std::vector<Table> shards = draw_compute_sample(pool, config.max_tables, config.memory_cap_bytes, config.seed, i);
-    if (shards.empty()) {
-      throw InputError(
-          fmt::format("--mem-cap: {} bytes holds no pool table even at width 4; raise it", config.memory_cap_bytes));
-    }
     ComputeTiming timing = timer(shards, derive_seed(config.seed ^ 0x7472616365ull, static_cast<uint64_t>(i)));
     ComputeSample sample;
     for (const auto& shard : shards) sample.shards.push_back(shard_features(shard, shard.dim));

@@ -70,22 +70,53 @@ bool measure_sets(std::vector<ShardSet>& sets, const PlanMeasureConfig& config, 
   return interrupted;
 }
 
-// The set of `pieces` in canonical order, with its key (the same for any order of the same pieces).
-std::pair<std::string, ShardSet> canonical_set(const std::vector<Table>& pieces, const PlanMeasureConfig& config,
-                                               int64_t cap) {
+// `pieces` in canonical order, with their key (the same for any order of the same pieces).
+std::pair<std::string, std::vector<Table>> canonical_pieces(const std::vector<Table>& pieces) {
   std::vector<std::pair<std::string, std::size_t>> keyed;
   for (std::size_t i = 0; i < pieces.size(); ++i) keyed.emplace_back(shard_piece_key(pieces[i]), i);
   std::sort(keyed.begin(), keyed.end());
   std::string key;
   for (const auto& [piece, index] : keyed) key += piece;
+  std::vector<Table> ordered;
+  for (const auto& [piece, index] : keyed) ordered.push_back(pieces[index]);
+  return {std::move(key), std::move(ordered)};
+}
+
+// The set of `pieces` in canonical order, with its key, its traces' seed and, over the cap, why it is skipped.
+std::pair<std::string, ShardSet> canonical_set(const std::vector<Table>& pieces, const PlanMeasureConfig& config,
+                                               int64_t cap) {
+  auto [key, ordered] = canonical_pieces(pieces);
   ShardSet set;
-  for (const auto& [piece, index] : keyed) set.pieces.push_back(pieces[index]);
+  set.pieces = std::move(ordered);
   set.trace_seed = derive_seed(config.seed, fnv1a_hash(key));
   if (int64_t bytes = measured_weight_bytes(set.pieces); bytes > cap) {
     set.skipped =
         fmt::format("its weights need {}, over the measurement cap of {}", format_bytes(bytes), format_bytes(cap));
   }
   return {std::move(key), std::move(set)};
+}
+
+// The distinct non-empty shard sets of plans' devices in first-seen order (made by `make` from a device's
+// pieces, with their key), and for every plan's device the set it holds (nullopt: an empty device).
+template <typename Set, typename MakeSet>
+std::vector<std::vector<std::optional<std::size_t>>> distinct_device_sets(const std::vector<const Plan*>& plans,
+                                                                          const std::vector<Table>& tables,
+                                                                          std::vector<Set>& sets, MakeSet make) {
+  std::map<std::string, std::size_t> set_of_key;
+  std::vector<std::vector<std::optional<std::size_t>>> device_set(plans.size());
+  for (std::size_t p = 0; p < plans.size(); ++p) {
+    for (auto& device : device_shards(*plans[p], tables)) {
+      if (device.pieces.empty()) {
+        device_set[p].push_back(std::nullopt);
+        continue;
+      }
+      auto [key, set] = make(device.pieces);
+      auto [it, added] = set_of_key.emplace(std::move(key), sets.size());
+      if (added) sets.push_back(std::move(set));
+      device_set[p].push_back(it->second);
+    }
+  }
+  return device_set;
 }
 
 void check_rounds(const PlanMeasureConfig& config) {
@@ -102,23 +133,9 @@ std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans
                                            const PlanMeasureConfig& config, const ComputeTimer& timer) {
   check_rounds(config);
   const int64_t cap = measurement_cap(config);
-
-  // Distinct non-empty shard sets in first-seen order, and for every plan's device the set it holds.
   std::vector<ShardSet> sets;
-  std::map<std::string, std::size_t> set_of_key;
-  std::vector<std::vector<std::optional<std::size_t>>> device_set(plans.size());
-  for (std::size_t p = 0; p < plans.size(); ++p) {
-    for (auto& device : device_shards(*plans[p], tables)) {
-      if (device.pieces.empty()) {
-        device_set[p].push_back(std::nullopt);
-        continue;
-      }
-      auto [key, set] = canonical_set(device.pieces, config, cap);
-      auto [it, added] = set_of_key.emplace(std::move(key), sets.size());
-      if (added) sets.push_back(std::move(set));
-      device_set[p].push_back(it->second);
-    }
-  }
+  const auto device_set = distinct_device_sets(
+      plans, tables, sets, [&](const std::vector<Table>& pieces) { return canonical_set(pieces, config, cap); });
   const bool interrupted = measure_sets(sets, config, timer);
 
   std::vector<PlanMeasurement> results(plans.size());
@@ -135,6 +152,19 @@ std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans
       result.compute_ms.push_back(set.fastest_ms);
       result.skipped.push_back(set.fastest_ms ? "" : set.skipped.empty() ? "interrupted" : set.skipped);
     }
+  }
+  return results;
+}
+
+std::vector<std::vector<std::optional<double>>> measure_plan_devices(const std::vector<const Plan*>& plans,
+                                                                     const std::vector<Table>& tables,
+                                                                     const ShardSetMeasurer& measure) {
+  std::vector<std::vector<Table>> sets;
+  const auto device_set = distinct_device_sets(plans, tables, sets, canonical_pieces);
+  const std::vector<std::optional<double>> measured = measure(sets);
+  std::vector<std::vector<std::optional<double>>> results(plans.size());
+  for (std::size_t p = 0; p < plans.size(); ++p) {
+    for (const auto& s : device_set[p]) results[p].push_back(s ? measured.at(*s) : std::optional<double>(0.0));
   }
   return results;
 }

@@ -60,7 +60,7 @@ class TbeWorker {
  private:
   void start(const ExternalProgram& program) {
     if (process_ && program.command == command_ && program.environment == environment_) return;
-    if (program.command.empty()) throw RuntimeFailure("--kernel fbgemm-tbe: no worker program was given");
+    if (program.command.empty()) throw RuntimeFailure("the fbgemm-tbe kernel: no worker program was given");
     process_.reset();
     process_ = std::make_unique<LineProcess>(program.command, program.environment);
     command_ = program.command;

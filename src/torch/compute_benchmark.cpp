@@ -28,17 +28,15 @@ struct WidthGroup {
   torch::Tensor grad_output;
 };
 
+// The device of a validated config ("cpu" or "cuda"), when this machine has it.
 torch::Device parse_device(const std::string& name) {
-  if (name == "cpu") return torch::kCPU;
-  if (name == "cuda") {
-    if (!torch::cuda::is_available()) {
-      throw InputError(
-          "--device: cuda requested but this LibTorch has no CUDA device (it was built without CUDA "
-          "or no GPU is visible)");
-    }
-    return torch::kCUDA;
+  if (name != "cuda") return torch::kCPU;
+  if (!torch::cuda::is_available()) {
+    throw SettingError("device",
+                       "cuda requested but this LibTorch has no CUDA device (it was built without CUDA or no GPU is "
+                       "visible)");
   }
-  throw InputError(fmt::format("--device: must be cpu or cuda, got '{}'", name));
+  return torch::kCUDA;
 }
 
 void synchronize(const torch::Device& device) {
@@ -108,6 +106,7 @@ void train_step(std::vector<WidthGroup>& groups) {
 
 ComputeTiming measure_compute_step(const std::vector<Table>& shards, const ComputeBenchConfig& config, uint64_t seed) {
   if (shards.empty()) throw InputError("measure_compute_step: no shards");
+  validate_compute_bench(config);
   if (config.kernel == ComputeBenchConfig::kFbgemmTbeKernel) return measure_with_tbe(shards, config, seed);
   torch::Device device = parse_device(config.device);
   at::set_num_threads(config.threads);

@@ -77,10 +77,10 @@ void save_model_directory(const std::string& dir, nlohmann::json& meta, ComputeN
 void plan_comm_on_profile(nlohmann::json& comm_section, nlohmann::json& comm_hardware, const HardwareProfile& profile,
                           int64_t batch, const std::string& from) {
   if (comm_section.value("form", std::string()) != kHierarchicalCommForm) {
-    throw InputError(
-        fmt::format("--hardware {}: the all-to-all of {} has no hierarchical structure to plan on the "
-                    "profile's links; re-train that model, or start from a newer one",
-                    profile.name, from));
+    throw SettingError("hardware profile",
+                       fmt::format("the all-to-all of {} has no hierarchical structure to plan on {}'s links; "
+                                   "re-train that model, or start from a newer one",
+                                   from, profile.name));
   }
   comm_section["fabric"] = fabric_to_json(fabric_of(profile, batch));
   comm_section["structure_only"] = true;
@@ -101,8 +101,8 @@ void match_comm_batch(nlohmann::json& comm_section, int64_t compute_batch, const
   }
   spdlog::warn(
       "the compute was timed at batch {} but {}'s all-to-alls at batch {}: the model will weigh "
-      "communication against compute wrongly; pass --hardware PROFILE to plan the all-to-all on that "
-      "profile's links at batch {}",
+      "communication against compute wrongly; plan the all-to-all on a hardware profile's links at batch {} "
+      "instead",
       compute_batch, from, comm_batch, compute_batch);
 }
 

@@ -189,13 +189,14 @@ TaskSet tiny_task_set(int devices, int first_tables) {
   return set;
 }
 
-// A stand-in for real kernels: a device's "measured" compute is its width sum, so the bench's
+// A stand-in for real kernels: a shard set's "measured" compute is its width sum, so the bench's
 // bookkeeping can be checked exactly.
-std::vector<DeviceComputeMs> width_sums_as_compute(const std::vector<const Plan*>& plans) {
-  std::vector<DeviceComputeMs> out;
-  for (const Plan* plan : plans) {
-    out.emplace_back();
-    for (const auto& usage : device_usage(*plan)) out.back().push_back(static_cast<double>(usage.dim_sum));
+std::vector<std::optional<double>> width_sums_as_compute(const std::vector<std::vector<Table>>& sets) {
+  std::vector<std::optional<double>> out;
+  for (const auto& set : sets) {
+    int64_t width = 0;
+    for (const auto& piece : set) width += piece.dim;
+    out.emplace_back(static_cast<double>(width));
   }
   return out;
 }
@@ -205,13 +206,13 @@ TEST(BenchMeasured, AveragesOnlyTasksEveryAlgorithmMeasured) {
   BenchMeasure measure;
   measure.tasks = 2;
   int calls = 0;
-  measure.measure = [&calls](const std::vector<const Plan*>& plans, const std::vector<Table>&) {
+  measure.measure_sets = [&calls](const std::vector<std::vector<Table>>& sets) {
     ++calls;
-    EXPECT_EQ(plans.size(), 2u);  // a task's plans are measured together
-    return width_sums_as_compute(plans);
+    EXPECT_FALSE(sets.empty());
+    return width_sums_as_compute(sets);
   };
   BenchResult result = run_bench(set, {"dim_greedy", "size_greedy"}, testing::planner_config(), true, &measure);
-  EXPECT_EQ(calls, 2);  // once per measured task
+  EXPECT_EQ(calls, 2);  // once per measured task: its plans' devices are measured together
   EXPECT_EQ(result.measured_tasks, 2);
   int wins = 0;
   for (const auto& s : result.algorithms) {
@@ -232,13 +233,13 @@ TEST(BenchMeasured, StepAddsTheTimedAllToAllsToTheMeasuredCompute) {
   TaskSet set = tiny_task_set(3, 7);
   BenchMeasure measure;
   measure.tasks = 2;
-  measure.measure = [](const std::vector<const Plan*>& plans, const std::vector<Table>&) {
-    return width_sums_as_compute(plans);
-  };
+  measure.measure_sets = width_sums_as_compute;
+  measure.comm_batch_size = 96;
   int calls = 0;
   std::vector<CommToMeasure> seen;
-  measure.measure_comm = [&](const std::vector<CommToMeasure>& plans) {
+  measure.time_comm = [&](const std::vector<CommToMeasure>& plans, int64_t batch_size) {
     ++calls;
+    EXPECT_EQ(batch_size, 96);
     seen = plans;
     std::vector<std::optional<MeasuredComm>> out;
     for (std::size_t i = 0; i < plans.size(); ++i) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "shardplan/core/measured_comm.hpp"
+#include "shardplan/costs/measure.hpp"
 #include "shardplan/dataset/task_set.hpp"
 #include "shardplan/planners/planner.hpp"
 
@@ -55,23 +56,20 @@ struct BenchResult {
 
 // Per-device measured compute of one plan (nullopt: a device that could not be measured).
 using DeviceComputeMs = std::vector<std::optional<double>>;
-// Measures the plans of one task on real kernels, together, so that identical devices share a
-// measurement and every plan sees the machine alike; one result per plan.
-using ComputeMeasurer =
-    std::function<std::vector<DeviceComputeMs>(const std::vector<const Plan*>&, const std::vector<Table>&)>;
 
-// Times the all-to-alls of many plans (of any world sizes), each device starting when its compute would
-// end; one result per plan, nullopt for a plan that could not be timed.
-using CommMeasurer = std::function<std::vector<std::optional<MeasuredComm>>(const std::vector<CommToMeasure>&)>;
-
+// How `bench --measure` measures: a task's plans together, their devices' distinct shard sets in one call of
+// `measure_sets` (the seam a measured-in-the-loop planner gets), so that identical devices share a
+// measurement and every plan sees the machine alike; and, with `time_comm`, every measured plan's
+// all-to-alls after the last task, each device starting when its compute would end.
 struct BenchMeasure {
   int tasks = 0;  // the first this many tasks are measured, for every algorithm
-  ComputeMeasurer measure;
-  CommMeasurer measure_comm;  // empty: the all-to-alls are not timed
+  ShardSetMeasurer measure_sets;
+  CommTimer time_comm;             // empty: the all-to-alls are not timed
+  int64_t comm_batch_size = 2048;  // the global batch they are timed at
 };
 
 // Runs the benchmark; `config.cost_model` scores every plan (and drives neuroshard). With `measure`, the
-// first measure->tasks tasks' plans are also measured, and with measure->measure_comm their all-to-alls are
+// first measure->tasks tasks' plans are also measured, and with measure->time_comm their all-to-alls are
 // timed after the last task, all in one call. Shows progress.
 BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algorithms, const PlannerConfig& config,
                       bool quiet, const BenchMeasure* measure = nullptr);

@@ -32,7 +32,8 @@ struct ComputeCollectConfig {
 nlohmann::json compute_collection_meta(nlohmann::json settings, const ComputeBenchConfig& bench, uint64_t seed,
                                        const std::string& command_line, const std::string& torch_version);
 
-// The shards of sample `index`: pool tables at random widths, within the memory cap.
+// The shards of sample `index`: pool tables at random widths, within the memory cap. Throws
+// SettingError("memory cap") when the cap holds no pool table at all.
 std::vector<Table> draw_compute_sample(const std::vector<Table>& pool, int max_tables, int64_t memory_cap_bytes,
                                        uint64_t seed, int64_t index);
 

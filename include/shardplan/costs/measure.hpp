@@ -1,7 +1,9 @@
 #pragma once
 // What the collectors measure with. They are handed a ComputeTimer, which times one shard set's training
 // step on this machine's device, and a CommTimer, which times the all-to-alls of plans; the torch layer
-// implements them (compute_benchmark.hpp, the c10d collector), and tests hand in stand-ins. No LibTorch here.
+// implements them (compute_benchmark.hpp's compute_timer, local_comm_timer.hpp's), and tests hand in
+// stand-ins. Measuring many shard sets in rounds, as planners and bench do, is search's ShardSetMeasurer
+// (plan_measurement.hpp's measure_shard_sets over a ComputeTimer). No LibTorch here.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -29,6 +31,10 @@ struct ComputeBenchConfig {
   static constexpr const char* kEmbeddingBagKernel = "embedding_bag";
   static constexpr const char* kFbgemmTbeKernel = "fbgemm-tbe";
 };
+
+// Throws SettingError naming the setting ("kernel", "batch size", "timed iterations", "warm-up iterations",
+// "threads", "device") when one is out of its range.
+void validate_compute_bench(const ComputeBenchConfig& config);
 
 struct ComputeTiming {
   double median_ms = 0.0;

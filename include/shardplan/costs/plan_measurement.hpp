@@ -9,6 +9,7 @@
 
 #include "shardplan/core/plan.hpp"
 #include "shardplan/costs/measure.hpp"
+#include "shardplan/search/measure_loop_config.hpp"
 
 namespace shardplan {
 
@@ -47,6 +48,14 @@ std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans
 
 PlanMeasurement measure_plan(const Plan& plan, const std::vector<Table>& tables, const PlanMeasureConfig& config,
                              const ComputeTimer& timer);
+
+// Plans of the same tables measured together through `measure` (a ShardSetMeasurer, as a measured-in-the-loop
+// planner gets; shard_set_measurer in the CLI is measure_shard_sets below): their devices' distinct
+// non-empty shard sets, each once and in canonical order, in one call, so identical devices get identical
+// numbers. Per plan, per device: the set's measurement (an empty device measures 0; nullopt: not measured).
+std::vector<std::vector<std::optional<double>>> measure_plan_devices(const std::vector<const Plan*>& plans,
+                                                                     const std::vector<Table>& tables,
+                                                                     const ShardSetMeasurer& measure);
 
 // Measures shard sets given directly (each a device's pieces, non-empty), with the same rounds, cap and
 // content-seeded traces as measure_plans: the fastest step of each, nullopt when skipped or interrupted.
