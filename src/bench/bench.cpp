@@ -98,6 +98,71 @@ void summarise_measured(BenchResult& result, std::size_t measured_tasks, const M
   }
 }
 
+// The plans of measured tasks whose all-to-alls are timed at the end, in one go (timing them starts a process
+// per rank), and where each one's step goes.
+struct StepsToTime {
+  std::vector<std::pair<std::size_t, std::size_t>> owners;  // (task, algorithm)
+  std::vector<CommToMeasure> comms;
+};
+
+// Measures task t's valid plans together; each gets its measured max compute and, when the all-to-alls are
+// to be timed, joins `steps`.
+void measure_task(BenchResult& result, std::size_t t, const std::vector<std::optional<Plan>>& plans,
+                  const std::vector<Table>& tables, const BenchMeasure& measure, StepsToTime& steps) {
+  std::vector<const Plan*> valid;
+  for (const auto& plan : plans) {
+    if (plan) valid.push_back(&*plan);
+  }
+  std::vector<DeviceComputeMs> measured = measure_plan_devices(valid, tables, measure.measure_sets);
+  for (std::size_t a = 0, v = 0; a < plans.size(); ++a) {
+    if (!plans[a]) continue;
+    const DeviceComputeMs& devices = measured.at(v++);
+    result.algorithms[a].tasks[t].measured_max_compute_ms = measured_max(devices);
+    if (!measure.time_comm) continue;
+    if (auto comm = comm_to_measure(*plans[a], devices)) {
+      steps.owners.push_back({t, a});
+      steps.comms.push_back(std::move(*comm));
+    }
+  }
+}
+
+// Times the all-to-alls of every measured plan: a plan's step is its slowest device's measured compute plus
+// its timed all-to-alls.
+void time_steps(BenchResult& result, const BenchMeasure& measure, const StepsToTime& steps) {
+  if (steps.comms.empty()) return;
+  spdlog::info("timing the all-to-alls of {} measured plans", steps.comms.size());
+  std::vector<std::optional<MeasuredComm>> timed = measure.time_comm(steps.comms, measure.comm_batch_size);
+  for (std::size_t i = 0; i < steps.comms.size(); ++i) {
+    if (!timed.at(i)) continue;
+    const auto [t, a] = steps.owners[i];
+    const std::vector<double> step_ms = measured_step_ms(steps.comms[i].compute_ms, *timed[i]);
+    result.algorithms[a].tasks[t].measured_max_step_ms = *std::max_element(step_ms.begin(), step_ms.end());
+  }
+}
+
+// Each algorithm's mean predicted cost over its valid plans, its planning times, and the wins on cost.
+void summarise_plans(BenchResult& result, std::size_t tasks) {
+  for (auto& summary : result.algorithms) {
+    std::vector<double> seconds;
+    double sum = 0.0;
+    for (const auto& t : summary.tasks) {
+      seconds.push_back(t.plan_seconds);
+      if (t.valid) {
+        sum += t.cost_ms;
+        ++summary.valid;
+      }
+    }
+    summary.mean_cost_ms = summary.valid ? sum / summary.valid : std::numeric_limits<double>::quiet_NaN();
+    summary.median_plan_seconds = median(seconds);
+    summary.max_plan_seconds = seconds.empty() ? 0.0 : *std::max_element(seconds.begin(), seconds.end());
+  }
+  for (std::size_t t = 0; t < tasks; ++t) {
+    count_wins(result.algorithms, &AlgorithmSummary::wins, [t](const AlgorithmSummary& s) {
+      return s.tasks[t].valid ? std::optional<double>(s.tasks[t].cost_ms) : std::nullopt;
+    });
+  }
+}
+
 }  // namespace
 
 BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algorithms, const PlannerConfig& config,
@@ -118,10 +183,7 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
   Progress progress("plans", static_cast<int64_t>(set.tasks.size() * algorithms.size()), 0, quiet);
   int64_t done = 0;
   const std::size_t measured_tasks = measure ? std::min(set.tasks.size(), static_cast<std::size_t>(measure->tasks)) : 0;
-  // Plans whose compute was measured on every device, and their all-to-alls to time at the end (in one go:
-  // timing them starts a process per rank).
-  std::vector<std::pair<std::size_t, std::size_t>> comm_plans;  // (task, algorithm)
-  std::vector<CommToMeasure> comms;
+  StepsToTime steps;
   for (std::size_t t = 0; t < set.tasks.size(); ++t) {
     std::vector<std::optional<Plan>> plans;
     for (std::size_t a = 0; a < planners.size(); ++a) {
@@ -131,54 +193,13 @@ BenchResult run_bench(const TaskSet& set, const std::vector<std::string>& algori
       progress.update(++done, algorithms[a]);
     }
     if (t >= measured_tasks) continue;
-    std::vector<const Plan*> valid;
-    for (const auto& plan : plans) {
-      if (plan) valid.push_back(&*plan);
-    }
     progress.update(done, fmt::format("measuring task {}", t));
-    std::vector<DeviceComputeMs> measured = measure_plan_devices(valid, set.tasks[t].tables, measure->measure_sets);
-    for (std::size_t a = 0, v = 0; a < planners.size(); ++a) {
-      if (!plans[a]) continue;
-      const DeviceComputeMs& devices = measured.at(v++);
-      result.algorithms[a].tasks[t].measured_max_compute_ms = measured_max(devices);
-      if (!measure->time_comm) continue;
-      if (auto comm = comm_to_measure(*plans[a], devices)) {
-        comm_plans.push_back({t, a});
-        comms.push_back(std::move(*comm));
-      }
-    }
+    measure_task(result, t, plans, set.tasks[t].tables, *measure, steps);
   }
   progress.finish();
-  if (!comms.empty()) {
-    spdlog::info("timing the all-to-alls of {} measured plans", comms.size());
-    std::vector<std::optional<MeasuredComm>> timed = measure->time_comm(comms, measure->comm_batch_size);
-    for (std::size_t i = 0; i < comms.size(); ++i) {
-      if (!timed.at(i)) continue;
-      const auto [t, a] = comm_plans[i];
-      const std::vector<double> steps = measured_step_ms(comms[i].compute_ms, *timed[i]);
-      result.algorithms[a].tasks[t].measured_max_step_ms = *std::max_element(steps.begin(), steps.end());
-    }
-  }
+  if (measure) time_steps(result, *measure, steps);
 
-  for (auto& summary : result.algorithms) {
-    std::vector<double> seconds;
-    double sum = 0.0;
-    for (const auto& t : summary.tasks) {
-      seconds.push_back(t.plan_seconds);
-      if (t.valid) {
-        sum += t.cost_ms;
-        ++summary.valid;
-      }
-    }
-    summary.mean_cost_ms = summary.valid ? sum / summary.valid : std::numeric_limits<double>::quiet_NaN();
-    summary.median_plan_seconds = median(seconds);
-    summary.max_plan_seconds = seconds.empty() ? 0.0 : *std::max_element(seconds.begin(), seconds.end());
-  }
-  for (std::size_t t = 0; t < set.tasks.size(); ++t) {
-    count_wins(result.algorithms, &AlgorithmSummary::wins, [t](const AlgorithmSummary& s) {
-      return s.tasks[t].valid ? std::optional<double>(s.tasks[t].cost_ms) : std::nullopt;
-    });
-  }
+  summarise_plans(result, set.tasks.size());
   summarise_measured(
       result, measured_tasks,
       {&TaskOutcome::measured_max_compute_ms, &TaskOutcome::predicted_max_compute_ms, &BenchResult::measured_tasks,

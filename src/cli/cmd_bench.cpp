@@ -18,6 +18,100 @@ namespace shardplan::cli {
 
 namespace {
 
+struct BenchFlags {
+  std::string tasks_path;
+  std::vector<std::string> algorithms = planner_names();
+  std::string model;
+  bool json = false;
+  bool per_task = false;
+  uint64_t seed = 0;
+  NeuroShardConfig search;
+  int measure_tasks = 0;
+  MeasureFlags measure_flags;
+  MeasureLoopConfig loop;
+  CommMeasureFlags comm_flags;
+  std::string hardware;
+  LogOptions log_options;
+
+  bool loop_planner() const {
+    return std::find(algorithms.begin(), algorithms.end(), "neuroshard_measured") != algorithms.end();
+  }
+};
+
+void add_bench_command_options(CLI::App& app, BenchFlags& f) {
+  app.add_option("--tasks", f.tasks_path, "Task set file (gen-tasks writes them; data/tasks/ has the benchmark's)")
+      ->required();
+  app.add_option("--algos", f.algorithms, "Comma-separated planners")
+      ->delimiter(',')
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->capture_default_str();
+  app.add_option("--seed", f.seed, "Seed for randomised planners")->capture_default_str();
+  app.add_flag("--json", f.json, "Print the results as JSON on stdout");
+  app.add_flag("--per-task", f.per_task, "With --json, list every task's cost per algorithm");
+  add_model_option(app, f.model);
+  add_search_options(app, f.search);
+  app.add_option("--measure", f.measure_tasks, "Also measure the plans of the first N tasks on this machine's device")
+      ->capture_default_str();
+  add_measure_options(app, f.measure_flags);
+  app.add_option("--measure-loop", f.loop.budget, "Shard sets neuroshard_measured may measure per task while planning")
+      ->capture_default_str();
+  add_measure_loop_options(app, f.loop);
+  add_comm_measure_options(app, f.comm_flags);
+  add_hardware_option(app, f.hardware);
+  add_log_options(app, f.log_options);
+}
+
+void check_bench_flags(BenchFlags& f) {
+  if (f.measure_tasks < 0) {
+    throw InputError(fmt::format("--measure: must be 0 or more tasks, got {}", f.measure_tasks));
+  }
+  const bool loop_planner = f.loop_planner();
+  check_measure_options(f.measure_flags, f.measure_tasks > 0 || loop_planner);
+  if (loop_planner) validate_measure_loop_config(f.loop);
+  if (!loop_planner && !f.loop.rivals.empty()) {
+    throw InputError("--measure-loop-rivals: only neuroshard_measured has rivals; name it in --algos");
+  }
+  check_comm_measure_options(f.comm_flags, f.measure_tasks > 0);
+  if (f.algorithms.empty()) throw InputError("--algos: names no planner");
+}
+
+// The planners' settings, the model every plan is scored by and, for neuroshard_measured, how it measures.
+PlannerConfig bench_planner_config(BenchFlags& f, const TaskSet& set) {
+  const bool measuring = f.measure_tasks > 0 || f.loop_planner();
+  PlannerConfig config;
+  config.seed = f.seed;
+  f.model = choose_model(f.model, model_use_when_measuring(measuring, f.measure_flags.bench.device), &f.hardware).model;
+  std::optional<HardwareProfile> profile;
+  if (!f.hardware.empty()) profile = load_hardware_profile(f.hardware);
+  config.cost_model = load_model_flag(f.model, set.cluster().devices_per_host, profile ? &*profile : nullptr);
+  if (std::string beyond = comm_extrapolation_warning(config.cost_model->hardware(), set.num_devices);
+      !beyond.empty()) {
+    spdlog::warn("{}", beyond);
+  }
+  if (measuring) warn_if_measuring_other_hardware(*config.cost_model, f.measure_flags);
+  config.neuroshard = f.search;
+  if (f.loop_planner()) {
+    config.measure_loop = f.loop;
+    config.measure_sets = shard_set_measurer(f.measure_flags, measure_loop_trace_seed(f.seed));
+  }
+  config.torchrec_program = torchrec_program_for(f.algorithms);
+  config.global_batch_size = f.measure_flags.bench.batch_size;
+  return config;
+}
+
+// How --measure measures: the bench's own progress covers it. After Ctrl-C, devices not reached come back
+// unmeasured, and their tasks drop out of the measured means.
+BenchMeasure bench_measure(const BenchFlags& f) {
+  BenchMeasure measure;
+  measure.tasks = f.measure_tasks;
+  if (f.measure_tasks > 0) measure.measure_sets = shard_set_measurer(f.measure_flags, f.seed);
+  if (f.comm_flags.enabled) {
+    measure.time_comm = comm_timer_on_this_host(f.comm_flags, f.log_options.quiet, "shard-plan bench --measure-comm");
+    measure.comm_batch_size = f.comm_flags.batch_size;
+  }
+  return measure;
+}
+
 int run_bench_command(int argc, char** argv) {
   CLI::App app{
       "Plans every task of a task set with every algorithm and compares them: mean predicted plan cost "
@@ -43,86 +137,20 @@ compared too. Measure on an idle machine: other work only adds time.
 neuroshard_measured (only when named in --algos) is neuroshard with measured-in-the-loop planning: it
 measures up to --measure-loop shard sets per task on this machine's device while planning, with traces of
 its own, so --measure judges its plans on fresh measurements; its planning time includes them.)");
-  std::string tasks_path;
-  std::vector<std::string> algorithms = planner_names();
-  std::string model;
-  bool json = false;
-  bool per_task = false;
-  uint64_t seed = 0;
-  NeuroShardConfig search;
-  int measure_tasks = 0;
-  MeasureFlags measure_flags;
-  MeasureLoopConfig loop;
-  CommMeasureFlags comm_flags;
-  LogOptions log_options;
-  app.add_option("--tasks", tasks_path, "Task set file (gen-tasks writes them; data/tasks/ has the benchmark's)")
-      ->required();
-  app.add_option("--algos", algorithms, "Comma-separated planners")
-      ->delimiter(',')
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->capture_default_str();
-  app.add_option("--seed", seed, "Seed for randomised planners")->capture_default_str();
-  app.add_flag("--json", json, "Print the results as JSON on stdout");
-  app.add_flag("--per-task", per_task, "With --json, list every task's cost per algorithm");
-  add_model_option(app, model);
-  add_search_options(app, search);
-  app.add_option("--measure", measure_tasks, "Also measure the plans of the first N tasks on this machine's device")
-      ->capture_default_str();
-  add_measure_options(app, measure_flags);
-  app.add_option("--measure-loop", loop.budget, "Shard sets neuroshard_measured may measure per task while planning")
-      ->capture_default_str();
-  add_measure_loop_options(app, loop);
-  add_comm_measure_options(app, comm_flags);
-  std::string hardware;
-  add_hardware_option(app, hardware);
-  add_log_options(app, log_options);
+  BenchFlags f;
+  add_bench_command_options(app, f);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
-  apply_log_options(log_options);
-  if (measure_tasks < 0) throw InputError(fmt::format("--measure: must be 0 or more tasks, got {}", measure_tasks));
-  const bool loop_planner = std::find(algorithms.begin(), algorithms.end(), "neuroshard_measured") != algorithms.end();
-  check_measure_options(measure_flags, measure_tasks > 0 || loop_planner);
-  if (loop_planner) validate_measure_loop_config(loop);
-  if (!loop_planner && !loop.rivals.empty()) {
-    throw InputError("--measure-loop-rivals: only neuroshard_measured has rivals; name it in --algos");
-  }
-  check_comm_measure_options(comm_flags, measure_tasks > 0);
+  apply_log_options(f.log_options);
+  check_bench_flags(f);
 
-  if (algorithms.empty()) throw InputError("--algos: names no planner");
-  TaskSet set = load_task_set(tasks_path);
-  PlannerConfig config;
-  config.seed = seed;
-  model = choose_model(model, model_use_when_measuring(measure_tasks > 0 || loop_planner, measure_flags.bench.device),
-                       &hardware)
-              .model;
-  std::optional<HardwareProfile> profile;
-  if (!hardware.empty()) profile = load_hardware_profile(hardware);
-  config.cost_model = load_model_flag(model, set.cluster().devices_per_host, profile ? &*profile : nullptr);
-  if (std::string beyond = comm_extrapolation_warning(config.cost_model->hardware(), set.num_devices);
-      !beyond.empty()) {
-    spdlog::warn("{}", beyond);
-  }
-  if (measure_tasks > 0 || loop_planner) warn_if_measuring_other_hardware(*config.cost_model, measure_flags);
-  config.neuroshard = search;
-  if (loop_planner) {
-    config.measure_loop = loop;
-    config.measure_sets = shard_set_measurer(measure_flags, measure_loop_trace_seed(seed));
-  }
-  config.torchrec_program = torchrec_program_for(algorithms);
-  config.global_batch_size = measure_flags.bench.batch_size;
-  spdlog::info("{}: {} tasks on {} GPUs, {} algorithms", tasks_path, set.tasks.size(), set.num_devices,
-               algorithms.size());
-  // The bench's own progress covers the measurement. After Ctrl-C, devices not reached come back
-  // unmeasured, and their tasks drop out of the measured means.
-  BenchMeasure measure;
-  measure.tasks = measure_tasks;
-  if (measure_tasks > 0) measure.measure_sets = shard_set_measurer(measure_flags, seed);
-  if (comm_flags.enabled) {
-    measure.time_comm = comm_timer_on_this_host(comm_flags, log_options.quiet, "shard-plan bench --measure-comm");
-    measure.comm_batch_size = comm_flags.batch_size;
-  }
-  BenchResult result = run_bench(set, algorithms, config, log_options.quiet, &measure);
-  if (json) {
-    std::cout << bench_to_json(result, per_task).dump(2) << "\n";
+  TaskSet set = load_task_set(f.tasks_path);
+  PlannerConfig config = bench_planner_config(f, set);
+  spdlog::info("{}: {} tasks on {} GPUs, {} algorithms", f.tasks_path, set.tasks.size(), set.num_devices,
+               f.algorithms.size());
+  BenchMeasure measure = bench_measure(f);
+  BenchResult result = run_bench(set, f.algorithms, config, f.log_options.quiet, &measure);
+  if (f.json) {
+    std::cout << bench_to_json(result, f.per_task).dump(2) << "\n";
   } else {
     std::cout << format_bench(result);
   }

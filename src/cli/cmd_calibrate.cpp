@@ -37,6 +37,91 @@ std::string default_base(const ComputeBenchConfig& bench) {
   return dir;
 }
 
+void add_calibrate_options(CLI::App& app, CalibrateConfig& c, std::string& mem_cap) {
+  app.add_option("--out", c.out_dir, "Model directory to write (created, or resumed when it holds a calibration)")
+      ->required();
+  app.add_option("--base", c.base_dir,
+                 "Model to start from; default: the bundled model of the device and kernel (h100 on cuda, "
+                 "cpu-fbgemm with --kernel fbgemm-tbe, else cpu-2core)")
+      ->type_name("DIR");
+  app.add_option("--hardware", c.hardware,
+                 "Plan the all-to-all on this profile's links at --batch-size, by the structure alone (a GPU's "
+                 "calibration: the base's all-to-alls were timed elsewhere); default: keep the base's")
+      ->type_name("NAME|FILE");
+  app.add_option("--comm-ranks", c.comm_ranks,
+                 "Also time the all-to-alls of plan-like layouts on this many Gloo ranks of this host, and correct "
+                 "the base's comm model to them; 0: keep it as it is")
+      ->capture_default_str();
+  app.add_option("--comm-plans", c.comm_plans, "With --comm-ranks, the plans whose all-to-alls are timed")
+      ->capture_default_str();
+  app.add_option("--tables", c.pool_path, "Table pool the sets are drawn from; default: the bundled data/pool.json");
+  app.add_option("--samples", c.samples, "Shard sets to measure")->capture_default_str();
+  app.add_option("--minutes", c.minutes, "Time for the whole run, measuring and fine-tuning")->capture_default_str();
+  app.add_option("--mem-cap", mem_cap, "A device's memory share: no measured set's weights exceed it")
+      ->capture_default_str();
+  app.add_option("--max-tables", c.sampling.max_tables, "Tables per random draw")->capture_default_str();
+  app.add_option("--seed", c.sampling.seed, "Seed; set i depends only on (seed, i) and the base model")
+      ->capture_default_str();
+  app.add_option("--holdout-fraction", c.holdout_fraction, "Share of the sets kept out of fine-tuning to measure it")
+      ->capture_default_str();
+  add_bench_options(app, c.bench);
+  const char* tuning = "Fine-tuning";
+  app.add_option("--epochs", c.epochs, "Most fine-tuning epochs")->capture_default_str()->group(tuning);
+  app.add_option("--patience", c.patience, "Stop after this many epochs without a better validation loss")
+      ->capture_default_str()
+      ->group(tuning);
+  app.add_option("--lr", c.learning_rate, "Adam learning rate")->capture_default_str()->group(tuning);
+  app.add_option("--train-batch-size", c.batch_size, "Sets per step")->capture_default_str()->group(tuning);
+  app.add_option("--train-threads", c.threads, "CPU threads for fine-tuning")->capture_default_str()->group(tuning);
+}
+
+// The defaults the bundled files give, and what the flags alone decide, before minutes of measuring.
+void check_calibrate_flags(CalibrateConfig& config, const std::string& mem_cap, int argc, char** argv) {
+  check_bench_options(config.bench);
+  config.sampling.memory_cap_bytes = parse_byte_size(mem_cap, "--mem-cap");
+  if (config.base_dir.empty()) config.base_dir = default_base(config.bench);
+  if (config.pool_path.empty()) config.pool_path = bundled_or_error("data/pool.json", "--tables");
+  config.command_line = command_line("shard-plan", argc, argv);
+  check_output_directories({{"--out", config.out_dir}},
+                           {{"--base", resolve_model_dir(config.base_dir)}, {"--tables", config.pool_path}});
+}
+
+void warn_interrupted(const CalibrateConfig& config, const CalibrateOutcome& outcome) {
+  if (outcome.comm_untimed) {
+    spdlog::warn(
+        "{}: stopped while timing the all-to-alls (interrupted, or some plans left untimed); the timed "
+        "plans are kept: re-run the same command to resume",
+        config.out_dir);
+  } else {
+    spdlog::warn("{}: stopped after {} measured sets (interrupted); re-run the same command to resume", config.out_dir,
+                 outcome.samples);
+  }
+}
+
+// The errors before and after, to stdout.
+void print_calibration(const CalibrateConfig& config, const CalibrateOutcome& outcome) {
+  const auto& c = outcome.meta["calibration"];
+  fmt::print("calibrated {} from {} on {} ({} sets measured, {} this run)\n", config.out_dir, config.base_dir,
+             outcome.meta["hardware"]["compute"]["device_model"].get<std::string>(), outcome.samples,
+             outcome.measured_now);
+  fmt::print("compute error on {} held-out sets:\n", c["held_out_samples"].get<int64_t>());
+  print_metrics_line("base model", c["before"]);
+  print_metrics_line(fmt::format("scaled x{:.3f}", c["scale"].get<double>()), c["after_scale_only"]);
+  print_metrics_line("fine-tuned", c["after"]);
+  fmt::print("communication: {}\n", c["comm"].get<std::string>());
+  const auto fit = c.find("comm_fit");
+  if (fit == c.end()) return;
+  const auto& before = (*fit)["before"];
+  const auto& after = (*fit)["after"];
+  fmt::print("all-to-all error per device on {} held-out plans (forward, backward, both):\n",
+             (*fit)["held_out_plans"].get<int64_t>());
+  fmt::print("  {:<12} {:6.1f}% {:6.1f}% {:6.1f}%\n", "base model", before["fw_mape_percent"].get<double>(),
+             before["bw_mape_percent"].get<double>(), before["total_mape_percent"].get<double>());
+  fmt::print("  {:<12} {:6.1f}% {:6.1f}% {:6.1f}%{}\n", "corrected", after["fw_mape_percent"].get<double>(),
+             after["bw_mape_percent"].get<double>(), after["total_mape_percent"].get<double>(),
+             (*fit)["kept_base"].get<bool>() ? " (not kept)" : "");
+}
+
 int run_calibrate(int argc, char** argv) {
   CLI::App app{
       "Adapts a cost model to this machine: measures plan-like shard sets on this device (devices of "
@@ -64,58 +149,12 @@ MODEL_DIR/calibration/comm-plans.json.)");
   config.bench.timed_iterations = 5;
   std::string mem_cap = "4GiB";
   LogOptions log_options;
-  app.add_option("--out", config.out_dir, "Model directory to write (created, or resumed when it holds a calibration)")
-      ->required();
-  app.add_option("--base", config.base_dir,
-                 "Model to start from; default: the bundled model of the device and kernel (h100 on cuda, "
-                 "cpu-fbgemm with --kernel fbgemm-tbe, else cpu-2core)")
-      ->type_name("DIR");
-  app.add_option("--hardware", config.hardware,
-                 "Plan the all-to-all on this profile's links at --batch-size, by the structure alone (a GPU's "
-                 "calibration: the base's all-to-alls were timed elsewhere); default: keep the base's")
-      ->type_name("NAME|FILE");
-  app.add_option("--comm-ranks", config.comm_ranks,
-                 "Also time the all-to-alls of plan-like layouts on this many Gloo ranks of this host, and correct "
-                 "the base's comm model to them; 0: keep it as it is")
-      ->capture_default_str();
-  app.add_option("--comm-plans", config.comm_plans, "With --comm-ranks, the plans whose all-to-alls are timed")
-      ->capture_default_str();
-  app.add_option("--tables", config.pool_path,
-                 "Table pool the sets are drawn from; default: the bundled data/pool.json");
-  app.add_option("--samples", config.samples, "Shard sets to measure")->capture_default_str();
-  app.add_option("--minutes", config.minutes, "Time for the whole run, measuring and fine-tuning")
-      ->capture_default_str();
-  app.add_option("--mem-cap", mem_cap, "A device's memory share: no measured set's weights exceed it")
-      ->capture_default_str();
-  app.add_option("--max-tables", config.sampling.max_tables, "Tables per random draw")->capture_default_str();
-  app.add_option("--seed", config.sampling.seed, "Seed; set i depends only on (seed, i) and the base model")
-      ->capture_default_str();
-  app.add_option("--holdout-fraction", config.holdout_fraction,
-                 "Share of the sets kept out of fine-tuning to measure it")
-      ->capture_default_str();
-  add_bench_options(app, config.bench);
-  const char* tuning = "Fine-tuning";
-  app.add_option("--epochs", config.epochs, "Most fine-tuning epochs")->capture_default_str()->group(tuning);
-  app.add_option("--patience", config.patience, "Stop after this many epochs without a better validation loss")
-      ->capture_default_str()
-      ->group(tuning);
-  app.add_option("--lr", config.learning_rate, "Adam learning rate")->capture_default_str()->group(tuning);
-  app.add_option("--train-batch-size", config.batch_size, "Sets per step")->capture_default_str()->group(tuning);
-  app.add_option("--train-threads", config.threads, "CPU threads for fine-tuning")
-      ->capture_default_str()
-      ->group(tuning);
+  add_calibrate_options(app, config, mem_cap);
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
   config.quiet = log_options.quiet;
-
-  check_bench_options(config.bench);
-  config.sampling.memory_cap_bytes = parse_byte_size(mem_cap, "--mem-cap");
-  if (config.base_dir.empty()) config.base_dir = default_base(config.bench);
-  if (config.pool_path.empty()) config.pool_path = bundled_or_error("data/pool.json", "--tables");
-  config.command_line = command_line("shard-plan", argc, argv);
-  check_output_directories({{"--out", config.out_dir}},
-                           {{"--base", resolve_model_dir(config.base_dir)}, {"--tables", config.pool_path}});
+  check_calibrate_flags(config, mem_cap, argc, argv);
 
   std::vector<Table> pool = load_tables(config.pool_path);
   LocalCommTimerConfig comm_timer;  // the collector's protocol, as bench --measure-comm times it
@@ -124,38 +163,10 @@ MODEL_DIR/calibration/comm-plans.json.)");
   comm_timer.launch_command = "shard-plan calibrate --comm-ranks";
   CalibrateOutcome outcome = calibrate_cost_model(pool, config, {}, local_comm_timer(comm_timer));
   if (outcome.interrupted) {
-    if (outcome.comm_untimed) {
-      spdlog::warn(
-          "{}: stopped while timing the all-to-alls (interrupted, or some plans left untimed); the timed "
-          "plans are kept: re-run the same command to resume",
-          config.out_dir);
-    } else {
-      spdlog::warn("{}: stopped after {} measured sets (interrupted); re-run the same command to resume",
-                   config.out_dir, outcome.samples);
-    }
+    warn_interrupted(config, outcome);
     return static_cast<int>(ExitCode::kRuntimeFailure);
   }
-  if (log_options.quiet) return 0;
-  const auto& c = outcome.meta["calibration"];
-  fmt::print("calibrated {} from {} on {} ({} sets measured, {} this run)\n", config.out_dir, config.base_dir,
-             outcome.meta["hardware"]["compute"]["device_model"].get<std::string>(), outcome.samples,
-             outcome.measured_now);
-  fmt::print("compute error on {} held-out sets:\n", c["held_out_samples"].get<int64_t>());
-  print_metrics_line("base model", c["before"]);
-  print_metrics_line(fmt::format("scaled x{:.3f}", c["scale"].get<double>()), c["after_scale_only"]);
-  print_metrics_line("fine-tuned", c["after"]);
-  fmt::print("communication: {}\n", c["comm"].get<std::string>());
-  if (const auto fit = c.find("comm_fit"); fit != c.end()) {
-    const auto& before = (*fit)["before"];
-    const auto& after = (*fit)["after"];
-    fmt::print("all-to-all error per device on {} held-out plans (forward, backward, both):\n",
-               (*fit)["held_out_plans"].get<int64_t>());
-    fmt::print("  {:<12} {:6.1f}% {:6.1f}% {:6.1f}%\n", "base model", before["fw_mape_percent"].get<double>(),
-               before["bw_mape_percent"].get<double>(), before["total_mape_percent"].get<double>());
-    fmt::print("  {:<12} {:6.1f}% {:6.1f}% {:6.1f}%{}\n", "corrected", after["fw_mape_percent"].get<double>(),
-               after["bw_mape_percent"].get<double>(), after["total_mape_percent"].get<double>(),
-               (*fit)["kept_base"].get<bool>() ? " (not kept)" : "");
-  }
+  if (!log_options.quiet) print_calibration(config, outcome);
   return 0;
 }
 

@@ -18,6 +18,26 @@ namespace shardplan::cli {
 
 namespace {
 
+// Each device's shard set timed here, next to its prediction; with --measure-comm, the plan's collectives too.
+void measure_evaluated_plan(PlanEvaluation& evaluation, const Plan& plan, const std::vector<Table>& tables,
+                            const MeasureFlags& measure_flags, const CommMeasureFlags& comm_flags, uint64_t seed,
+                            bool quiet) {
+  const ComputeBenchConfig& bench = measure_flags.bench;
+  spdlog::info("measuring {} devices on {} (batch {}, {} timed steps, {} rounds)", plan.cluster.num_devices,
+               bench.device, bench.batch_size, bench.timed_iterations, measure_flags.rounds);
+  PlanMeasurement measured = measure_on_this_machine(measure_flags, {&plan}, tables, seed, quiet).front();
+  attach_measurements(evaluation, measured.compute_ms, measured.skipped);
+  if (measured.interrupted) spdlog::warn("interrupted: the devices not reached are reported as not measured");
+  if (!comm_flags.enabled) return;
+  const std::optional<CommToMeasure> comm = comm_to_measure(plan, measured.compute_ms);
+  if (!comm) {
+    spdlog::warn("--measure-comm: not every device's compute was measured, so the collectives are not timed");
+    return;
+  }
+  CommTimer timer = comm_timer_on_this_host(comm_flags, quiet, "shard-plan evaluate --measure-comm");
+  if (auto timed = timer({*comm}, comm_flags.batch_size).front()) attach_comm_measurements(evaluation, *timed);
+}
+
 int run_evaluate(int argc, char** argv) {
   CLI::App app{
       "Scores a plan (written by shard-plan or any tool, in the shard-plan/1 format) with a cost model: "
@@ -72,24 +92,9 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an in
   if (!profile_name.empty()) profile = load_hardware_profile(profile_name);
   auto cost_model = load_model_flag(model, plan.cluster.devices_per_host, profile ? &*profile : nullptr);
   PlanEvaluation evaluation = evaluate_plan(plan, tables, *cost_model);
-  if (measure) warn_if_measuring_other_hardware(*cost_model, measure_flags);
-
   if (measure) {
-    const ComputeBenchConfig& bench = measure_flags.bench;
-    spdlog::info("measuring {} devices on {} (batch {}, {} timed steps, {} rounds)", plan.cluster.num_devices,
-                 bench.device, bench.batch_size, bench.timed_iterations, measure_flags.rounds);
-    PlanMeasurement measured = measure_on_this_machine(measure_flags, {&plan}, tables, seed, log_options.quiet).front();
-    attach_measurements(evaluation, measured.compute_ms, measured.skipped);
-    if (measured.interrupted) spdlog::warn("interrupted: the devices not reached are reported as not measured");
-    const std::optional<CommToMeasure> comm = comm_to_measure(plan, measured.compute_ms);
-    if (comm_flags.enabled && !comm) {
-      spdlog::warn("--measure-comm: not every device's compute was measured, so the collectives are not timed");
-    } else if (comm_flags.enabled) {
-      CommTimer timer = comm_timer_on_this_host(comm_flags, log_options.quiet, "shard-plan evaluate --measure-comm");
-      if (auto timed = timer({*comm}, comm_flags.batch_size).front()) {
-        attach_comm_measurements(evaluation, *timed);
-      }
-    }
+    warn_if_measuring_other_hardware(*cost_model, measure_flags);
+    measure_evaluated_plan(evaluation, plan, tables, measure_flags, comm_flags, seed, log_options.quiet);
   }
 
   if (json) {

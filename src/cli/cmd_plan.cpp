@@ -84,14 +84,7 @@ PlanAnalysis analyse_plan(const Plan& plan, const std::vector<Table>& tables, co
   return analysis;
 }
 
-}  // namespace
-
-int run_plan(int argc, char** argv) {
-  CLI::App app{"Plans how a DLRM's embedding tables are sharded across GPUs and writes the plan as JSON.",
-               "shard-plan"};
-  configure_app(app);
-  app.set_version_flag("--version", kVersion);
-  app.footer(footer());
+struct PlanFlags {
   std::string tables_path;
   std::string output = "plan.json";
   std::string algorithm = kDefaultAlgorithm;
@@ -106,116 +99,159 @@ int run_plan(int argc, char** argv) {
   MeasureFlags measure_flags;
   ClusterFlags cluster_flags;
   LogOptions log_options;
-  app.add_option("--tables", tables_path, "Tables file: a JSON array of tables or {\"tables\": [...]}")->required();
-  add_cluster_options(app, cluster_flags, /*gpus_required=*/true);
-  app.add_option("--algo", algorithm,
+};
+
+void add_plan_options(CLI::App& app, PlanFlags& f) {
+  app.add_option("--tables", f.tables_path, "Tables file: a JSON array of tables or {\"tables\": [...]}")->required();
+  add_cluster_options(app, f.cluster_flags, /*gpus_required=*/true);
+  app.add_option("--algo", f.algorithm,
                  fmt::format("Planner: {}; {} (what --measure-loop runs)", fmt::join(planner_names(), ", "),
                              fmt::join(measuring_planner_names(), ", ")))
       ->capture_default_str();
-  app.add_option("--seed", seed, "Seed for randomised planners; same input and seed give the same plan")
+  app.add_option("--seed", f.seed, "Seed for randomised planners; same input and seed give the same plan")
       ->capture_default_str();
-  app.add_option("-o,--output", output, "Plan file to write ('-': JSON to stdout, report to stderr)")
+  app.add_option("-o,--output", f.output, "Plan file to write ('-': JSON to stdout, report to stderr)")
       ->capture_default_str();
-  add_model_option(app, model);
-  add_search_options(app, search);
+  add_model_option(app, f.model);
+  add_search_options(app, f.search);
   const char* loop_group = "Measured-in-the-loop planning";
-  app.add_option("--measure-loop", measure_loop,
+  app.add_option("--measure-loop", f.measure_loop,
                  "Measure up to N shard sets on this machine's device while searching: the sets that bound the best "
                  "plans correct the model for the rest of the search, and the final choice among the search's best "
                  "plans is made on measured compute (neuroshard only; plans then depend on the measurements)")
       ->capture_default_str()
       ->group(loop_group);
-  add_measure_loop_options(app, loop);
-  add_measure_options(app, measure_flags);
-  app.add_flag("--full-report", full_report, "List every device in the report, however many");
-  app.add_option("--report", chart_path,
+  add_measure_loop_options(app, f.loop);
+  add_measure_options(app, f.measure_flags);
+  app.add_flag("--full-report", f.full_report, "List every device in the report, however many");
+  app.add_option("--report", f.chart_path,
                  "Also draw the plan as an SVG chart: per-device predicted cost and memory against capacity")
       ->type_name("FILE.svg");
-  app.add_flag("--no-compare", no_compare,
+  app.add_flag("--no-compare", f.no_compare,
                fmt::format("Do not plan with the baselines ({}) to compare with a neuroshard plan",
                            fmt::join(baseline_planner_names(), ", ")));
-  add_log_options(app, log_options);
-  if (auto code = parse_or_exit(app, argc, argv)) return *code;
-  // --time-limit bounds the whole run: starting the process and reading the tables and model count.
-  search.time_limit_start = process_start_time();
-  apply_log_options(log_options);
-  const bool loop_measures = measure_loop > 0 || algorithm == kMeasuredAlgorithm;
-  const ModelChoice model_choice =
-      choose_model(model, model_use_when_measuring(loop_measures, measure_flags.bench.device), &cluster_flags.hardware);
-  model = model_choice.model;
-  if (!chart_path.empty()) check_chart_path(chart_path);
-  check_plan_outputs(output, chart_path, tables_path, model, cluster_flags.hardware);
-  const bool plan_on_stdout = resolve_output(output).kind == OutputTarget::Kind::kStandardOutput;
-  if (measure_loop < 0)
-    throw InputError(fmt::format("--measure-loop: must be 0 (off) or more shard sets, got {}", measure_loop));
-  if (measure_loop > 0) {
-    if (algorithm != kDefaultAlgorithm && algorithm != kMeasuredAlgorithm) {
-      throw InputError(
-          fmt::format("--measure-loop: only the neuroshard search measures while planning, not --algo {}", algorithm));
+  add_log_options(app, f.log_options);
+}
+
+// --measure-loop N makes the planner neuroshard_measured; returns whether it measures.
+bool check_measure_loop_flags(PlanFlags& f) {
+  if (f.measure_loop < 0)
+    throw InputError(fmt::format("--measure-loop: must be 0 (off) or more shard sets, got {}", f.measure_loop));
+  if (f.measure_loop > 0) {
+    if (f.algorithm != kDefaultAlgorithm && f.algorithm != kMeasuredAlgorithm) {
+      throw InputError(fmt::format("--measure-loop: only the neuroshard search measures while planning, not --algo {}",
+                                   f.algorithm));
     }
-    algorithm = kMeasuredAlgorithm;
-    loop.budget = measure_loop;
+    f.algorithm = kMeasuredAlgorithm;
+    f.loop.budget = f.measure_loop;
   }
-  const bool measuring = algorithm == kMeasuredAlgorithm;
-  if (!measuring && !loop.rivals.empty()) {
+  const bool measuring = f.algorithm == kMeasuredAlgorithm;
+  if (!measuring && !f.loop.rivals.empty()) {
     throw InputError("--measure-loop-rivals: only measured-in-the-loop planning has rivals; add --measure-loop N");
   }
-  check_measure_options(measure_flags, measuring);
-  if (measuring) validate_measure_loop_config(loop);
+  check_measure_options(f.measure_flags, measuring);
+  if (measuring) validate_measure_loop_config(f.loop);
+  return measuring;
+}
 
-  std::optional<HardwareProfile> hardware;
-  Cluster cluster = cluster_from_flags(cluster_flags, &hardware);
-  std::vector<Table> tables = load_tables(tables_path);
-  spdlog::info("read {} tables from {}", tables.size(), tables_path);
+// Everything the flags alone decide, before any file is read: the model, the outputs, the loop.
+ModelChoice check_plan_flags(PlanFlags& f) {
+  const bool loop_measures = f.measure_loop > 0 || f.algorithm == kMeasuredAlgorithm;
+  const ModelChoice model_choice = choose_model(
+      f.model, model_use_when_measuring(loop_measures, f.measure_flags.bench.device), &f.cluster_flags.hardware);
+  f.model = model_choice.model;
+  if (!f.chart_path.empty()) check_chart_path(f.chart_path);
+  check_plan_outputs(f.output, f.chart_path, f.tables_path, f.model, f.cluster_flags.hardware);
+  check_measure_loop_flags(f);
+  return model_choice;
+}
+
+PlannerConfig planner_config(PlanFlags& f, const Cluster& cluster, const std::optional<HardwareProfile>& hardware) {
   PlannerConfig config;
-  config.seed = seed;
-  config.cost_model = load_model_flag(model, cluster.devices_per_host, hardware ? &*hardware : nullptr);
+  config.seed = f.seed;
+  config.cost_model = load_model_flag(f.model, cluster.devices_per_host, hardware ? &*hardware : nullptr);
   if (std::string beyond = comm_extrapolation_warning(config.cost_model->hardware(), cluster.num_devices);
       !beyond.empty()) {
     spdlog::warn("{}", beyond);
   }
-  search.show_progress = !log_options.quiet;
-  config.neuroshard = search;
-  if (measuring) {
-    config.measure_loop = loop;
-    config.measure_sets = shard_set_measurer(measure_flags, measure_loop_trace_seed(seed));
-    warn_if_measuring_other_hardware(*config.cost_model, measure_flags);
+  f.search.show_progress = !f.log_options.quiet;
+  config.neuroshard = f.search;
+  if (f.algorithm == kMeasuredAlgorithm) {
+    config.measure_loop = f.loop;
+    config.measure_sets = shard_set_measurer(f.measure_flags, measure_loop_trace_seed(f.seed));
+    warn_if_measuring_other_hardware(*config.cost_model, f.measure_flags);
   }
-  config.torchrec_program = torchrec_program_for({algorithm});
-  config.global_batch_size = measure_flags.bench.batch_size;
-  auto planner = make_planner(algorithm, config);
+  config.torchrec_program = torchrec_program_for({f.algorithm});
+  config.global_batch_size = f.measure_flags.bench.batch_size;
+  return config;
+}
 
+// The planner's plan, checked against the tables' constraints and scored by the model every planner's plan
+// is scored by, so reports compare like with like.
+Plan make_plan(const std::string& algorithm, const std::vector<Table>& tables, const Cluster& cluster,
+               const PlannerConfig& config) {
+  auto planner = make_planner(algorithm, config);
   auto start = std::chrono::steady_clock::now();
   Plan plan = planner->plan(tables, cluster);
   // Every planner honours the tables' constraints; a plan that does not is a bug, never a plan to write.
   if (std::string broken = constraint_violation(plan, tables); !broken.empty()) {
     throw RuntimeFailure(fmt::format("{}: its plan breaks the tables file's constraints: {}", algorithm, broken));
   }
-  plan.seed = seed;
+  plan.seed = config.seed;
   plan.planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // Every planner's plan is scored by the same model, so reports compare like with like.
   plan.device_costs = score_plan(plan, tables, *config.cost_model);
   plan.cost_model = config.cost_model->name();
   plan.cost_model_hardware = config.cost_model->hardware();
+  return plan;
+}
 
-  PlanAnalysis analysis;
-  if (!log_options.quiet || !chart_path.empty()) {
-    // The baselines get what is left of the time limit.
-    config.deadline = Deadline::after(search.time_limit_seconds, *search.time_limit_start);
-    const bool compare = (algorithm == kDefaultAlgorithm || algorithm == kMeasuredAlgorithm) && !no_compare;
-    analysis = analyse_plan(plan, tables, cluster, config, compare);
-  }
-  // Both files are ready before either is written: a run that fails leaves neither, and an old plan whole.
+// The plan file and chart, staged before either is written: a run that fails leaves neither, and an old
+// plan whole. Then the report.
+void write_plan(const Plan& plan, const PlanAnalysis& analysis, const PlanFlags& f, const ModelChoice& model_choice) {
+  const bool plan_on_stdout = resolve_output(f.output).kind == OutputTarget::Kind::kStandardOutput;
   OutputFiles outputs;
-  outputs.stage(output, plan_to_string(plan));
-  if (!chart_path.empty()) outputs.stage(chart_path, render_svg_report(plan, analysis));
+  outputs.stage(f.output, plan_to_string(plan));
+  if (!f.chart_path.empty()) outputs.stage(f.chart_path, render_svg_report(plan, analysis));
   outputs.commit();
-  if (!plan_on_stdout) spdlog::info("wrote {}", output);
-  if (!chart_path.empty()) spdlog::info("wrote {}", chart_path);
-  if (!log_options.quiet) {
-    std::string report = format_report(plan, ReportOptions{full_report, 32, model_choice.by_default}, analysis);
+  if (!plan_on_stdout) spdlog::info("wrote {}", f.output);
+  if (!f.chart_path.empty()) spdlog::info("wrote {}", f.chart_path);
+  if (!f.log_options.quiet) {
+    std::string report = format_report(plan, ReportOptions{f.full_report, 32, model_choice.by_default}, analysis);
     (plan_on_stdout ? std::cerr : std::cout) << report << std::flush;
   }
+}
+
+}  // namespace
+
+int run_plan(int argc, char** argv) {
+  CLI::App app{"Plans how a DLRM's embedding tables are sharded across GPUs and writes the plan as JSON.",
+               "shard-plan"};
+  configure_app(app);
+  app.set_version_flag("--version", kVersion);
+  app.footer(footer());
+  PlanFlags f;
+  add_plan_options(app, f);
+  if (auto code = parse_or_exit(app, argc, argv)) return *code;
+  // --time-limit bounds the whole run: starting the process and reading the tables and model count.
+  f.search.time_limit_start = process_start_time();
+  apply_log_options(f.log_options);
+  const ModelChoice model_choice = check_plan_flags(f);
+
+  std::optional<HardwareProfile> hardware;
+  Cluster cluster = cluster_from_flags(f.cluster_flags, &hardware);
+  std::vector<Table> tables = load_tables(f.tables_path);
+  spdlog::info("read {} tables from {}", tables.size(), f.tables_path);
+  PlannerConfig config = planner_config(f, cluster, hardware);
+  const Plan plan = make_plan(f.algorithm, tables, cluster, config);
+
+  PlanAnalysis analysis;
+  if (!f.log_options.quiet || !f.chart_path.empty()) {
+    // The baselines get what is left of the time limit.
+    config.deadline = Deadline::after(f.search.time_limit_seconds, *f.search.time_limit_start);
+    const bool compare = (f.algorithm == kDefaultAlgorithm || f.algorithm == kMeasuredAlgorithm) && !f.no_compare;
+    analysis = analyse_plan(plan, tables, cluster, config, compare);
+  }
+  write_plan(plan, analysis, f, model_choice);
   return 0;
 }
 

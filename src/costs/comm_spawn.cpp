@@ -96,6 +96,118 @@ std::string describe_status(int status) {
   return fmt::format("ended with wait status {}", status);
 }
 
+// The ranks' argument and environment arrays, built before fork: between fork and exec only
+// async-signal-safe calls. Not movable: the arrays point into the strings.
+class RankCommands {
+ public:
+  RankCommands(const SpawnConfig& config, int port) : argv_strings_{config.executable} {
+    argv_strings_.insert(argv_strings_.end(), config.args.begin(), config.args.end());
+    argv_ = pointers(argv_strings_);
+    for (int rank = 0; rank < config.world_size; ++rank) {
+      env_strings_.push_back(rank_environment(rank, config.world_size, port, config.launch_command));
+    }
+    for (auto& env : env_strings_) envs_.push_back(pointers(env));
+  }
+  RankCommands(const RankCommands&) = delete;
+  RankCommands& operator=(const RankCommands&) = delete;
+
+  char** argv() { return argv_.data(); }
+  char** environment(int rank) { return envs_[static_cast<std::size_t>(rank)].data(); }
+
+ private:
+  std::vector<std::string> argv_strings_;
+  std::vector<char*> argv_;
+  std::vector<std::vector<std::string>> env_strings_;
+  std::vector<std::vector<char*>> envs_;
+};
+
+// The ranks as child processes: started one by one, each in its own process group and ended with its
+// parent; watched until every one has ended, the others stopped when one fails.
+class RankProcesses {
+ public:
+  explicit RankProcesses(double stop_grace_seconds)
+      : stop_grace_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(stop_grace_seconds))) {}
+
+  void start(const SpawnConfig& config, RankCommands& commands) {
+    const pid_t parent = ::getpid();
+    for (int rank = 0; rank < config.world_size; ++rank) {
+      pid_t pid = ::fork();
+      if (pid < 0) {
+        int error = errno;
+        stop_all(SIGKILL);
+        for (pid_t p : pids_) ::waitpid(p, nullptr, 0);
+        throw RuntimeFailure(fmt::format("cannot start rank {}: fork failed: {}", rank, std::strerror(error)));
+      }
+      if (pid == 0) {
+        ::setpgid(0, 0);
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (::getppid() != parent) ::_exit(1);  // the parent died before prctl took effect
+        ::execve(config.executable.c_str(), commands.argv(), commands.environment(rank));
+        const char message[] = "shard-plan: error: cannot execute this program for a rank\n";
+        [[maybe_unused]] auto ignored = ::write(STDERR_FILENO, message, sizeof(message) - 1);
+        ::_exit(127);
+      }
+      pids_.push_back(pid);
+      running_.push_back(true);
+    }
+    alive_ = config.world_size;
+  }
+
+  // Waits for every rank, forwarding the signals this process gets; returns the first failing rank's exit
+  // status (0 when none failed).
+  int wait() {
+    int seen_signals = 0;
+    while (alive_ > 0) {
+      int signals = g_forward_count.load();
+      if (signals != seen_signals) {
+        seen_signals = signals;
+        stop_all(g_last_signal.load());
+      }
+      for (std::size_t r = 0; r < pids_.size(); ++r) reap(r);
+      if (kill_pending_ && std::chrono::steady_clock::now() >= kill_at_) {
+        stop_all(SIGKILL);
+        kill_pending_ = false;
+      }
+      if (alive_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return failure_;
+  }
+
+ private:
+  void stop_all(int signal_number) {
+    for (std::size_t r = 0; r < pids_.size(); ++r) {
+      if (running_[r]) ::kill(pids_[r], signal_number);
+    }
+  }
+
+  // Rank r, if it has ended; the first to fail stops the others (SIGTERM, then SIGKILL after the grace).
+  void reap(std::size_t r) {
+    if (!running_[r]) return;
+    int status = 0;
+    pid_t done = ::waitpid(pids_[r], &status, WNOHANG);
+    if (done == 0 || (done < 0 && errno == EINTR)) return;
+    running_[r] = false;
+    --alive_;
+    bool ok = done > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (ok || failure_ != 0) return;
+    // Bad usage or input (2) stays 2, so scripts can tell it from a failed measurement (1).
+    failure_ = done > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
+    spdlog::error("rank {} {}; stopping the other ranks", r, done > 0 ? describe_status(status) : "was lost");
+    stop_all(SIGTERM);
+    kill_pending_ = true;
+    kill_at_ = std::chrono::steady_clock::now() + stop_grace_;
+  }
+
+  std::chrono::steady_clock::duration stop_grace_;
+  std::vector<pid_t> pids_;
+  std::vector<bool> running_;
+  int alive_ = 0;
+  int failure_ = 0;  // exit status to return: the first failing rank's
+  bool kill_pending_ = false;
+  std::chrono::steady_clock::time_point kill_at_{};
+};
+
 }  // namespace
 
 int find_free_port(const std::string& address) {
@@ -131,86 +243,12 @@ int spawn_local_ranks(const SpawnConfig& config) {
   // between makes rank 0 fail to bind, a clear error and a rare one.
   const int port = find_free_port(kLoopback);
   spdlog::info("spawning {} ranks (store at {}:{})", config.world_size, kLoopback, port);
-
-  // Everything the children need is built before fork: between fork and exec only async-signal-safe calls.
-  std::vector<std::string> argv_strings{config.executable};
-  argv_strings.insert(argv_strings.end(), config.args.begin(), config.args.end());
-  std::vector<char*> argv = pointers(argv_strings);
-  std::vector<std::vector<std::string>> env_strings;
-  std::vector<std::vector<char*>> envs;
-  for (int rank = 0; rank < config.world_size; ++rank) {
-    env_strings.push_back(rank_environment(rank, config.world_size, port, config.launch_command));
-  }
-  for (auto& env : env_strings) envs.push_back(pointers(env));
-
+  RankCommands commands(config, port);
   g_forward_count.store(0);
   ForwardSignals forward;
-  const pid_t parent = ::getpid();
-  std::vector<pid_t> pids;
-  std::vector<bool> running;
-  int failure = 0;  // exit status to return: the first failing rank's
-  auto stop_all = [&](int signal_number) {
-    for (std::size_t r = 0; r < pids.size(); ++r) {
-      if (running[r]) ::kill(pids[r], signal_number);
-    }
-  };
-
-  for (int rank = 0; rank < config.world_size; ++rank) {
-    pid_t pid = ::fork();
-    if (pid < 0) {
-      int error = errno;
-      stop_all(SIGKILL);
-      for (pid_t p : pids) ::waitpid(p, nullptr, 0);
-      throw RuntimeFailure(fmt::format("cannot start rank {}: fork failed: {}", rank, std::strerror(error)));
-    }
-    if (pid == 0) {
-      ::setpgid(0, 0);
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (::getppid() != parent) ::_exit(1);  // the parent died before prctl took effect
-      ::execve(config.executable.c_str(), argv.data(), envs[static_cast<std::size_t>(rank)].data());
-      const char message[] = "shard-plan: error: cannot execute this program for a rank\n";
-      [[maybe_unused]] auto ignored = ::write(STDERR_FILENO, message, sizeof(message) - 1);
-      ::_exit(127);
-    }
-    pids.push_back(pid);
-    running.push_back(true);
-  }
-
-  int seen_signals = 0;
-  int alive = config.world_size;
-  bool kill_pending = false;
-  auto kill_at = std::chrono::steady_clock::now();
-  while (alive > 0) {
-    int signals = g_forward_count.load();
-    if (signals != seen_signals) {
-      seen_signals = signals;
-      stop_all(g_last_signal.load());
-    }
-    for (std::size_t r = 0; r < pids.size(); ++r) {
-      if (!running[r]) continue;
-      int status = 0;
-      pid_t done = ::waitpid(pids[r], &status, WNOHANG);
-      if (done == 0 || (done < 0 && errno == EINTR)) continue;
-      running[r] = false;
-      --alive;
-      bool ok = done > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok && failure == 0) {
-        // Bad usage or input (2) stays 2, so scripts can tell it from a failed measurement (1).
-        failure = done > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
-        spdlog::error("rank {} {}; stopping the other ranks", r, done > 0 ? describe_status(status) : "was lost");
-        stop_all(SIGTERM);
-        kill_pending = true;
-        kill_at = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                         std::chrono::duration<double>(config.stop_grace_seconds));
-      }
-    }
-    if (kill_pending && std::chrono::steady_clock::now() >= kill_at) {
-      stop_all(SIGKILL);
-      kill_pending = false;
-    }
-    if (alive > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return failure;
+  RankProcesses ranks(config.stop_grace_seconds);
+  ranks.start(config, commands);
+  return ranks.wait();
 }
 
 }  // namespace shardplan
