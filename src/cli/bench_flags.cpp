@@ -48,6 +48,15 @@ void check_bench_options(ComputeBenchConfig& config, const std::string& prefix, 
   if (measuring && config.kernel == ComputeBenchConfig::kFbgemmTbeKernel) config.tbe_worker = tbe_worker_program();
 }
 
+PlanMeasureConfig plan_measure_config(const MeasureFlags& flags, uint64_t trace_seed, bool quiet) {
+  PlanMeasureConfig config;
+  config.memory_cap_bytes = flags.memory_cap_bytes;
+  config.seed = trace_seed;
+  config.rounds = flags.rounds;
+  config.quiet = quiet;
+  return config;
+}
+
 void add_measure_options(CLI::App& app, MeasureFlags& flags) {
   app.add_option("--measure-mem-cap", flags.mem_cap,
                  "Skip devices whose weights exceed this when measuring (e.g. 8GiB; auto: half of physical memory)")
@@ -60,9 +69,7 @@ void add_measure_options(CLI::App& app, MeasureFlags& flags) {
 
 void check_measure_options(MeasureFlags& flags, bool measuring) {
   check_bench_options(flags.bench, "measure-", measuring);
-  if (flags.rounds < 1 || flags.rounds > 1000) {
-    throw InputError(fmt::format("--measure-rounds: must be in [1, 1000], got {}", flags.rounds));
-  }
+  validate_plan_measure(plan_measure_config(flags, 0, true));  // SettingError: main names --measure-rounds
   flags.memory_cap_bytes = flags.mem_cap == "auto" ? 0 : parse_byte_size(flags.mem_cap, "--measure-mem-cap");
 #if !SHARDPLAN_WITH_TORCH
   if (measuring) {
@@ -99,11 +106,7 @@ void warn_if_measuring_other_hardware(const CostModel& model, const MeasureFlags
 
 ShardSetMeasurer shard_set_measurer(const MeasureFlags& flags, uint64_t trace_seed) {
 #if SHARDPLAN_WITH_TORCH
-  PlanMeasureConfig config;
-  config.memory_cap_bytes = flags.memory_cap_bytes;
-  config.seed = trace_seed;
-  config.rounds = flags.rounds;
-  config.quiet = true;
+  const PlanMeasureConfig config = plan_measure_config(flags, trace_seed, /*quiet=*/true);
   return [config, timer = compute_timer(flags.bench)](const std::vector<std::vector<Table>>& sets) {
     return measure_shard_sets(sets, config, timer);
   };
@@ -133,12 +136,7 @@ void add_measure_loop_options(CLI::App& app, MeasureLoopConfig& config) {
 std::vector<PlanMeasurement> measure_on_this_machine(const MeasureFlags& flags, const std::vector<const Plan*>& plans,
                                                      const std::vector<Table>& tables, uint64_t seed, bool quiet) {
 #if SHARDPLAN_WITH_TORCH
-  PlanMeasureConfig config;
-  config.memory_cap_bytes = flags.memory_cap_bytes;
-  config.seed = seed;
-  config.rounds = flags.rounds;
-  config.quiet = quiet;
-  return measure_plans(plans, tables, config, compute_timer(flags.bench));
+  return measure_plans(plans, tables, plan_measure_config(flags, seed, quiet), compute_timer(flags.bench));
 #else
   (void)flags, (void)plans, (void)tables, (void)seed, (void)quiet;
   throw InputError("--measure: this shard-plan was built without LibTorch, which measuring needs");

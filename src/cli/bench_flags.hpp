@@ -28,6 +28,8 @@ struct MeasureFlags {
 };
 
 void add_measure_options(CLI::App& app, MeasureFlags& flags);
+// How the flags measure, with traces seeded by `trace_seed`.
+PlanMeasureConfig plan_measure_config(const MeasureFlags& flags, uint64_t trace_seed, bool quiet);
 // Checks the flags and parses the cap; when `measuring`, also that this build can measure (it needs
 // LibTorch). Throws InputError naming the flag.
 void check_measure_options(MeasureFlags& flags, bool measuring);

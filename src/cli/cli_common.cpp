@@ -162,7 +162,8 @@ std::string flag_of_setting(const std::string& setting) {
                                                            {"kernel", "--kernel"},
                                                            {"timed iterations", "--iterations"},
                                                            {"warm-up iterations", "--warmup"},
-                                                           {"hardware profile", "--hardware"}};
+                                                           {"hardware profile", "--hardware"},
+                                                           {"measure rounds", "--measure-rounds"}};
   const auto found = flags.find(setting);
   return found == flags.end() ? setting : found->second;
 }

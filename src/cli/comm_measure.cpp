@@ -25,37 +25,57 @@ void add_comm_measure_options(CLI::App& app, CommMeasureFlags& flags) {
       ->capture_default_str();
 }
 
-void check_comm_measure_options(const CommMeasureFlags& flags, bool measuring) {
-  if (flags.enabled && !measuring)
-    throw InputError("--measure-comm: needs --measure (its delays are measured compute)");
-  if (flags.batch_size < 1 || flags.batch_size > (1 << 24)) {
-    throw InputError(fmt::format("--measure-comm-batch-size: must be in [1, 16777216], got {}", flags.batch_size));
-  }
-  if (flags.repeats < 1 || flags.repeats > 1000) {
-    throw InputError(fmt::format("--measure-comm-repeats: must be in [1, 1000], got {}", flags.repeats));
-  }
-  if (flags.rounds < 1 || flags.rounds > 1000) {
-    throw InputError(fmt::format("--measure-comm-rounds: must be in [1, 1000], got {}", flags.rounds));
-  }
-  if (flags.max_ranks < 2 || flags.max_ranks > 4096) {
-    throw InputError(fmt::format("--measure-comm-max-ranks: must be in [2, 4096], got {}", flags.max_ranks));
-  }
-}
-
-CommTimer comm_timer_on_this_host(const CommMeasureFlags& flags, bool quiet, const std::string& launch_command) {
 #if SHARDPLAN_WITH_TORCH
+namespace {
+
+LocalCommTimerConfig timer_config(const CommMeasureFlags& flags, bool quiet, const std::string& launch_command) {
   LocalCommTimerConfig config;
   config.repeats = flags.repeats;
   config.rounds = flags.rounds;
   config.max_ranks = flags.max_ranks;
   config.quiet = quiet;
   config.launch_command = launch_command;
-  return local_comm_timer(config);
+  return config;
+}
+
+// The --measure-comm- flag of a timer setting (validate_local_comm_timer's names).
+std::string comm_flag(const std::string& setting) {
+  if (setting == "batch size") return "--measure-comm-batch-size";
+  if (setting == "maximum ranks") return "--measure-comm-max-ranks";
+  return "--measure-comm-" + setting;  // repeats, rounds
+}
+
+}  // namespace
+#else
+namespace {
+
+using TimedComm = std::optional<MeasuredComm>;  // a plan's timing, or none
+
+std::vector<TimedComm> no_timer(const std::vector<CommToMeasure>& /*plans*/, int64_t /*batch*/) {
+  throw InputError("--measure-comm: this shard-plan was built without LibTorch, which timing the all-to-alls needs");
+}
+
+}  // namespace
+#endif
+
+void check_comm_measure_options(const CommMeasureFlags& flags, bool measuring) {
+  if (flags.enabled && !measuring)
+    throw InputError("--measure-comm: needs --measure (its delays are measured compute)");
+#if SHARDPLAN_WITH_TORCH
+  try {
+    validate_local_comm_timer(timer_config(flags, false, ""), flags.batch_size);
+  } catch (const SettingError& e) {
+    throw InputError(fmt::format("{}: {}", comm_flag(e.setting()), e.rule()));
+  }
+#endif
+}
+
+CommTimer comm_timer_on_this_host(const CommMeasureFlags& flags, bool quiet, const std::string& launch_command) {
+#if SHARDPLAN_WITH_TORCH
+  return local_comm_timer(timer_config(flags, quiet, launch_command));
 #else
   (void)flags, (void)quiet, (void)launch_command;
-  return [](const std::vector<CommToMeasure>&, int64_t) -> std::vector<std::optional<MeasuredComm> > {
-    throw InputError("--measure-comm: this shard-plan was built without LibTorch, which timing the all-to-alls needs");
-  };
+  return no_timer;
 #endif
 }
 

@@ -19,7 +19,8 @@ struct CommMeasureFlags {
 };
 
 void add_comm_measure_options(CLI::App& app, CommMeasureFlags& flags);
-// Throws InputError naming the flag; --measure-comm needs --measure (the delays are measured compute).
+// Throws InputError naming the flag; --measure-comm needs --measure (the delays are measured compute). The
+// values are the timer's to check (validate_local_comm_timer), in a build with LibTorch.
 void check_comm_measure_options(const CommMeasureFlags& flags, bool measuring);
 // The timer the flags ask for (time it at flags.batch_size); the ranks record `launch_command`. In a build
 // without LibTorch, one that throws InputError.

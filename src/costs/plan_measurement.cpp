@@ -119,19 +119,22 @@ std::vector<std::vector<std::optional<std::size_t>>> distinct_device_sets(const 
   return device_set;
 }
 
-void check_rounds(const PlanMeasureConfig& config) {
-  if (config.rounds < 1) throw InputError(fmt::format("measure rounds: must be 1 or more, got {}", config.rounds));
-}
-
 int64_t measurement_cap(const PlanMeasureConfig& config) {
   return config.memory_cap_bytes > 0 ? config.memory_cap_bytes : default_measure_memory_cap();
 }
 
 }  // namespace
 
+void validate_plan_measure(const PlanMeasureConfig& config) {
+  constexpr int kMaxRounds = 1000;
+  if (config.rounds < 1 || config.rounds > kMaxRounds) {
+    throw SettingError("measure rounds", fmt::format("must be in [1, {}], got {}", kMaxRounds, config.rounds));
+  }
+}
+
 std::vector<PlanMeasurement> measure_plans(const std::vector<const Plan*>& plans, const std::vector<Table>& tables,
                                            const PlanMeasureConfig& config, const ComputeTimer& timer) {
-  check_rounds(config);
+  validate_plan_measure(config);
   const int64_t cap = measurement_cap(config);
   std::vector<ShardSet> sets;
   const auto device_set = distinct_device_sets(
@@ -171,7 +174,7 @@ std::vector<std::vector<std::optional<double>>> measure_plan_devices(const std::
 
 std::vector<std::optional<double>> measure_shard_sets(const std::vector<std::vector<Table>>& shard_sets,
                                                       const PlanMeasureConfig& config, const ComputeTimer& timer) {
-  check_rounds(config);
+  validate_plan_measure(config);
   const int64_t cap = measurement_cap(config);
   std::vector<ShardSet> sets;
   for (const auto& pieces : shard_sets) {

@@ -202,6 +202,19 @@ std::string resolve_comm_backend(const std::string& requested) {
   throw SettingError("backend", fmt::format("must be gloo, nccl or auto, got '{}'", requested));
 }
 
+void validate_comm_timing(int repeats, double timeout_s, int64_t batch_size) {
+  if (repeats < 1 || repeats > kMaxRepeats) {
+    throw SettingError("repeats", fmt::format("must be in [1, {}], got {}", kMaxRepeats, repeats));
+  }
+  if (!(timeout_s > 0.0 && timeout_s <= kCommTimeoutLimitSeconds)) {
+    throw SettingError("timeout",
+                       fmt::format("must be in (0, {}] seconds, got {}", kCommTimeoutLimitSeconds, timeout_s));
+  }
+  if (batch_size < 1 || batch_size > kMaxBatchSize) {
+    throw SettingError("batch size", fmt::format("must be in [1, {}], got {}", kMaxBatchSize, batch_size));
+  }
+}
+
 void validate_comm_collection(const CommCollectConfig& config) {
   const CommRendezvous& where = config.rendezvous;
   const auto listed = static_cast<int64_t>(config.given_workloads.size());
@@ -210,16 +223,7 @@ void validate_comm_collection(const CommCollectConfig& config) {
     throw SettingError("samples", fmt::format("must not exceed the {} workloads of {}, got {}", listed,
                                               given_workloads_source(config), config.samples));
   }
-  if (config.repeats < 1 || config.repeats > kMaxRepeats) {
-    throw SettingError("repeats", fmt::format("must be in [1, {}], got {}", kMaxRepeats, config.repeats));
-  }
-  if (!(config.timeout_s > 0.0 && config.timeout_s <= kCommTimeoutLimitSeconds)) {
-    throw SettingError("timeout",
-                       fmt::format("must be in (0, {}] seconds, got {}", kCommTimeoutLimitSeconds, config.timeout_s));
-  }
-  if (config.batch_size < 1 || config.batch_size > kMaxBatchSize) {
-    throw SettingError("batch size", fmt::format("must be in [1, {}], got {}", kMaxBatchSize, config.batch_size));
-  }
+  validate_comm_timing(config.repeats, config.timeout_s, config.batch_size);
   resolve_comm_backend(config.backend);
   if (config.gpus_per_host < 0 || config.gpus_per_host > kMaxGpusPerHost) {
     throw SettingError("GPUs per host",

@@ -12,6 +12,7 @@
 #include "shardplan/cost_model/cost_data.hpp"
 #include "shardplan/costs/comm_spawn.hpp"
 #include "shardplan/costs/comm_workload.hpp"
+#include "shardplan/torch/comm_benchmark.hpp"
 
 namespace shardplan {
 
@@ -21,6 +22,8 @@ namespace {
 // this in all is left untimed rather than failing the others' collection.
 constexpr double kMaxHostAllreduceBytes = 8.0 * (1ull << 30);
 constexpr double kGiB = 1ull << 30;
+constexpr int kMaxRounds = 1000;
+constexpr int kMaxRanks = 4096;
 
 // A private directory that is removed with everything in it.
 class ScratchDir {
@@ -175,6 +178,16 @@ std::vector<std::optional<MeasuredComm>> time_plans(const LocalCommTimerConfig& 
 }
 
 }  // namespace
+
+void validate_local_comm_timer(const LocalCommTimerConfig& config, int64_t batch_size) {
+  validate_comm_timing(config.repeats, config.timeout_s, batch_size);
+  if (config.rounds < 1 || config.rounds > kMaxRounds) {
+    throw SettingError("rounds", fmt::format("must be in [1, {}], got {}", kMaxRounds, config.rounds));
+  }
+  if (config.max_ranks < 2 || config.max_ranks > kMaxRanks) {
+    throw SettingError("maximum ranks", fmt::format("must be in [2, {}], got {}", kMaxRanks, config.max_ranks));
+  }
+}
 
 CommTimer local_comm_timer(const LocalCommTimerConfig& config) {
   return [config](const std::vector<CommToMeasure>& plans, int64_t batch_size) {

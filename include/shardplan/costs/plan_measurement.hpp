@@ -31,6 +31,9 @@ struct PlanMeasureConfig {
   }
 };
 
+// Throws SettingError("measure rounds") when the rounds are out of their range.
+void validate_plan_measure(const PlanMeasureConfig& config);
+
 struct PlanMeasurement {
   // Per device: the fastest timed step in ms, the statistic the cost model is trained on (other work on
   // the machine only adds time). An empty device measures 0.

@@ -45,6 +45,10 @@ struct CommCollectConfig {
 // The longest wait for a peer a collection may be given.
 inline constexpr double kCommTimeoutLimitSeconds = 86'400.0;
 
+// How every sample is timed, whatever the world: `repeats` runs, waits bounded by `timeout_s`, at a global
+// batch. Throws SettingError ("repeats", "timeout", "batch size").
+void validate_comm_timing(int repeats, double timeout_s, int64_t batch_size);
+
 // The collection's settings, checked before any rank connects (the CLI checks them before it starts the
 // ranks, and every rank again): samples, repeats, timeout, batch (a multiple of the world size), backend,
 // GPUs per host, the drawn workloads' settings, the rank, and the given workloads against them

@@ -21,6 +21,10 @@ struct LocalCommTimerConfig {
   std::string launch_command;  // the user's command, which the ranks record
 };
 
+// The timer's settings, with the global batch it will time at: the collector's (validate_comm_timing), and
+// rounds and max_ranks. Throws SettingError ("repeats", "timeout", "batch size", "rounds", "maximum ranks").
+void validate_local_comm_timer(const LocalCommTimerConfig& config, int64_t batch_size);
+
 // One result per plan; nullopt for plans not timed (too many ranks, a batch that does not divide, a failed
 // or interrupted run: each is logged).
 CommTimer local_comm_timer(const LocalCommTimerConfig& config);
