@@ -11,14 +11,62 @@ namespace shardplan::cli {
 
 namespace {
 
+constexpr const char* kFooter = R"(Example:
+  shard-plan eval-cost-model --model models/cpu-2core --data costs/other-run --json)";
+
+// Per world size in numeric order (JSON keeps its keys as strings, in string order).
+std::map<int, const nlohmann::json*> by_world_size(const nlohmann::json& per_size) {
+  std::map<int, const nlohmann::json*> by_size;
+  for (const auto& [world_size, own] : per_size.items()) by_size[std::stoi(world_size)] = &own;
+  return by_size;
+}
+
+void print_comm_metrics(const nlohmann::json& comm) {
+  print_metrics_line("comm forward", comm["fw"]);
+  print_metrics_line("comm backward", comm["bw"]);
+  // Each sample's slowest device: the all-to-all a step waits for.
+  if (comm.contains("fw_slowest")) {
+    print_metrics_line("comm forward, slowest", comm["fw_slowest"]);
+    print_metrics_line("comm backward, slowest", comm["bw_slowest"]);
+  }
+  if (comm.contains("by_world_size")) {
+    for (const auto& [world_size, own] : by_world_size(comm["by_world_size"])) {
+      print_metrics_line(fmt::format("comm forward, W={}", world_size), (*own)["fw"]);
+      print_metrics_line(fmt::format("comm backward, W={}", world_size), (*own)["bw"]);
+    }
+  }
+  if (comm.contains("bw_slowest_imbalance")) {
+    for (const auto& [world_size, own] : by_world_size(comm["bw_slowest_imbalance"])) {
+      fmt::print("  slowest backward, W={}: x (widest / mean width)^{:.3f} measured, ^{:.3f} predicted  (n={})\n",
+                 world_size, (*own)["measured_exponent"].get<double>(), (*own)["predicted_exponent"].get<double>(),
+                 (*own)["count"].get<int64_t>());
+    }
+  }
+  if (comm.contains("allreduce")) print_metrics_line("all-reduce", comm["allreduce"]);
+  if (comm.contains("rowwise")) print_metrics_line("row-wise steps", comm["rowwise"]);
+}
+
+// The metrics as aligned lines, to stdout.
+void print_model_metrics(const nlohmann::json& metrics) {
+  if (metrics.contains("compute")) print_metrics_line("compute", metrics["compute"]);
+  if (metrics.contains("comm")) print_comm_metrics(metrics["comm"]);
+  if (metrics.contains("comm_structure_alone")) {
+    print_metrics_line("comm forward, structure", metrics["comm_structure_alone"]["fw"]);
+    print_metrics_line("comm backward, structure", metrics["comm_structure_alone"]["bw"]);
+    if (metrics["comm_structure_alone"].contains("fw_slowest")) {
+      print_metrics_line("comm fw, structure, slowest", metrics["comm_structure_alone"]["fw_slowest"]);
+      print_metrics_line("comm bw, structure, slowest", metrics["comm_structure_alone"]["bw_slowest"]);
+    }
+  }
+}
+
 int run_eval_model(int argc, char** argv) {
   CLI::App app{
       "Evaluates a cost model on a cost-data directory: MSE, MAPE and Spearman rank correlation of the "
       "compute model and of the forward and backward communication model.",
       "shard-plan eval-cost-model"};
   configure_app(app);
-  app.footer(R"(Example:
-  shard-plan eval-cost-model --model models/cpu-2core --data costs/other-run --json)");
+  app.footer(kFooter);
   std::string model_dir;
   std::string data_dir;
   bool json = false;
@@ -41,46 +89,7 @@ int run_eval_model(int argc, char** argv) {
     fmt::print("{}\n", metrics.dump(2));
     return 0;
   }
-  if (metrics.contains("compute")) print_metrics_line("compute", metrics["compute"]);
-  if (metrics.contains("comm")) {
-    print_metrics_line("comm forward", metrics["comm"]["fw"]);
-    print_metrics_line("comm backward", metrics["comm"]["bw"]);
-    // Each sample's slowest device: the all-to-all a step waits for.
-    if (metrics["comm"].contains("fw_slowest")) {
-      print_metrics_line("comm forward, slowest", metrics["comm"]["fw_slowest"]);
-      print_metrics_line("comm backward, slowest", metrics["comm"]["bw_slowest"]);
-    }
-    if (metrics["comm"].contains("by_world_size")) {
-      // JSON keeps its keys as strings, in string order: print the sizes in numeric order.
-      std::map<int, const nlohmann::json*> by_size;
-      for (const auto& [world_size, own] : metrics["comm"]["by_world_size"].items())
-        by_size[std::stoi(world_size)] = &own;
-      for (const auto& [world_size, own] : by_size) {
-        print_metrics_line(fmt::format("comm forward, W={}", world_size), (*own)["fw"]);
-        print_metrics_line(fmt::format("comm backward, W={}", world_size), (*own)["bw"]);
-      }
-    }
-    if (metrics["comm"].contains("bw_slowest_imbalance")) {
-      std::map<int, const nlohmann::json*> by_size;
-      for (const auto& [world_size, own] : metrics["comm"]["bw_slowest_imbalance"].items())
-        by_size[std::stoi(world_size)] = &own;
-      for (const auto& [world_size, own] : by_size) {
-        fmt::print("  slowest backward, W={}: x (widest / mean width)^{:.3f} measured, ^{:.3f} predicted  (n={})\n",
-                   world_size, (*own)["measured_exponent"].get<double>(), (*own)["predicted_exponent"].get<double>(),
-                   (*own)["count"].get<int64_t>());
-      }
-    }
-    if (metrics["comm"].contains("allreduce")) print_metrics_line("all-reduce", metrics["comm"]["allreduce"]);
-    if (metrics["comm"].contains("rowwise")) print_metrics_line("row-wise steps", metrics["comm"]["rowwise"]);
-  }
-  if (metrics.contains("comm_structure_alone")) {
-    print_metrics_line("comm forward, structure", metrics["comm_structure_alone"]["fw"]);
-    print_metrics_line("comm backward, structure", metrics["comm_structure_alone"]["bw"]);
-    if (metrics["comm_structure_alone"].contains("fw_slowest")) {
-      print_metrics_line("comm fw, structure, slowest", metrics["comm_structure_alone"]["fw_slowest"]);
-      print_metrics_line("comm bw, structure, slowest", metrics["comm_structure_alone"]["bw_slowest"]);
-    }
-  }
+  print_model_metrics(metrics);
   return 0;
 }
 

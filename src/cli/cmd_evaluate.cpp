@@ -38,15 +38,7 @@ void measure_evaluated_plan(PlanEvaluation& evaluation, const Plan& plan, const 
   if (auto timed = timer({*comm}, comm_flags.batch_size).front()) attach_comm_measurements(evaluation, *timed);
 }
 
-int run_evaluate(int argc, char** argv) {
-  CLI::App app{
-      "Scores a plan (written by shard-plan or any tool, in the shard-plan/1 format) with a cost model: "
-      "per device the predicted compute, forward and backward all-to-all and total. With --measure, each "
-      "device's shards also run on this machine's device, one device at a time, with the kernel and "
-      "index traces collect-costs uses, and measured compute is shown against the prediction.",
-      "shard-plan evaluate"};
-  configure_app(app);
-  app.footer(R"(Examples:
+constexpr const char* kFooter = R"(Examples:
   shard-plan evaluate --plan plan.json --tables data/examples/tables.json
   shard-plan evaluate --plan plan.json --tables tables.json --measure --json > evaluation.json
   shard-plan evaluate --plan plan.json --tables tables.json --measure --measure-comm
@@ -57,7 +49,17 @@ is trained on; it describes this machine's device, which is the device the model
 model was pre-trained on costs collected here. --measure-comm then times the plan's collectives across
 ranks on this host (all-to-all, row-wise reduce-scatter and all-gather, data-parallel all-reduce) (one process per GPU, each starting when its measured compute ends; the protocol of
 collect-costs comm) and shows each device's measured step.
-Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an invalid plan.)");
+Exit codes: 0 success, 1 runtime failure, 2 bad usage, unreadable input or an invalid plan.)";
+
+int run_evaluate(int argc, char** argv) {
+  CLI::App app{
+      "Scores a plan (written by shard-plan or any tool, in the shard-plan/1 format) with a cost model: "
+      "per device the predicted compute, forward and backward all-to-all and total. With --measure, each "
+      "device's shards also run on this machine's device, one device at a time, with the kernel and "
+      "index traces collect-costs uses, and measured compute is shown against the prediction.",
+      "shard-plan evaluate"};
+  configure_app(app);
+  app.footer(kFooter);
   std::string plan_path;
   std::string tables_path;
   std::string model;

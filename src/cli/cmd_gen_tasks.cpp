@@ -16,13 +16,7 @@ namespace shardplan::cli {
 
 namespace {
 
-int run_gen_tasks(int argc, char** argv) {
-  CLI::App app{
-      "Draws sharding tasks from the table pool: the paper's protocol on 4 or 8 GPUs (tables at random "
-      "widths, draws over the cluster's memory rejected) or the whole pool on 128 GPUs. The options after "
-      "--seed override the protocol's defaults. See docs/dataset.md.",
-      "shard-plan gen-tasks"};
-  app.footer(R"(Example:
+constexpr const char* kFooter = R"(Example:
   shard-plan gen-tasks --pool data/pool.json --protocol paper-4gpu --seed 1 -o data/tasks/paper-4gpu.json
 
 Protocols (defaults):
@@ -30,7 +24,28 @@ Protocols (defaults):
   paper-8gpu   100 tasks of 20-120 tables, widths 4..128, 8 GPUs x 4 GiB
   all-128gpu   1 task of all pool tables at the pool's widths, 128 GPUs x 40 GiB
 
-Exit codes: 0 success, 2 bad usage or input, 3 no fitting draw found.)");
+Exit codes: 0 success, 2 bad usage or input, 3 no fitting draw found.)";
+
+// What the task set holds and how its draws went, to stdout.
+void print_task_set(const TaskSet& set, const TaskDrawStats& draws) {
+  TaskSetSummary s = summarize_task_set(set);
+  fmt::print("task set {}: {} task(s) on {} GPUs x {}\n", set.name, s.num_tasks, set.num_devices,
+             format_bytes(set.memory_per_device_bytes));
+  fmt::print("tables per task: min {}, mean {:.1f}, max {}\n", s.min_tables, s.mean_tables, s.max_tables);
+  fmt::print("memory used of the cluster's: min {:.1f}%, mean {:.1f}%, max {:.1f}%\n", 100 * s.min_memory_fraction,
+             100 * s.mean_memory_fraction, 100 * s.max_memory_fraction);
+  fmt::print("draws: {} ({} over the cluster's memory, {} with a table over one GPU, rejected)\n", draws.draws,
+             draws.rejected_over_cluster, draws.rejected_table_over_device);
+  fmt::print("tasks the size_greedy planner places table-wise: {} of {}\n", s.greedy_placeable, s.num_tasks);
+}
+
+int run_gen_tasks(int argc, char** argv) {
+  CLI::App app{
+      "Draws sharding tasks from the table pool: the paper's protocol on 4 or 8 GPUs (tables at random "
+      "widths, draws over the cluster's memory rejected) or the whole pool on 128 GPUs. The options after "
+      "--seed override the protocol's defaults. See docs/dataset.md.",
+      "shard-plan gen-tasks"};
+  app.footer(kFooter);
   std::string pool_path;
   std::string protocol_name;
   std::string output;
@@ -81,17 +96,7 @@ Exit codes: 0 success, 2 bad usage or input, 3 no fitting draw found.)");
   TaskSet set = generate_task_set(pool, config, &draws);
   write_file_atomically(output, format_task_set(set));
   spdlog::info("wrote {} tasks to {}", set.tasks.size(), output);
-  if (!log_options.quiet) {
-    TaskSetSummary s = summarize_task_set(set);
-    fmt::print("task set {}: {} task(s) on {} GPUs x {}\n", set.name, s.num_tasks, set.num_devices,
-               format_bytes(set.memory_per_device_bytes));
-    fmt::print("tables per task: min {}, mean {:.1f}, max {}\n", s.min_tables, s.mean_tables, s.max_tables);
-    fmt::print("memory used of the cluster's: min {:.1f}%, mean {:.1f}%, max {:.1f}%\n", 100 * s.min_memory_fraction,
-               100 * s.mean_memory_fraction, 100 * s.max_memory_fraction);
-    fmt::print("draws: {} ({} over the cluster's memory, {} with a table over one GPU, rejected)\n", draws.draws,
-               draws.rejected_over_cluster, draws.rejected_table_over_device);
-    fmt::print("tasks the size_greedy planner places table-wise: {} of {}\n", s.greedy_placeable, s.num_tasks);
-  }
+  if (!log_options.quiet) print_task_set(set, draws);
   return 0;
 }
 

@@ -36,6 +36,13 @@ void print_metrics(const nlohmann::json& meta) {
   }
 }
 
+constexpr const char* kFooter = R"(Example:
+  shard-plan pretrain-cost-model --data data/costs/cpu-2core --out models/cpu-2core
+  shard-plan pretrain-cost-model --data costs/my-gpu --comm-from models/cpu-2core --out models/my-gpu
+  shard-plan pretrain-cost-model --data data/costs/h100 --comm-from default --hardware h100-sxm-ib400 --out models/h100
+
+The same seed and thread count give the same model.)";
+
 int run_pretrain(int argc, char** argv) {
   CLI::App app{
       "Pre-trains the neural cost models on cost data from collect-costs: the compute model (per-shard "
@@ -44,12 +51,7 @@ int run_pretrain(int argc, char** argv) {
       "kept; prints and stores test metrics.",
       "shard-plan pretrain-cost-model"};
   configure_app(app);
-  app.footer(R"(Example:
-  shard-plan pretrain-cost-model --data data/costs/cpu-2core --out models/cpu-2core
-  shard-plan pretrain-cost-model --data costs/my-gpu --comm-from models/cpu-2core --out models/my-gpu
-  shard-plan pretrain-cost-model --data data/costs/h100 --comm-from default --hardware h100-sxm-ib400 --out models/h100
-
-The same seed and thread count give the same model.)");
+  app.footer(kFooter);
   PretrainConfig config;
   LogOptions log_options;
   app.add_option("--data", config.data_dir, "Cost data: compute and comm directories at or below it")->required();

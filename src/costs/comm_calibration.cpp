@@ -90,6 +90,74 @@ bool all_timings_usable(const MeasuredComm& m) {
          std::all_of(m.bw_ms.begin(), m.bw_ms.end(), usable);
 }
 
+// The plans still to time, drawn by index (skipping those an earlier run timed) until the plans are
+// complete or the draws run out: the widths the planner's own score sends (data-parallel replicas send
+// none) and the compute the model predicts for each device, which delays its start.
+std::vector<TimedPlan> plans_to_time(const std::vector<Table>& pool, const CommCalibrationConfig& config,
+                                     const std::shared_ptr<const CostModel>& model,
+                                     const std::map<int64_t, TimedPlan>& timed) {
+  std::vector<TimedPlan> to_time;
+  const int64_t wanted =
+      config.plans - static_cast<int64_t>(std::min<std::size_t>(timed.size(), static_cast<std::size_t>(config.plans)));
+  for (int64_t index = 0; static_cast<int64_t>(to_time.size()) < wanted && index < kDrawsPerPlan * config.plans;
+       ++index) {
+    if (timed.count(index) != 0) continue;
+    std::optional<CalibrationPlan> plan = draw_calibration_plan(pool, config.sampling, model, config.world_size, index);
+    if (!plan) continue;
+    TimedPlan p;
+    p.index = index;
+    p.origin = plan->origin;
+    for (const DeviceShards& device : plan->devices) p.observation.dim_sums.push_back(device.dim_sum);
+    p.observation.compute_ms = model->predict_compute(compute_sets(plan->devices));
+    to_time.push_back(std::move(p));
+  }
+  return to_time;
+}
+
+// Times `to_time` in one call of the timer; those timed join `timed`, which is written back. Returns how
+// many were timed.
+int64_t time_plans(std::vector<TimedPlan>& to_time, std::map<int64_t, TimedPlan>& timed,
+                   const CommCalibrationConfig& config, const CommTimer& timer) {
+  std::vector<CommToMeasure> workloads;
+  for (const TimedPlan& p : to_time) {
+    CommToMeasure w;
+    w.dim_sums = p.observation.dim_sums;
+    w.compute_ms = p.observation.compute_ms;
+    workloads.push_back(std::move(w));
+  }
+  spdlog::info("timing the all-to-alls of {} plans on {} ranks of this host", workloads.size(), config.world_size);
+  std::vector<std::optional<MeasuredComm>> results = timer(workloads, config.batch_size);
+  int64_t timed_now = 0;
+  for (std::size_t k = 0; k < to_time.size() && k < results.size(); ++k) {
+    if (!results[k] || results[k]->fw_ms.size() != to_time[k].observation.dim_sums.size() ||
+        !all_timings_usable(*results[k])) {
+      continue;  // left untimed: a re-run times it again
+    }
+    to_time[k].observation.fw_ms = results[k]->fw_ms;
+    to_time[k].observation.bw_ms = results[k]->bw_ms;
+    timed[to_time[k].index] = std::move(to_time[k]);
+    ++timed_now;
+  }
+  std::filesystem::create_directories(std::filesystem::path(config.data_path).parent_path());
+  write_timed(config, timed);
+  return timed_now;
+}
+
+// The first config.plans plans by index (a re-run asking for fewer fits on fewer), each held out or tuned on.
+void split_timed(std::map<int64_t, TimedPlan>& timed, const CommCalibrationConfig& config, CommCalibrationData& data) {
+  const uint64_t holdout_seed = derive_seed(config.sampling.seed, kCommHoldoutStream);
+  int64_t used = 0;
+  for (auto& [index, p] : timed) {
+    if (used++ == config.plans) break;
+    (is_held_out(holdout_seed, index, config.holdout_fraction) ? data.held_out : data.tuning).push_back(p.observation);
+  }
+  // A few plans may draw no held-out index: the last tuning plan is held out then, so a fit is always judged.
+  if (data.held_out.empty() && data.tuning.size() > kMinTuningPlans) {
+    data.held_out.push_back(std::move(data.tuning.back()));
+    data.tuning.pop_back();
+  }
+}
+
 }  // namespace
 
 CommCalibrationData time_calibration_plans(const std::vector<Table>& pool, const CommCalibrationConfig& config,
@@ -103,65 +171,15 @@ CommCalibrationData time_calibration_plans(const std::vector<Table>& pool, const
   }
   std::map<int64_t, TimedPlan> timed = read_timed(config);
   if (!timed.empty()) spdlog::info("{}: resuming after {} timed plans", config.data_path, timed.size());
-
-  std::vector<TimedPlan> to_time;
-  const int64_t wanted =
-      config.plans - static_cast<int64_t>(std::min<std::size_t>(timed.size(), static_cast<std::size_t>(config.plans)));
-  for (int64_t index = 0; static_cast<int64_t>(to_time.size()) < wanted && index < kDrawsPerPlan * config.plans;
-       ++index) {
-    if (timed.count(index) != 0) continue;
-    std::optional<CalibrationPlan> plan = draw_calibration_plan(pool, config.sampling, model, config.world_size, index);
-    if (!plan) continue;
-    TimedPlan p;
-    p.index = index;
-    p.origin = plan->origin;
-    // The widths the planner's own score sends (data-parallel replicas send none), and its compute.
-    for (const DeviceShards& device : plan->devices) p.observation.dim_sums.push_back(device.dim_sum);
-    p.observation.compute_ms = model->predict_compute(compute_sets(plan->devices));
-    to_time.push_back(std::move(p));
-  }
-
+  std::vector<TimedPlan> to_time = plans_to_time(pool, config, model, timed);
   CommCalibrationData data;
-  if (!to_time.empty() && !interrupt_requested()) {
-    std::vector<CommToMeasure> workloads;
-    for (const TimedPlan& p : to_time) {
-      CommToMeasure w;
-      w.dim_sums = p.observation.dim_sums;
-      w.compute_ms = p.observation.compute_ms;
-      workloads.push_back(std::move(w));
-    }
-    spdlog::info("timing the all-to-alls of {} plans on {} ranks of this host", workloads.size(), config.world_size);
-    std::vector<std::optional<MeasuredComm>> results = timer(workloads, config.batch_size);
-    for (std::size_t k = 0; k < to_time.size() && k < results.size(); ++k) {
-      if (!results[k] || results[k]->fw_ms.size() != to_time[k].observation.dim_sums.size() ||
-          !all_timings_usable(*results[k])) {
-        continue;  // left untimed: a re-run times it again
-      }
-      to_time[k].observation.fw_ms = results[k]->fw_ms;
-      to_time[k].observation.bw_ms = results[k]->bw_ms;
-      timed[to_time[k].index] = std::move(to_time[k]);
-      ++data.timed_now;
-    }
-    std::filesystem::create_directories(std::filesystem::path(config.data_path).parent_path());
-    write_timed(config, timed);
-  }
+  if (!to_time.empty() && !interrupt_requested()) data.timed_now = time_plans(to_time, timed, config, timer);
   data.interrupted = interrupt_requested() || data.timed_now < static_cast<int64_t>(to_time.size());
   if (static_cast<int64_t>(timed.size()) < config.plans && !data.interrupted) {
     spdlog::warn("calibrate: only {} of the drawn tasks could be planned on {} devices ({} all-to-all plans asked for)",
                  timed.size(), config.world_size, config.plans);
   }
-  // The first config.plans plans by index: a re-run asking for fewer fits on fewer.
-  const uint64_t holdout_seed = derive_seed(config.sampling.seed, kCommHoldoutStream);
-  int64_t used = 0;
-  for (auto& [index, p] : timed) {
-    if (used++ == config.plans) break;
-    (is_held_out(holdout_seed, index, config.holdout_fraction) ? data.held_out : data.tuning).push_back(p.observation);
-  }
-  // A few plans may draw no held-out index: the last tuning plan is held out then, so a fit is always judged.
-  if (data.held_out.empty() && data.tuning.size() > kMinTuningPlans) {
-    data.held_out.push_back(std::move(data.tuning.back()));
-    data.tuning.pop_back();
-  }
+  split_timed(timed, config, data);
   return data;
 }
 

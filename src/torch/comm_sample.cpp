@@ -45,6 +45,31 @@ void all_gather_rows(const Job& job, CollectiveGroup& group, int size, at::Tenso
   job.finish(group.allgather(outputs, inputs));
 }
 
+// Row-wise sums within a group of ranks: the world's (row-wise tables) or this rank's host's (table-row-wise
+// tables). Each rank holds partial sums of every sample (size x `floats`, with as much scratch after them)
+// and ends with its own `floats`.
+struct RowSums {
+  CollectiveGroup* group = nullptr;
+  int size = 0;
+  int64_t floats = 0;  // this rank's share; 0: the group has nothing to sum
+  at::Tensor partials;
+  at::Tensor mine;
+
+  // The forward: partial sums reduce-scattered to their owners.
+  void reduce_scatter(const Job& job) {
+    if (floats <= 0) return;
+    at::Tensor partial = partials.narrow(0, 0, size * floats);
+    at::Tensor scratch = partials.narrow(0, size * floats, size * floats);
+    reduce_scatter_rows(job, *group, size, partial, scratch, mine);
+  }
+  // The backward: every rank's gradients for its samples all-gathered.
+  void all_gather(const Job& job) {
+    if (floats <= 0) return;
+    at::Tensor gathered = partials.narrow(0, 0, size * floats);
+    all_gather_rows(job, *group, size, mine, gathered);
+  }
+};
+
 // A sample's tensors on this rank, taken from the buffers before the clock starts (growing one allocates
 // and fills it), and the all-to-all's split sizes.
 struct SampleTensors {
@@ -52,12 +77,8 @@ struct SampleTensors {
   std::vector<int64_t> fw_recv;  // floats from each rank
   at::Tensor embeddings;
   at::Tensor received;
-  int64_t rw_floats = 0;  // this rank's row-wise sums
-  at::Tensor row_partials;
-  at::Tensor rw_mine;
-  int64_t host_mine_floats = 0;  // this rank's share of its host's table-row-wise sums
-  at::Tensor host_partial;
-  at::Tensor host_mine;
+  RowSums world_rows;  // row-wise tables; its partials also hold the replicas' gradients
+  RowSums host_rows;   // table-row-wise tables
 };
 
 SampleTensors sample_tensors(const Job& job, Buffers& buffers, const CommWorkload& w, int64_t local_batch) {
@@ -73,15 +94,16 @@ SampleTensors sample_tensors(const Job& job, Buffers& buffers, const CommWorkloa
   }
   t.embeddings = buffers.sent(send_total);
   t.received = buffers.received(recv_total);
-  t.rw_floats = local_batch * w.rw_dim;
-  t.row_partials = buffers.row_partials(std::max(2 * job.world * t.rw_floats, w.allreduce_floats));
-  t.rw_mine = buffers.row_sums(t.rw_floats);
+  const int64_t rw_floats = local_batch * w.rw_dim;
+  t.world_rows = {job.group.get(), job.world, rw_floats,
+                  buffers.row_partials(std::max(2 * job.world * rw_floats, w.allreduce_floats)),
+                  buffers.row_sums(rw_floats)};
   // The host's table-row-wise partial sums cover every sample (world x local_batch); each of its ranks
   // ends with 1/host_size of them, which the all-to-all then sends to their owners.
   const int64_t host_dim = w.host_rw_dims.empty() ? 0 : w.host_rw_dims[self];
-  t.host_mine_floats = job.host_size > 0 ? job.world / job.host_size * local_batch * host_dim : 0;
-  t.host_partial = buffers.host_row_partials(2 * job.host_size * t.host_mine_floats);
-  t.host_mine = buffers.host_row_sums(t.host_mine_floats);
+  const int64_t host_floats = job.host_size > 0 ? job.world / job.host_size * local_batch * host_dim : 0;
+  t.host_rows = {job.host_group.get(), job.host_size, host_floats,
+                 buffers.host_row_partials(2 * job.host_size * host_floats), buffers.host_row_sums(host_floats)};
   return t;
 }
 
@@ -91,17 +113,8 @@ void forward(const Job& job, SampleTensors& t) {
   std::vector<int64_t> recv_counts = t.fw_recv;
   std::vector<int64_t> send_counts = t.fw_send;
   job.finish(job.group->alltoall_base(t.received, t.embeddings, recv_counts, send_counts));
-  if (t.rw_floats > 0) {
-    at::Tensor partial = t.row_partials.narrow(0, 0, job.world * t.rw_floats);
-    at::Tensor scratch = t.row_partials.narrow(0, job.world * t.rw_floats, job.world * t.rw_floats);
-    reduce_scatter_rows(job, *job.group, job.world, partial, scratch, t.rw_mine);
-  }
-  if (t.host_mine_floats > 0) {
-    at::Tensor partial = t.host_partial.narrow(0, 0, job.host_size * t.host_mine_floats);
-    at::Tensor scratch =
-        t.host_partial.narrow(0, job.host_size * t.host_mine_floats, job.host_size * t.host_mine_floats);
-    reduce_scatter_rows(job, *job.host_group, job.host_size, partial, scratch, t.host_mine);
-  }
+  t.world_rows.reduce_scatter(job);
+  t.host_rows.reduce_scatter(job);
 }
 
 // The backward: the gradients of what this rank received go back to their owners (send fw_recv, receive
@@ -110,19 +123,13 @@ void backward(const Job& job, SampleTensors& t) {
   std::vector<int64_t> recv_counts = t.fw_send;
   std::vector<int64_t> send_counts = t.fw_recv;
   job.finish(job.group->alltoall_base(t.embeddings, t.received, recv_counts, send_counts));
-  if (t.rw_floats > 0) {
-    at::Tensor gathered = t.row_partials.narrow(0, 0, job.world * t.rw_floats);
-    all_gather_rows(job, *job.group, job.world, t.rw_mine, gathered);
-  }
-  if (t.host_mine_floats > 0) {
-    at::Tensor gathered = t.host_partial.narrow(0, 0, job.host_size * t.host_mine_floats);
-    all_gather_rows(job, *job.host_group, job.host_size, t.host_mine, gathered);
-  }
+  t.world_rows.all_gather(job);
+  t.host_rows.all_gather(job);
 }
 
 // DDP all-reduces the replicas' gradients once the backward is done; timed from a common start.
 double allreduce_ms(const Job& job, const SampleTensors& t, int64_t floats) {
-  at::Tensor gradients = t.row_partials.narrow(0, 0, floats);
+  at::Tensor gradients = t.world_rows.partials.narrow(0, 0, floats);
   job.finish(job.group->barrier());
   const auto start = Clock::now();
   std::vector<at::Tensor> tensors{gradients};
