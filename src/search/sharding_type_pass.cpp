@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "poll_batch.hpp"
@@ -336,18 +337,17 @@ class TypePass {
       if (types.allows(ShardingType::kRowWise) && !offered) {
         // Only with a block on every rank: every rank joins the reduce-scatter, and the layout's widths
         // count the table on the ranks that hold it (device_shards counts it on all).
-        TableSharding rows = row_wise_sharding(table, devices_);
-        if (rows.shards.size() == static_cast<std::size_t>(devices_))
-          out.push_back({t, make_layout(t, std::move(rows))});
+        const Layout& rows = conversion(t, ShardingType::kRowWise, 0);
+        if (rows.sharding.shards.size() == static_cast<std::size_t>(devices_)) out.push_back({t, rows});
       }
       if (types.allows(ShardingType::kDataParallel) && !offered) {
-        out.push_back({t, make_layout(t, data_parallel_sharding(table, devices_))});
+        out.push_back({t, conversion(t, ShardingType::kDataParallel, 0)});
       }
       // On one host, table-row-wise is row-wise; TorchRec shards it over whole hosts only.
       if (types.allows(ShardingType::kTableRowWise) && hosts > 1 && devices_ % per_host == 0 && !offered) {
-        out.push_back({t, make_layout(t, table_row_wise_sharding(table, source / per_host, per_host))});
+        out.push_back({t, conversion(t, ShardingType::kTableRowWise, source / per_host)});
         if (calmest_host != source / per_host) {
-          out.push_back({t, make_layout(t, table_row_wise_sharding(table, calmest_host, per_host))});
+          out.push_back({t, conversion(t, ShardingType::kTableRowWise, calmest_host)});
         }
       }
       for (std::size_t s = 0; s < now.shards.size(); ++s) {
@@ -360,6 +360,19 @@ class TypePass {
         }
       }
     }
+  }
+
+  // Table t converted to `type` (table-row-wise: on `host`): a layout depends on the table and the
+  // cluster alone, so each is summarised once per pass, however many moves offer it.
+  const Layout& conversion(std::size_t t, ShardingType type, int host) {
+    const auto key = std::make_tuple(t, type, host);
+    auto at = conversions_.find(key);
+    if (at != conversions_.end()) return at->second;
+    const Table& table = *tables_[t];
+    TableSharding sharding = type == ShardingType::kRowWise        ? row_wise_sharding(table, devices_)
+                             : type == ShardingType::kDataParallel ? data_parallel_sharding(table, devices_)
+                                                                   : table_row_wise_sharding(table, host, per_host_);
+    return conversions_.emplace(key, make_layout(t, std::move(sharding))).first->second;
   }
 
   Plan& plan_;
@@ -378,6 +391,7 @@ class TypePass {
   std::vector<int64_t> host_row_wise_dims_;  // per host: its table-row-wise tables' summed width
   int64_t max_host_row_wise_dim_ = 0;        // as of the last total_costs
   std::vector<DeviceCost> costs_;
+  std::map<std::tuple<std::size_t, ShardingType, int>, Layout> conversions_;
 };
 
 }  // namespace
