@@ -57,8 +57,8 @@ void validate_comm_timing(int repeats, double timeout_s, int64_t batch_size);
 void validate_comm_collection(const CommCollectConfig& config);
 
 // Runs this process's rank of the collection. Every rank must get the same settings (rank 0 checks and
-// names a mismatch). Throws InputError for bad settings, RuntimeFailure when a peer dies, hangs or never
-// arrives; a rank stuck longer than `timeout_s` + kCommWatchdogGraceSeconds is ended with exit status 1.
+// names a mismatch). Throws validate_comm_collection's errors for bad settings, RuntimeFailure when a peer dies, hangs
+// or never arrives; a rank stuck longer than `timeout_s` + kCommWatchdogGraceSeconds is ended with exit status 1.
 CollectSummary run_comm_collection(const CommCollectConfig& config);
 
 // "gloo" or "nccl" for `requested` (gloo, nccl, auto) on this build; SettingError("backend") otherwise.
@@ -67,7 +67,7 @@ std::string resolve_comm_backend(const std::string& requested);
 // How errors name the given workloads: their file, or "the given workloads".
 std::string given_workloads_source(const CommCollectConfig& config);
 
-// Extra time past --timeout after which a rank blocked in LibTorch is aborted regardless.
+// Extra time past the timeout after which a rank blocked in LibTorch is aborted regardless.
 inline constexpr double kCommWatchdogGraceSeconds = 10.0;
 
 }  // namespace shardplan
