@@ -128,6 +128,7 @@ std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Tabl
       device.pieces.push_back(replicated ? replica_as_table(table, plan.cluster.num_devices)
                                          : shard_as_table(table, shard));
       device.plan_tables.push_back(t);
+      if (!replicated) device.input_ids += input_ids_per_sample(device.pieces.back());
     }
     for_each_output_width(plan.tables[t], plan.cluster.num_devices,
                           [&](int rank, int64_t cols) { devices[static_cast<std::size_t>(rank)].dim_sum += cols; });

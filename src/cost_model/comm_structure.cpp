@@ -13,7 +13,7 @@ namespace {
 
 // alltoall_volumes into `out`, reusing this thread's buffers: the search predicts an all-to-all for every
 // candidate change. The shared-port sums (a sort per host) only when `shared_port` asks for them.
-void volumes_into(const CommFabric& fabric, const std::vector<int64_t>& dim_sums, bool shared_port,
+void volumes_into(const CommFabric& fabric, const std::vector<double>& dim_sums, bool shared_port,
                   std::vector<AllToAllVolume>& out) {
   const std::size_t n = dim_sums.size();
   out.assign(n, AllToAllVolume{});
@@ -26,16 +26,16 @@ void volumes_into(const CommFabric& fabric, const std::vector<int64_t>& dim_sums
   host_devices.assign(hosts, 0);
   double total = 0.0;
   for (std::size_t r = 0; r < n; ++r) {
-    host_width[r / per_host] += static_cast<double>(dim_sums[r]);
+    host_width[r / per_host] += dim_sums[r];
     ++host_devices[r / per_host];
-    total += static_cast<double>(dim_sums[r]);
+    total += dim_sums[r];
   }
   // Bytes per unit of width to one peer: that peer's share of the batch.
   const double unit =
       static_cast<double>(fabric.batch_size) / static_cast<double>(n) * static_cast<double>(fabric.element_bytes);
   for (std::size_t r = 0; r < n; ++r) {
     const std::size_t h = r / per_host;
-    const double width = static_cast<double>(dim_sums[r]);
+    const double width = dim_sums[r];
     const auto local = static_cast<double>(host_devices[h]);
     AllToAllVolume& v = out[r];
     v.intra_peers = static_cast<int>(host_devices[h]) - 1;
@@ -87,11 +87,35 @@ double with_host_fabric(const CommFabric& fabric, double links_ms, double host_b
   return fabric.host_adds ? links_ms + host_ms : std::max(links_ms, host_ms);
 }
 
+// The widths as the structure computes with them, in this thread's buffer.
+const std::vector<double>& as_widths(const std::vector<int64_t>& dim_sums) {
+  thread_local std::vector<double> widths;
+  widths.assign(dim_sums.begin(), dim_sums.end());
+  return widths;
+}
+
+void times_into(const CommFabric& fabric, const std::vector<double>& widths, std::vector<AllToAllTimes>& out) {
+  thread_local std::vector<AllToAllVolume> volumes;
+  volumes_into(fabric, widths, fabric.inter_shared_by_host, volumes);
+  out.assign(widths.size(), AllToAllTimes{});
+  if (widths.size() < 2) return;
+  for (std::size_t r = 0; r < volumes.size(); ++r) {
+    const AllToAllVolume& v = volumes[r];
+    AllToAllTimes& t = out[r];
+    t.total = structural_transfer_ms(fabric, v);
+    if (fabric.host_bytes_per_ms > 0) t.host = v.host / fabric.host_bytes_per_ms;
+    t.out =
+        v.intra_out / fabric.intra_bytes_per_ms + (v.inter_peers > 0 ? v.inter_out / fabric.inter_bytes_per_ms : 0.0);
+    t.in = v.intra_in / fabric.intra_bytes_per_ms + (v.inter_peers > 0 ? v.inter_in / fabric.inter_bytes_per_ms : 0.0);
+    t.latency = v.intra_peers * fabric.intra_peer_latency_ms + v.inter_peers * fabric.inter_peer_latency_ms;
+  }
+}
+
 }  // namespace
 
 std::vector<AllToAllVolume> alltoall_volumes(const CommFabric& fabric, const std::vector<int64_t>& dim_sums) {
   std::vector<AllToAllVolume> out;
-  volumes_into(fabric, dim_sums, /*shared_port=*/true, out);
+  volumes_into(fabric, as_widths(dim_sums), /*shared_port=*/true, out);
   return out;
 }
 
@@ -110,26 +134,24 @@ double structural_transfer_ms(const CommFabric& fabric, const AllToAllVolume& v)
 
 void hierarchical_alltoall_times(const CommFabric& fabric, const std::vector<int64_t>& dim_sums,
                                  std::vector<AllToAllTimes>& out) {
-  thread_local std::vector<AllToAllVolume> volumes;
-  volumes_into(fabric, dim_sums, fabric.inter_shared_by_host, volumes);
-  out.assign(dim_sums.size(), AllToAllTimes{});
-  if (dim_sums.size() < 2) return;
-  for (std::size_t r = 0; r < volumes.size(); ++r) {
-    const AllToAllVolume& v = volumes[r];
-    AllToAllTimes& t = out[r];
-    t.total = structural_transfer_ms(fabric, v);
-    if (fabric.host_bytes_per_ms > 0) t.host = v.host / fabric.host_bytes_per_ms;
-    t.out =
-        v.intra_out / fabric.intra_bytes_per_ms + (v.inter_peers > 0 ? v.inter_out / fabric.inter_bytes_per_ms : 0.0);
-    t.in = v.intra_in / fabric.intra_bytes_per_ms + (v.inter_peers > 0 ? v.inter_in / fabric.inter_bytes_per_ms : 0.0);
-    t.latency = v.intra_peers * fabric.intra_peer_latency_ms + v.inter_peers * fabric.inter_peer_latency_ms;
-  }
+  times_into(fabric, as_widths(dim_sums), out);
 }
 
 void hierarchical_alltoall_ms(const CommFabric& fabric, const std::vector<int64_t>& dim_sums,
                               std::vector<double>& out) {
   thread_local std::vector<AllToAllTimes> times;
   hierarchical_alltoall_times(fabric, dim_sums, times);
+  out.resize(times.size());
+  for (std::size_t r = 0; r < times.size(); ++r) out[r] = times[r].total;
+}
+
+void input_alltoall_ms(const CommFabric& fabric, const std::vector<double>& ids_per_sample, std::vector<double>& out) {
+  thread_local std::vector<double> widths;
+  thread_local std::vector<AllToAllTimes> times;
+  const double per_id = static_cast<double>(kInputIdBytes) / static_cast<double>(fabric.element_bytes);
+  widths.resize(ids_per_sample.size());
+  for (std::size_t r = 0; r < widths.size(); ++r) widths[r] = ids_per_sample[r] * per_id;
+  times_into(fabric, widths, times);
   out.resize(times.size());
   for (std::size_t r = 0; r < times.size(); ++r) out[r] = times[r].total;
 }

@@ -71,7 +71,14 @@ class CorrectedCostModel final : public CostModel {
     base_->predict_comm(dim_sums, compute_ms, fw_ms, bw_ms);
   }
 
+  void predict_input_dist(const std::vector<double>& ids_per_sample, std::vector<double>& ms) const override {
+    base_->predict_input_dist(ids_per_sample, ms);
+  }
+
   double allreduce_ms(double bytes, int num_devices) const override { return base_->allreduce_ms(bytes, num_devices); }
+  double rowwise_collectives_ms(int64_t rw_dim, int num_devices) const override {
+    return base_->rowwise_collectives_ms(rw_dim, num_devices);
+  }
 
  private:
   std::shared_ptr<const CostModel> base_;

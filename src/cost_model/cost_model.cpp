@@ -34,13 +34,17 @@ double CostModel::allreduce_ms(double bytes, int num_devices) const {
   return nominal_allreduce_ms(bytes, num_devices, AnalyticCostConfig{}.devices_per_host);
 }
 
-double CostModel::nominal_allreduce_ms(double bytes, int num_devices, int devices_per_host) {
+CommFabric CostModel::nominal_fabric(int devices_per_host) {
   const AnalyticCostConfig nominal;
   CommFabric fabric;
   fabric.devices_per_host = devices_per_host;
   fabric.intra_bytes_per_ms = nominal.intra_host_bytes_per_ms;
   fabric.inter_bytes_per_ms = nominal.inter_host_bytes_per_ms;
-  return ring_allreduce_ms(fabric, bytes, num_devices);
+  return fabric;
+}
+
+double CostModel::nominal_allreduce_ms(double bytes, int num_devices, int devices_per_host) {
+  return ring_allreduce_ms(nominal_fabric(devices_per_host), bytes, num_devices);
 }
 
 std::vector<std::vector<ShardFeatures>> compute_sets(const std::vector<DeviceShards>& devices) {
@@ -52,23 +56,31 @@ std::vector<std::vector<ShardFeatures>> compute_sets(const std::vector<DeviceSha
 }
 
 std::vector<DeviceCost> costs_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
-                                           const std::vector<int64_t>& dim_sums, double collectives_ms) {
+                                           const std::vector<int64_t>& dim_sums, const std::vector<double>& input_ids,
+                                           double collectives_ms) {
   std::vector<double> fw;
   std::vector<double> bw;
+  std::vector<double> input;
   model.predict_comm(dim_sums, compute_ms, fw, bw);
+  model.predict_input_dist(input_ids, input);
   std::vector<DeviceCost> costs(compute_ms.size());
-  for (std::size_t r = 0; r < costs.size(); ++r) costs[r] = DeviceCost{compute_ms[r], fw[r], bw[r] + collectives_ms};
+  for (std::size_t r = 0; r < costs.size(); ++r) {
+    costs[r] = DeviceCost{compute_ms[r], fw[r] + input[r], bw[r] + collectives_ms};
+  }
   return costs;
 }
 
 double max_total_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
-                              const std::vector<int64_t>& dim_sums, double collectives_ms) {
+                              const std::vector<int64_t>& dim_sums, const std::vector<double>& input_ids,
+                              double collectives_ms) {
   thread_local std::vector<double> fw;
   thread_local std::vector<double> bw;
+  thread_local std::vector<double> input;
   model.predict_comm(dim_sums, compute_ms, fw, bw);
+  model.predict_input_dist(input_ids, input);
   double worst = 0.0;
   for (std::size_t r = 0; r < compute_ms.size(); ++r) {
-    worst = std::max(worst, DeviceCost{compute_ms[r], fw[r], bw[r] + collectives_ms}.total_ms());
+    worst = std::max(worst, DeviceCost{compute_ms[r], fw[r] + input[r], bw[r] + collectives_ms}.total_ms());
   }
   return worst;
 }
@@ -128,9 +140,13 @@ namespace {
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {
   std::vector<DeviceShards> devices = device_shards(plan, tables);
   std::vector<int64_t> dim_sums;
-  for (const auto& device : devices) dim_sums.push_back(device.dim_sum);
+  std::vector<double> input_ids;
+  for (const auto& device : devices) {
+    dim_sums.push_back(device.dim_sum);
+    input_ids.push_back(device.input_ids);
+  }
   std::vector<DeviceCost> costs = costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums,
-                                                     plan_collectives_ms(model, devices));
+                                                     input_ids, plan_collectives_ms(model, devices));
   for (std::size_t r = 0; r < costs.size(); ++r) {
     if (!std::isfinite(costs[r].total_ms())) refuse_device(model, plan, devices[r], r);
   }

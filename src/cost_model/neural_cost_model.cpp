@@ -475,6 +475,14 @@ double NeuralCostModel::allreduce_ms(double bytes, int num_devices) const {
   return nominal_allreduce_ms(bytes, num_devices, comm_.fabric.devices_per_host);
 }
 
+void NeuralCostModel::predict_input_dist(const std::vector<double>& ids_per_sample, std::vector<double>& ms) const {
+  if (structure_only_) return input_alltoall_ms(planning_fabric_, ids_per_sample, ms);
+  if (comm_.form == CommForm::kHierarchical) return input_alltoall_ms(comm_.fabric, ids_per_sample, ms);
+  CommFabric nominal = nominal_fabric(comm_.fabric.devices_per_host);
+  nominal.batch_size = kScaleFreeCommBatch;
+  input_alltoall_ms(nominal, ids_per_sample, ms);
+}
+
 void NeuralCostModel::plan_for_hardware(CommFabric fabric) {
   const bool measured_here =
       comm_.form == CommForm::kHierarchical && !comm_.structure_only && fabric.name == comm_.fabric.name;

@@ -9,8 +9,8 @@ namespace shardplan {
 namespace {
 
 double total_on(const CostModel& model, const std::vector<double>& compute, const std::vector<int64_t>& dim_sums,
-                double collectives_ms, std::size_t rank) {
-  return costs_from_compute(model, compute, dim_sums, collectives_ms)[rank].total_ms();
+                const std::vector<double>& input_ids, double collectives_ms, std::size_t rank) {
+  return costs_from_compute(model, compute, dim_sums, input_ids, collectives_ms)[rank].total_ms();
 }
 
 // Each shard's summary, once: a device with thousands of tables is scored without each in turn.
@@ -45,14 +45,18 @@ std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vect
   std::vector<DeviceShards> devices = device_shards(plan, tables);
   if (devices.empty()) return std::nullopt;
   std::vector<int64_t> dim_sums;
-  for (const auto& device : devices) dim_sums.push_back(device.dim_sum);
+  std::vector<double> input_ids;
+  for (const auto& device : devices) {
+    dim_sums.push_back(device.dim_sum);
+    input_ids.push_back(device.input_ids);
+  }
   // The plan's own scores when this model made them (the planner scores every plan); else score it.
   const bool scored =
       plan.device_costs && plan.device_costs->size() == devices.size() && plan.cost_model == model.name();
   const double collectives = plan_collectives_ms(model, devices);
-  std::vector<DeviceCost> base =
-      scored ? *plan.device_costs
-             : costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums, collectives);
+  std::vector<DeviceCost> base = scored ? *plan.device_costs
+                                        : costs_from_compute(model, model.predict_compute(compute_sets(devices)),
+                                                             dim_sums, input_ids, collectives);
   std::vector<double> compute;
   for (const auto& cost : base) compute.push_back(cost.compute_ms);
   const auto rank = static_cast<std::size_t>(
@@ -76,14 +80,18 @@ std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vect
   BoundingDevice bound{static_cast<int>(rank), {}};
   for (std::size_t t : on_rank) {
     int64_t width_without = held.dim_sum;
+    double ids_without = held.input_ids;
     for (std::size_t i = 0; i < held.pieces.size(); ++i) {
-      // A replica sends nothing in the all-to-all (its gradients' all-reduce stays: every rank has one).
-      if (held.plan_tables[i] == t && plan.tables[t].type != ShardingType::kDataParallel)
+      // A replica sends nothing in the all-to-alls (its gradients' all-reduce stays: every rank has one).
+      if (held.plan_tables[i] == t && plan.tables[t].type != ShardingType::kDataParallel) {
         width_without -= held.pieces[i].dim;
+        ids_without -= input_ids_per_sample(held.pieces[i]);
+      }
     }
     compute[rank] = compute_without(model, summaries, held.plan_tables, t);
     dim_sums[rank] = width_without;
-    const double total_without = total_on(model, compute, dim_sums, collectives, rank);
+    input_ids[rank] = ids_without;
+    const double total_without = total_on(model, compute, dim_sums, input_ids, collectives, rank);
     const std::string& name = plan.tables[t].name;
     bound.drivers.push_back(
         {name, held.dim_sum - width_without, pooling.at(name), base[rank].total_ms() - total_without});

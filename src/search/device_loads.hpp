@@ -1,6 +1,7 @@
 #pragma once
 // What a placement keeps per device while it assigns pieces: the sum of the pieces' cost-model summaries
-// (a device's compute is the model's head over it), its memory and its output width. Shared by the
+// (a device's compute is the model's head over it), its memory, its output width and the ids per sample
+// its input all-to-all brings. Shared by the
 // greedy grid placement and the refinement after it.
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +17,7 @@ struct DeviceLoads {
   std::vector<double> compute;
   std::vector<int64_t> bytes;
   std::vector<int64_t> width;
+  std::vector<double> ids;
 
   void reset(int devices, int size) {
     const auto n = static_cast<std::size_t>(devices);
@@ -24,6 +26,7 @@ struct DeviceLoads {
     compute.assign(n, 0.0);
     bytes.assign(n, 0);
     width.assign(n, 0);
+    ids.assign(n, 0.0);
   }
 
   const float* sum(std::size_t r) const { return sums.data() + r * summary_size; }
@@ -35,6 +38,7 @@ struct DeviceLoads {
     for (std::size_t k = 0; k < summary_size; ++k) s[k] += summary[k];
     bytes[r] += catalog.bytes(variant);
     width[r] += catalog.cols(variant);
+    ids[r] += catalog.input_ids(variant);
     return s;
   }
 
@@ -45,6 +49,7 @@ struct DeviceLoads {
     compute[r] = 0.0;
     bytes[r] = 0;
     width[r] = 0;
+    ids[r] = 0.0;
   }
 };
 

@@ -274,7 +274,7 @@ void GridPlacer::finish(Scratch& scratch, Placement& out) const {
     out.max_cost = std::numeric_limits<double>::infinity();
     return;
   }
-  out.devices = costs_from_compute(model_, scratch.compute, scratch.width);
+  out.devices = costs_from_compute(model_, scratch.compute, scratch.width, scratch.ids);
   out.max_cost = max_total_ms(out.devices);
 }
 

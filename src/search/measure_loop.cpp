@@ -175,12 +175,14 @@ class MeasuredNeuroShardPlanner final : public Planner {
     for (Candidate& c : state.candidates) {
       std::vector<double> compute = model.predict_compute(compute_sets(c.devices));
       std::vector<int64_t> widths;
+      std::vector<double> ids;
       for (std::size_t r = 0; r < c.devices.size(); ++r) {
         widths.push_back(c.devices[r].dim_sum);
+        ids.push_back(c.devices[r].input_ids);
         auto it = state.measured.find(c.keys[r]);
         compute[r] = it != state.measured.end() ? it->second : compute[r] * margin;
       }
-      c.estimate = costs_from_compute(model, compute, widths, plan_collectives_ms(model, c.devices));
+      c.estimate = costs_from_compute(model, compute, widths, ids, plan_collectives_ms(model, c.devices));
       c.estimate_max_ms = max_total_ms(c.estimate);
     }
   }

@@ -28,6 +28,7 @@ class Devices {
   const std::vector<int>& held(std::size_t r) const { return held_[r]; }
   int64_t piece_bytes(int i) const { return catalog_.bytes(variant(i)); }
   int piece_cols(int i) const { return catalog_.cols(variant(i)); }
+  double piece_ids(int i) const { return catalog_.input_ids(variant(i)); }
   // Whether piece i may lie on device r (its table's pinned ranks).
   bool may_hold(std::size_t r, int i) const { return catalog_.allows_rank(variant(i), static_cast<int>(r)); }
 
@@ -110,15 +111,20 @@ void evaluate_changes(std::vector<Change>& changes, const Devices& devices, cons
     thread_local std::vector<float> scratch;
     thread_local std::vector<double> compute;
     thread_local std::vector<int64_t> width;
+    thread_local std::vector<double> ids;
     Change& c = changes[static_cast<std::size_t>(k)];
     compute = loads.compute;
     width = loads.width;
+    ids = loads.ids;
     compute[c.from] = devices.compute_after(c.from, c.i, c.j, scratch);
     compute[c.to] = devices.compute_after(c.to, c.j, c.i, scratch);
     const int cols_j = c.j >= 0 ? devices.piece_cols(c.j) : 0;
     width[c.from] += cols_j - devices.piece_cols(c.i);
     width[c.to] += devices.piece_cols(c.i) - cols_j;
-    c.max = max_total_from_compute(model, compute, width);
+    const double ids_j = c.j >= 0 ? devices.piece_ids(c.j) : 0.0;
+    ids[c.from] += ids_j - devices.piece_ids(c.i);
+    ids[c.to] += devices.piece_ids(c.i) - ids_j;
+    c.max = max_total_from_compute(model, compute, width, ids);
   });
 }
 
@@ -199,7 +205,7 @@ Placement refine_placement(const std::vector<Piece>& pieces, const Placement& st
   Devices devices(pieces, start.ranks, catalog, model, static_cast<int>(n));
   const DeviceLoads& loads = devices.loads;
   Placement out = start;
-  out.devices = costs_from_compute(model, loads.compute, loads.width);
+  out.devices = costs_from_compute(model, loads.compute, loads.width, loads.ids);
   out.max_cost = max_total_ms(out.devices);
   for (int round = 0; round < options.max_rounds; ++round) {
     if (options.deadline.passed()) {
@@ -216,7 +222,7 @@ Placement refine_placement(const std::vector<Piece>& pieces, const Placement& st
       devices.move(best.j, best.to, best.from);
       out.ranks[static_cast<std::size_t>(best.j)] = static_cast<int>(best.from);
     }
-    out.devices = costs_from_compute(model, loads.compute, loads.width);
+    out.devices = costs_from_compute(model, loads.compute, loads.width, loads.ids);
     out.max_cost = max_total_ms(out.devices);
     ++done.rounds;
     if (stopped) break;

@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 
+#include "shardplan/core/plan.hpp"
 #include "shardplan/search/parallel_for.hpp"
 
 namespace shardplan {
@@ -16,6 +17,7 @@ ShardCatalog::ShardCatalog(const std::vector<Table>& tables, const Cluster& clus
   for (std::size_t t = 0; t < tables.size(); ++t) {
     first_variant_.push_back(static_cast<int>(variants_.size()));
     constraints_.push_back(tables[t].constraints);
+    input_ids_.push_back(input_ids_per_sample(tables[t]));
     const bool may_split = table_sharding_types(tables[t], allowed).allows(ShardingType::kColumnWise);
     // Each width a table's halvings reach, once: a width halves unevenly when its half is not a multiple
     // of 4 (108 -> 56 + 52), so a table of 4 (mod 8) columns can be split too. Widths only shrink, so

@@ -36,6 +36,8 @@ class ShardCatalog {
   int cols(int v) const { return variant(v).cols; }
   int64_t bytes(int v) const { return variant(v).bytes; }
   double alone_cost(int v) const { return variant(v).alone_cost; }
+  // The ids per sample a piece of v receives in the input all-to-all: every piece of a table all of its ids.
+  double input_ids(int v) const { return input_ids_[static_cast<std::size_t>(table(v))]; }
   const float* summary(int v) const { return summaries_.data() + static_cast<std::size_t>(v) * summary_size_; }
   int summary_size() const { return static_cast<int>(summary_size_); }
   int num_tables() const { return static_cast<int>(first_variant_.size()); }
@@ -63,6 +65,7 @@ class ShardCatalog {
   std::vector<float> summaries_;
   std::vector<int> placement_rank_;
   std::vector<TableConstraints> constraints_;  // per table
+  std::vector<double> input_ids_;              // per table
 };
 
 }  // namespace shardplan

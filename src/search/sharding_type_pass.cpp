@@ -37,6 +37,7 @@ struct Layout {
   std::vector<float> summaries;  // shards x summary size
   std::vector<int64_t> bytes;
   std::vector<int64_t> widths;  // 0 for replicas, which send nothing in the all-to-all
+  std::vector<double> ids;      // input ids per sample; 0 for replicas, which read their own samples
   int64_t allreduce_bytes = 0;
   // A row-wise table's width: the plan then runs a reduce-scatter and an all-gather.
   int64_t row_wise_dim() const { return sharding.type == ShardingType::kRowWise ? sharding.dim : 0; }
@@ -44,12 +45,13 @@ struct Layout {
   int64_t host_row_wise_dim() const { return sharding.type == ShardingType::kTableRowWise ? sharding.dim : 0; }
 };
 
-// Per device: the sum of its shards' summaries, its memory, all-to-all width and shard count.
+// Per device: the sum of its shards' summaries, its memory, all-to-all width, input ids and shard count.
 struct DeviceState {
   std::size_t summary_size = 0;
   std::vector<float> sums;  // devices x summary_size
   std::vector<int64_t> bytes;
   std::vector<int64_t> width;
+  std::vector<double> ids;
   std::vector<int> count;
 
   const float* sum(std::size_t r) const { return sums.data() + r * summary_size; }
@@ -65,9 +67,13 @@ struct DeviceState {
       for (std::size_t k = 0; k < summary_size; ++k) into[k] += static_cast<float>(sign) * summary[k];
       bytes[r] += sign * layout.bytes[s];
       width[r] += sign * layout.widths[s];
+      ids[r] += sign * layout.ids[s];
       count[r] += sign;
       // An emptied device is exactly empty again, whatever the float sums kept.
-      if (count[r] == 0) std::fill(into, into + summary_size, 0.0f);
+      if (count[r] == 0) {
+        std::fill(into, into + summary_size, 0.0f);
+        ids[r] = 0.0;
+      }
     }
   }
 };
@@ -91,6 +97,7 @@ class TypePass {
     state_.sums.assign(n * summary_size_, 0.0f);
     state_.bytes.assign(n, 0);
     state_.width.assign(n, 0);
+    state_.ids.assign(n, 0.0);
     state_.count.assign(n, 0);
     for (std::size_t t = 0; t < plan_.tables.size(); ++t) {
       layouts_.push_back(make_layout(t, plan_.tables[t]));
@@ -184,6 +191,7 @@ class TypePass {
                                  ? replica_memory_bytes(table, plan_.cluster.optimizer)
                                  : shard_memory_bytes(shard.rows, shard.cols, table.dtype, plan_.cluster.optimizer));
       layout.widths.push_back(replicated ? 0 : shard.cols);
+      layout.ids.push_back(replicated ? 0.0 : input_ids_per_sample(shard_as_table(table, shard)));
     }
     if (replicated) layout.allreduce_bytes = replica_gradient_bytes(table);
     layout.sharding = std::move(sharding);
@@ -218,7 +226,7 @@ class TypePass {
   // The plan's max total, keeping each device's costs.
   double total_costs(std::vector<DeviceCost>& costs) {
     max_host_row_wise_dim_ = *std::max_element(host_row_wise_dims_.begin(), host_row_wise_dims_.end());
-    costs = costs_from_compute(model_, compute_, state_.width,
+    costs = costs_from_compute(model_, compute_, state_.width, state_.ids,
                                collectives_ms(allreduce_bytes_, row_wise_dim_, max_host_row_wise_dim_));
     return max_total_ms(costs);
   }
@@ -229,17 +237,20 @@ class TypePass {
     const Layout& now = layouts_[t];
     thread_local std::vector<double> compute;
     thread_local std::vector<int64_t> width;
+    thread_local std::vector<double> ids;
     thread_local DeviceState touched;  // one row per touched device, in order of first touch
     thread_local std::vector<int> slot_of;
     thread_local std::vector<int> ranks;
     compute = compute_;
     width = state_.width;
+    ids = state_.ids;
     slot_of.assign(static_cast<std::size_t>(devices_), -1);
     ranks.clear();
     touched.summary_size = summary_size_;
     touched.sums.clear();
     touched.bytes.clear();
     touched.width.clear();
+    touched.ids.clear();
     touched.count.clear();
     for (const Layout* layout : {&now, &next}) {
       for (const auto& shard : layout->sharding.shards) {
@@ -250,7 +261,8 @@ class TypePass {
         const float* from = state_.sum(static_cast<std::size_t>(shard.rank));
         touched.sums.insert(touched.sums.end(), from, from + summary_size_);
         touched.bytes.push_back(state_.bytes[static_cast<std::size_t>(shard.rank)]);
-        touched.width.push_back(0);  // widths change in `width`, the full copy the comm model reads
+        touched.width.push_back(0);  // widths and ids change in `width` and `ids`, the copies the comm model reads
+        touched.ids.push_back(0.0);
         touched.count.push_back(state_.count[static_cast<std::size_t>(shard.rank)]);
       }
     }
@@ -258,6 +270,7 @@ class TypePass {
       touched.shift(*layout, sign, slot_of);
       for (std::size_t s = 0; s < layout->sharding.shards.size(); ++s) {
         width[static_cast<std::size_t>(layout->sharding.shards[s].rank)] += sign * layout->widths[s];
+        ids[static_cast<std::size_t>(layout->sharding.shards[s].rank)] += sign * layout->ids[s];
       }
     }
     for (std::size_t k = 0; k < ranks.size(); ++k) {
@@ -265,7 +278,7 @@ class TypePass {
       compute[static_cast<std::size_t>(ranks[k])] = device_compute(touched.sum(k), touched.count[k]);
     }
     return max_total_from_compute(
-        model_, compute, width,
+        model_, compute, width, ids,
         collectives_ms(allreduce_bytes_ - now.allreduce_bytes + next.allreduce_bytes,
                        row_wise_dim_ - now.row_wise_dim() + next.row_wise_dim(), host_row_wise_dim_with(now, next)));
   }

@@ -44,13 +44,15 @@ double SplitEstimator::after_split(std::size_t i) const {
   for (std::size_t k = 0; k < width; ++k) sum[k] += kept[k] - whole[k];
   std::vector<double> compute = compute_;
   std::vector<int64_t> widths = loads_.width;
+  std::vector<double> ids = loads_.ids;
   compute[from] = model_.compute_from_summary(sum.data());
   sum.assign(loads_.sum(tu), loads_.sum(tu) + width);
   for (std::size_t k = 0; k < width; ++k) sum[k] += moved[k];
   compute[tu] = model_.compute_from_summary(sum.data());
   widths[from] -= catalog_.cols(moves);
   widths[tu] += catalog_.cols(moves);
-  return max_total_from_compute(model_, compute, widths);
+  ids[tu] += catalog_.input_ids(moves);  // the piece that stays still receives every id
+  return max_total_from_compute(model_, compute, widths, ids);
 }
 
 }  // namespace shardplan

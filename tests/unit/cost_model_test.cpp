@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "shardplan/cost_model/comm_structure.hpp"
 #include "shardplan/cost_model/cost_features.hpp"
 #include "shardplan/cost_model/cost_model.hpp"
 #include "shardplan/cost_model/metrics.hpp"
@@ -182,6 +183,30 @@ NeuralCostModel hierarchical_model(bool backward_without_delays) {
   comm.fabric.inter_peer_latency_ms = 0.8;
   comm.backward_without_delays = backward_without_delays;
   return NeuralCostModel("hierarchical", fixed_compute(), comm);
+}
+
+// The input all-to-all is the structure's estimate on the model's links, added to the forward; a model
+// that knows no links (TorchRec's analytic estimate) charges none.
+TEST(NeuralCostModel, TheInputAllToAllAddsTheStructuresTimeToTheForward) {
+  NeuralCostModel model = hierarchical_model(true);
+  const std::vector<int64_t> widths = {64, 128, 32, 16};
+  const std::vector<double> compute = {1.0, 2.0, 0.5, 0.0};
+  const std::vector<double> ids = {9.0, 30.0, 0.0, 2.5};
+  std::vector<double> input, structure, fw, bw;
+  model.predict_input_dist(ids, input);
+  input_alltoall_ms(model.comm_spec().fabric, ids, structure);
+  EXPECT_EQ(input, structure);
+  EXPECT_GT(input[1], input[0]);
+  model.predict_comm(widths, compute, fw, bw);
+  const std::vector<DeviceCost> costs = costs_from_compute(model, compute, widths, ids, 0.25);
+  for (std::size_t r = 0; r < costs.size(); ++r) {
+    EXPECT_NEAR(costs[r].fw_comm_ms, fw[r] + input[r], 1e-12) << r;
+    EXPECT_NEAR(costs[r].bw_comm_ms, bw[r] + 0.25, 1e-12) << r;
+  }
+  EXPECT_DOUBLE_EQ(max_total_from_compute(model, compute, widths, ids, 0.25), max_total_ms(costs));
+  auto analytic = make_analytic_cost_model(AnalyticCostConfig{});
+  analytic->predict_input_dist(ids, input);
+  EXPECT_EQ(input, std::vector<double>(4, 0.0));
 }
 
 // A comm correction (calibrate --comm-ranks) moves each direction's transfer and keeps the forward's wait,

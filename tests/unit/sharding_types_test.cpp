@@ -167,6 +167,23 @@ TEST(ShardingTypes, ReplicasServeTheirRanksSamplesAndAllReduceTheirGradients) {
   for (const auto& cost : score_plan(plan, {table}, *model)) EXPECT_DOUBLE_EQ(cost.bw_comm_ms, allreduce);
 }
 
+// The input all-to-all brings each shard the ids its rows hold and a length per sample: every column piece
+// the whole table's, a row block its share, a replica none (it reads its own samples).
+TEST(ShardingTypes, EachShardReceivesItsIdsInTheInputAllToAll) {
+  Cluster cluster = cluster_of(4, 1ll << 30);
+  Table table = make_table("t", 1000, 16, 8.0);
+  auto ids_of = [&](const TableSharding& sharding) {
+    std::vector<double> ids;
+    for (const auto& d : device_shards(plan_of(cluster, {sharding}), {table})) ids.push_back(d.input_ids);
+    return ids;
+  };
+  EXPECT_EQ(ids_of(table_wise_sharding(table, 2)), (std::vector<double>{0, 0, 9, 0}));
+  EXPECT_EQ(ids_of(sharding_of(table, {Shard{0, 0, 0, 1000, 8}, Shard{3, 0, 8, 1000, 8}})),
+            (std::vector<double>{9, 0, 0, 9}));
+  EXPECT_EQ(ids_of(row_wise_sharding(table, 4)), (std::vector<double>{3, 3, 3, 3}));
+  EXPECT_EQ(ids_of(data_parallel_sharding(table, 4)), (std::vector<double>{0, 0, 0, 0}));
+}
+
 // A row-wise table's bytes are in the all-to-all's widths; its reduce-scatter and all-gather add their
 // latency to every device: 2 (W - 1) ring steps, what an all-reduce of almost nothing costs.
 TEST(ShardingTypes, RowWiseTablesAddTheirCollectivesLatency) {
@@ -189,9 +206,13 @@ TEST(ShardingTypes, RowWiseTablesAddTheirCollectivesLatency) {
   EXPECT_EQ(plan_collectives_ms(*model, device_shards(without, {rw, tw, rw2})), 0.0);
   // The same widths scored without the row-wise flag lose exactly that latency from every backward.
   std::vector<int64_t> widths;
-  for (const auto& d : devices) widths.push_back(d.dim_sum);
+  std::vector<double> ids;
+  for (const auto& d : devices) {
+    widths.push_back(d.dim_sum);
+    ids.push_back(d.input_ids);
+  }
   const std::vector<double> compute = model->predict_compute(compute_sets(devices));
-  const std::vector<DeviceCost> plain = costs_from_compute(*model, compute, widths);
+  const std::vector<DeviceCost> plain = costs_from_compute(*model, compute, widths, ids);
   const std::vector<DeviceCost> scored = score_plan(with, {rw, tw, rw2}, *model);
   for (std::size_t r = 0; r < scored.size(); ++r)
     EXPECT_NEAR(scored[r].bw_comm_ms, plain[r].bw_comm_ms + latency, 1e-9);
@@ -399,9 +420,13 @@ TEST(ShardingTypes, TableRowWiseTablesAddTheirHostsCollectives) {
   EXPECT_EQ(extra_collectives_ms(*model, 0, 0, 8, 28, 1), 0.0);
   const std::vector<DeviceCost> scored = score_plan(plan, tables, *model);
   std::vector<int64_t> widths;
-  for (const auto& d : devices) widths.push_back(d.dim_sum);
+  std::vector<double> ids;
+  for (const auto& d : devices) {
+    widths.push_back(d.dim_sum);
+    ids.push_back(d.input_ids);
+  }
   const std::vector<DeviceCost> plain =
-      costs_from_compute(*model, model->predict_compute(compute_sets(devices)), widths);
+      costs_from_compute(*model, model->predict_compute(compute_sets(devices)), widths, ids);
   for (std::size_t r = 0; r < scored.size(); ++r) EXPECT_NEAR(scored[r].bw_comm_ms, plain[r].bw_comm_ms + 0.116, 1e-9);
 
   // Timed as TorchRec runs them: each host reduce-scatters its own width among its ranks, then its ranks

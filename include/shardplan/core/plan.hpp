@@ -161,6 +161,9 @@ struct DeviceShards {
   std::vector<Table> pieces;
   std::vector<std::size_t> plan_tables;  // per piece: its index in plan.tables
   int64_t dim_sum = 0;
+  // The ids (and lengths) per sample the device's pieces receive in the input all-to-all
+  // (input_ids_per_sample summed; a data-parallel replica reads its own samples' ids, so none).
+  double input_ids = 0.0;
   int64_t allreduce_bytes = 0;  // the same on every device
   // The plan's row-wise tables' summed width: every device joins their reduce-scatter and all-gather.
   int64_t row_wise_dim = 0;
@@ -169,6 +172,10 @@ struct DeviceShards {
   int64_t host_row_wise_dim = 0;
   int devices_per_host = 1;  // the plan's
 };
+
+// What a sharded piece receives in the input all-to-all per sample: the ids its rows hold (its pooling
+// factor: a column piece the whole table's, a row block its rows' share) and one length per feature.
+inline double input_ids_per_sample(const Table& piece) { return piece.pooling_factor + 1.0; }
 
 // The bytes of the gradients a data-parallel table's replicas all-reduce each step: the whole table.
 int64_t replica_gradient_bytes(const Table& table);

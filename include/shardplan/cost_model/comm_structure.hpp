@@ -46,6 +46,14 @@ void hierarchical_alltoall_times(const CommFabric& fabric, const std::vector<int
 // Non-decreasing in every width: more bytes never cost less. `out` is resized to the device count.
 void hierarchical_alltoall_ms(const CommFabric& fabric, const std::vector<int64_t>& dim_sums, std::vector<double>& out);
 
+// The input all-to-all before the lookups (TorchRec's KJT dist): every rank sends each rank the ids (and
+// one length per feature and sample) of its own B / W samples that rank's pieces look up, so rank r
+// receives from each peer (B / W) x ids_per_sample[r] ids of kInputIdBytes: the output all-to-all's
+// traffic, reversed, at kInputIdBytes / element_bytes width units per id, through the same links. Per
+// device, in ms; the plan's ids per sample come from device_input_ids (plan.hpp).
+constexpr int64_t kInputIdBytes = 8;  // int64 ids and lengths, TorchRec's KeyedJaggedTensor default
+void input_alltoall_ms(const CommFabric& fabric, const std::vector<double>& ids_per_sample, std::vector<double>& out);
+
 // One device's structural total from its traffic (what hierarchical_alltoall_ms gives each device).
 double structural_transfer_ms(const CommFabric& fabric, const AllToAllVolume& volume);
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "shardplan/core/comm_fabric.hpp"
 #include "shardplan/core/model_hardware.hpp"
 #include "shardplan/core/plan.hpp"
 #include "shardplan/cost_model/cost_data.hpp"
@@ -42,6 +43,13 @@ class CostModel {
   virtual void predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
                             std::vector<double>& fw_ms, std::vector<double>& bw_ms) const = 0;
 
+  // Per-device input all-to-all latency in ms (TorchRec's KJT dist of the ids before the lookups), given
+  // each device's ids per sample (DeviceShards::input_ids). By default none: a model that knows no links
+  // (TorchRec's analytic estimate) charges none. Added to the forward.
+  virtual void predict_input_dist(const std::vector<double>& ids_per_sample, std::vector<double>& ms) const {
+    ms.assign(ids_per_sample.size(), 0.0);
+  }
+
   // The all-reduce of data-parallel tables' gradients (`bytes` in all) over `num_devices` GPUs, in ms: a
   // ring on the links the model plans for (comm_structure.hpp). By default TorchRec's nominal GPU links,
   // for models that know no links of their own. Nothing measured: the collectors measure all-to-alls.
@@ -57,6 +65,8 @@ class CostModel {
  protected:
   // The ring on TorchRec's nominal GPU links with this many GPUs per host.
   static double nominal_allreduce_ms(double bytes, int num_devices, int devices_per_host);
+  // TorchRec's nominal GPU links with this many GPUs per host.
+  static CommFabric nominal_fabric(int devices_per_host);
 };
 
 // The features of a shard: `cols` columns of `table` (all rows).
@@ -65,14 +75,17 @@ ShardFeatures shard_features(const Table& table, int64_t cols);
 // The compute sets of a plan's devices (device_shards' pieces as the model's features).
 std::vector<std::vector<ShardFeatures>> compute_sets(const std::vector<DeviceShards>& devices);
 
-// Per-device costs from each device's predicted compute and output width: adds the model's all-to-all,
-// and to the backward the other collectives (collectives_ms, the same on every device: extra_collectives_ms).
+// Per-device costs from each device's predicted compute, output width and input ids per sample: adds the
+// model's all-to-alls (the input's to the forward), and to the backward the other collectives
+// (collectives_ms, the same on every device: extra_collectives_ms).
 std::vector<DeviceCost> costs_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
-                                           const std::vector<int64_t>& dim_sums, double collectives_ms = 0.0);
+                                           const std::vector<int64_t>& dim_sums, const std::vector<double>& input_ids,
+                                           double collectives_ms = 0.0);
 // max_total_ms(costs_from_compute(...)), the same value, without allocating: what a search asks of
 // every candidate change.
 double max_total_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
-                              const std::vector<int64_t>& dim_sums, double collectives_ms = 0.0);
+                              const std::vector<int64_t>& dim_sums, const std::vector<double>& input_ids,
+                              double collectives_ms = 0.0);
 
 // What every device of a plan spends on collectives besides the all-to-all: the all-reduce of its
 // data-parallel tables' gradients (`allreduce_bytes`, 0 without any) and, when it has row-wise tables

@@ -133,6 +133,9 @@ class NeuralCostModel final : public CostModel {
   // On the links it plans for: the profile's, or the hierarchical model's own with its measured fit
   // (scale-free models: the default).
   double allreduce_ms(double bytes, int num_devices) const override;
+  // The structure's estimate on the links it plans for (scale-free models: TorchRec's nominal links).
+  // Nothing measured corrects it: the collectors time the output all-to-all.
+  void predict_input_dist(const std::vector<double>& ids_per_sample, std::vector<double>& ms) const override;
   // The measured fit on the model's own links (across hosts, at least the default latency); elsewhere (or
   // unmeasured) the default latency.
   double rowwise_collectives_ms(int64_t rw_dim, int num_devices) const override;
