@@ -125,6 +125,16 @@ class PairedMeasureTest(unittest.TestCase):
         self.assertEqual(compare["max_compute"]["tasks"], 2)
         self.assertAlmostEqual(compare["max_compute"]["geomean_ratio"], math.sqrt(10.0 / 20.0 * 11.0 / 21.0))
 
+    def test_a_task_left_out_is_neither_planned_nor_timed(self):
+        r = self.run_tool("--planner", "a=--algo a", "--planner", "b=--algo a", "--passes", "1", "--leave-out", "0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted({c["seed"] for c in self.calls()}), ["1", "2"])
+        self.assertFalse((self.dir / "out" / "a-0.json").exists())
+        doc = json.loads((self.dir / "out" / "measured.json").read_text())
+        self.assertEqual(doc["measured_tasks"], [1, 2])
+        self.assertEqual(doc["left_out"], [0])
+        self.assertIsNone(doc["algorithms"]["a"]["measured"]["task_max_compute_ms"][0])
+
     def test_plans_are_reused_and_compute_alone_can_be_timed(self):
         self.assertEqual(self.run_tool("--planner", "a=--algo a", "--planner", "b=--algo a", "--passes", "1",
                                        "--first", "1").returncode, 0)
