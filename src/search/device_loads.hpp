@@ -1,8 +1,7 @@
 #pragma once
 // What a placement keeps per device while it assigns pieces: the sum of the pieces' cost-model summaries
 // (a device's compute is the model's head over it), its memory, its output width and the ids per sample
-// its input all-to-all brings. Shared by the
-// greedy grid placement and the refinement after it.
+// its input all-to-all brings. Shared by the greedy grid placement and the refinement after it.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
