@@ -15,7 +15,7 @@ ctest --preset asan -j"$(nproc)"
 
 findings="build-asan/fuzz-findings"
 mkdir -p "$findings"
-for target in tables plan tasks model_meta model_files; do
+for target in tables plan tasks model_meta model_files pickle_guard input_file; do
   # New inputs go to a scratch corpus; the seed corpus in the repository is only read.
   scratch="$(mktemp -d)"
   echo "fuzz: ${target}_fuzzer for ${fuzz_seconds}s" >&2
