@@ -163,7 +163,20 @@ std::string flag_of_setting(const std::string& setting) {
                                                            {"timed iterations", "--iterations"},
                                                            {"warm-up iterations", "--warmup"},
                                                            {"hardware profile", "--hardware"},
-                                                           {"measure rounds", "--measure-rounds"}};
+                                                           {"measure rounds", "--measure-rounds"},
+                                                           {"measure loop budget", "--measure-loop"},
+                                                           {"measure loop candidates", "--measure-loop-candidates"},
+                                                           {"measure loop rivals", "--measure-loop-rivals"},
+                                                           {"planner", "--algo"},
+                                                           {"temporary directory", "--temp-dir"},
+                                                           {"cost-data directory", "--out"},
+                                                           {"pool tables", "--num-tables"},
+                                                           {"reference batch", "--batch"},
+                                                           {"mean pooling factor", "--mean-pooling-factor"},
+                                                           {"tasks", "--num-tasks"},
+                                                           {"fewest tables per task", "--min-tables"},
+                                                           {"most tables per task", "--max-tables"},
+                                                           {"largest width", "--max-width"}};
   const auto found = flags.find(setting);
   return found == flags.end() ? setting : found->second;
 }

@@ -51,8 +51,8 @@ void print_metrics_line(std::string_view what, const nlohmann::json& metrics);
 
 void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required);
 
-// The flag that sets a library setting (SettingError::setting(): "beam width" -> "--beam-width"); the
-// setting itself when no flag does.
+// The flag that sets a library setting (Error::setting(), of a SettingError, SettingFailure or
+// InfeasibleSetting: "beam width" -> "--beam-width"); the setting itself when no flag does.
 std::string flag_of_setting(const std::string& setting);
 // Throws InputError naming the flag and value. With --hardware, the profile is loaded into `profile`
 // (when given) and sets the GPUs per host and memory the flags leave out.

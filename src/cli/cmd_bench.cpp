@@ -112,6 +112,17 @@ BenchMeasure bench_measure(const BenchFlags& f) {
   return measure;
 }
 
+// run_bench, with a planner it does not know named by bench's flag (--algos; main would name plan's --algo).
+BenchResult bench_tasks(const TaskSet& set, const BenchFlags& f, const PlannerConfig& config,
+                        const BenchMeasure& measure) {
+  try {
+    return run_bench(set, f.algorithms, config, f.log_options.quiet, &measure);
+  } catch (const SettingError& e) {
+    if (e.setting() != "planner") throw;
+    throw InputError(fmt::format("--algos: {}", e.rule()));
+  }
+}
+
 int run_bench_command(int argc, char** argv) {
   CLI::App app{
       "Plans every task of a task set with every algorithm and compares them: mean predicted plan cost "
@@ -148,7 +159,7 @@ its own, so --measure judges its plans on fresh measurements; its planning time 
   spdlog::info("{}: {} tasks on {} GPUs, {} algorithms", f.tasks_path, set.tasks.size(), set.num_devices,
                f.algorithms.size());
   BenchMeasure measure = bench_measure(f);
-  BenchResult result = run_bench(set, f.algorithms, config, f.log_options.quiet, &measure);
+  BenchResult result = bench_tasks(set, f, config, measure);
   if (f.json) {
     std::cout << bench_to_json(result, f.per_task).dump(2) << "\n";
   } else {

@@ -216,7 +216,12 @@ void write_plan(const Plan& plan, const PlanAnalysis& analysis, const PlanFlags&
   if (!plan_on_stdout) spdlog::info("wrote {}", f.output);
   if (!f.chart_path.empty()) spdlog::info("wrote {}", f.chart_path);
   if (!f.log_options.quiet) {
-    std::string report = format_report(plan, ReportOptions{f.full_report, 32, model_choice.by_default}, analysis);
+    ReportOptions options;
+    options.full = f.full_report;
+    options.model_by_default = model_choice.by_default;
+    options.full_report = "--full-report";
+    options.without_baseline_starts = "--no-baseline-starts";
+    std::string report = format_report(plan, options, analysis);
     (plan_on_stdout ? std::cerr : std::cout) << report << std::flush;
   }
 }

@@ -20,11 +20,13 @@ int main(int argc, char** argv) {
     }
     // `shard-plan --tables t.json --gpus 8` plans without naming the subcommand.
     return shardplan::cli::run_plan(argc, argv);
-  } catch (const shardplan::SettingError& e) {
-    spdlog::error("{}: {}", shardplan::cli::flag_of_setting(e.setting()), e.rule());
-    return static_cast<int>(e.code());
   } catch (const shardplan::Error& e) {
-    spdlog::error("{}", e.what());
+    // An error about a setting names it in the library's terms; the user set it with a flag.
+    if (e.setting().empty()) {
+      spdlog::error("{}", e.what());
+    } else {
+      spdlog::error("{}: {}", shardplan::cli::flag_of_setting(e.setting()), e.rule());
+    }
     return static_cast<int>(e.code());
   } catch (const std::bad_alloc&) {
     spdlog::error("out of memory");

@@ -83,12 +83,13 @@ HardwareProfile load_hardware_profile(const std::string& name_or_file) {
   if (path != name_or_file) {
     if (path.empty()) {
       std::vector<std::string> names = shipped_hardware_profiles();
-      throw InputError(
-          fmt::format("--hardware: no profile named '{}' (shipped: {}); pass a profile file's path instead",
-                      name_or_file, names.empty() ? "none found" : fmt::format("{}", fmt::join(names, ", "))));
+      throw SettingError(
+          "hardware profile",
+          fmt::format("no profile named '{}' (shipped: {}); pass a profile file's path instead", name_or_file,
+                      names.empty() ? "none found" : fmt::format("{}", fmt::join(names, ", "))));
     }
   } else if (!fs::is_regular_file(path, ec)) {
-    throw InputError(fmt::format("--hardware: {}: no such file", path));
+    throw SettingError("hardware profile", fmt::format("{}: no such file", path));
   }
   return parse_hardware_profile(read_json_file(path), path);
 }

@@ -137,7 +137,7 @@ std::string comm_extrapolation_warning(const ModelHardware& hardware, int device
     return fmt::format(
         "{} GPUs is beyond the all-to-alls the cost model measured (at most {} ranks, {}): its learned "
         "correction is held at that size and the hierarchical structure of profile {} carries the rest; "
-        "for times on your cluster, pass --hardware with its profile",
+        "for times on your cluster, plan with its hardware profile",
         devices, measured, hardware.comm_device_model.empty() ? "unknown device" : hardware.comm_device_model,
         hardware.comm_fabric);
   }

@@ -197,10 +197,10 @@ CostDataWriter::CostDataWriter(const std::string& dir, const nlohmann::json& met
     nlohmann::json old = read_json_file(meta_path.string());
     if (old.value("format", "") != kCostDataFormat || old.value("kind", nlohmann::json()) != meta.at("kind") ||
         old.value("config", nlohmann::json()) != meta.at("config")) {
-      throw InputError(
-          fmt::format("{}: describes a different collection (kind or settings differ); use a new --out directory. "
-                      "Existing config: {}",
-                      meta_path.string(), old.value("config", nlohmann::json()).dump()));
+      throw SettingError("cost-data directory",
+                         fmt::format("{}: describes a different collection (kind or settings differ); use a new "
+                                     "directory. Existing config: {}",
+                                     meta_path.string(), old.value("config", nlohmann::json()).dump()));
     }
   } else {
     nlohmann::json full = meta;

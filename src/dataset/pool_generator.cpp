@@ -76,7 +76,7 @@ std::vector<double> draw_pooling_factors(const std::vector<Draw>& sizes, double 
   };
   const double goal = mean * static_cast<double>(n);
   if (pool_sum(0.0) >= goal || pool_sum(1e9) <= goal) {
-    throw InputError(fmt::format("gen-pool: a mean pooling factor of {} is out of reach for this pool", mean));
+    throw SettingError("mean pooling factor", fmt::format("{} is out of reach for a pool of {} tables", mean, n));
   }
   double lo = 0.0;
   double hi = 1e9;
@@ -133,13 +133,13 @@ int realistic_width(int64_t rows, double pooling_factor) {
 
 std::vector<Table> generate_pool(const PoolConfig& config) {
   if (config.num_tables < 1) {
-    throw InputError(fmt::format("gen-pool: --num-tables must be at least 1, got {}", config.num_tables));
+    throw SettingError("pool tables", fmt::format("must be at least 1, got {}", config.num_tables));
   }
   if (config.reference_batch < 1) {
-    throw InputError(fmt::format("gen-pool: --batch must be at least 1, got {}", config.reference_batch));
+    throw SettingError("reference batch", fmt::format("must be at least 1, got {}", config.reference_batch));
   }
   if (!(config.mean_pooling_factor > 1.0)) {
-    throw InputError(fmt::format("gen-pool: --mean-pooling-factor must exceed 1, got {}", config.mean_pooling_factor));
+    throw SettingError("mean pooling factor", fmt::format("must exceed 1, got {}", config.mean_pooling_factor));
   }
   const auto n = static_cast<std::size_t>(config.num_tables);
   Rng rows_rng(derive_seed(config.seed, kRowsStream));

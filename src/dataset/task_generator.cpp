@@ -37,23 +37,31 @@ std::string describe(const TaskSetConfig& c) {
 
 void check_config(const std::vector<Table>& pool, const TaskSetConfig& c) {
   if (pool.empty()) throw InputError("gen-tasks: the pool has no tables");
-  if (c.num_tasks < 1) throw InputError(fmt::format("gen-tasks: --num-tasks must be at least 1, got {}", c.num_tasks));
+  if (c.num_tasks < 1) throw SettingError("tasks", fmt::format("must be at least 1, got {}", c.num_tasks));
   if (!c.whole_pool && (c.min_tables < 1 || c.min_tables > c.max_tables)) {
-    throw InputError(
-        fmt::format("gen-tasks: need 1 <= --min-tables <= --max-tables, got {} and {}", c.min_tables, c.max_tables));
+    throw SettingError("fewest tables per task", fmt::format("must be in [1, {}] (the most tables per task), got {}",
+                                                             c.max_tables, c.min_tables));
   }
   if (!c.whole_pool && static_cast<std::size_t>(c.max_tables) > pool.size()) {
-    throw InputError(fmt::format("gen-tasks: --max-tables {} exceeds the pool's {} tables", c.max_tables, pool.size()));
+    throw SettingError("most tables per task",
+                       fmt::format("must not exceed the pool's {} tables, got {}", pool.size(), c.max_tables));
   }
-  if (c.num_devices < 1 || c.num_devices > kMaxDevices) {
-    throw InputError(fmt::format("gen-tasks: --gpus must be between 1 and {}, got {}", kMaxDevices, c.num_devices));
-  }
-  if (c.memory_per_device_bytes < 1) {
-    throw InputError(fmt::format("gen-tasks: --mem-per-gpu must be positive, got {}", c.memory_per_device_bytes));
-  }
+  // The cluster's GPUs and memory are the cluster's to check.
+  Cluster cluster;
+  cluster.num_devices = c.num_devices;
+  cluster.memory_per_device_bytes = c.memory_per_device_bytes;
+  validate_cluster(cluster);
   if (c.random_widths && (c.max_width < 4 || c.max_width % 4 != 0 || c.max_width > kMaxDim)) {
-    throw InputError(fmt::format("gen-tasks: --max-width must be a positive multiple of 4, got {}", c.max_width));
+    throw SettingError("largest width",
+                       fmt::format("must be a positive multiple of 4 up to {}, got {}", kMaxDim, c.max_width));
   }
+}
+
+// No draw fits: blamed on the task's table count (`tables_setting`), or on the memory when every task
+// takes the whole pool.
+[[noreturn]] void no_fitting_draw(const TaskSetConfig& c, const char* tables_setting, const std::string& what) {
+  if (c.whole_pool) throw InfeasibleSetting("memory per GPU", what + "; raise it");
+  throw InfeasibleSetting(tables_setting, what + "; lower it or raise the memory per GPU");
 }
 
 // Refuses at once what no draw can satisfy, instead of exhausting the draw budget: fewer tables that fit
@@ -72,10 +80,9 @@ void check_drawable(const std::vector<Table>& pool, const TaskSetConfig& c, int 
   for (std::size_t i = 0; i < smallest.size() && i < static_cast<std::size_t>(min_tables); ++i) least += smallest[i];
   const long double capacity = static_cast<long double>(cluster.usable_bytes_per_device()) * cluster.num_devices;
   if (smallest.size() < static_cast<std::size_t>(min_tables) || least > capacity) {
-    throw InfeasibleError(
-        fmt::format("gen-tasks: no draw of {} pool tables can fit {} GPUs x {} ({} tables fit one GPU at all); lower "
-                    "--min-tables or raise --mem-per-gpu",
-                    min_tables, c.num_devices, format_bytes(c.memory_per_device_bytes), smallest.size()));
+    no_fitting_draw(c, "fewest tables per task",
+                    fmt::format("no draw of {} pool tables can fit {} GPUs x {} ({} tables fit one GPU at all)",
+                                min_tables, c.num_devices, format_bytes(c.memory_per_device_bytes), smallest.size()));
   }
 }
 
@@ -150,10 +157,9 @@ TaskSet generate_task_set(const std::vector<Table>& pool, const TaskSetConfig& c
     ShardingTask drawn;
     for (int64_t attempt = 0;; ++attempt) {
       if (attempt == kMaxDrawsPerTask) {
-        throw InfeasibleError(fmt::format(
-            "gen-tasks: task {}: none of {} draws of {} tables fit {} GPUs x {}; lower --max-tables or raise "
-            "--mem-per-gpu",
-            task, kMaxDrawsPerTask, count, config.num_devices, format_bytes(config.memory_per_device_bytes)));
+        no_fitting_draw(config, "most tables per task",
+                        fmt::format("task {}: none of {} draws of {} tables fit {} GPUs x {}", task, kMaxDrawsPerTask,
+                                    count, config.num_devices, format_bytes(config.memory_per_device_bytes)));
       }
       counts.draws += 1;
       // A partial Fisher-Yates shuffle picks `count` distinct tables; listed in pool order.

@@ -50,18 +50,20 @@ std::string zlib_message(gzFile gz) {
   return message;
 }
 
+// What a failure to unpack is about, and how to mend it.
+constexpr const char* kTempDirSetting = "temporary directory";
+constexpr const char* kTempDirAdvice = "name another, or set TMPDIR";
+
 int create_anonymous_temp(const std::string& dir, const std::string& source) {
   std::string path = dir + "/.shard-plan-unpack.XXXXXX";
   int fd = ::mkstemp(path.data());
   if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
-    throw InputError(
-        fmt::format("{}: the directory {} for unpacking it does not exist (set --temp-dir or TMPDIR)", source, dir));
+    throw SettingError(kTempDirSetting, fmt::format("{} does not exist, so {} cannot be unpacked there ({})", dir,
+                                                    source, kTempDirAdvice));
   }
   if (fd < 0) {
-    throw RuntimeFailure(
-        fmt::format("{}: cannot create a temporary file in {} to unpack it: {} (set --temp-dir or "
-                    "TMPDIR)",
-                    source, dir, std::strerror(errno)));
+    throw SettingFailure(kTempDirSetting, fmt::format("{}: cannot create a file in it to unpack {}: {} ({})", dir,
+                                                      source, std::strerror(errno), kTempDirAdvice));
   }
   ::unlink(path.c_str());  // anonymous from here on: the space is freed when the descriptor closes
   return fd;
@@ -73,10 +75,10 @@ void write_all(int fd, const char* data, std::size_t n, const std::string& sourc
     ssize_t put = ::write(fd, data, n);
     if (put < 0) {
       if (errno == EINTR) continue;
-      throw RuntimeFailure(
-          fmt::format("{}: cannot write the unpacked data into {} after {} bytes: {} (the unpacked "
-                      "size must fit there; set --temp-dir or TMPDIR)",
-                      source, dir, written_so_far, std::strerror(errno)));
+      throw SettingFailure(kTempDirSetting,
+                           fmt::format("{}: cannot write the unpacked data of {} into it after {} bytes: {} (the "
+                                       "unpacked size must fit; {})",
+                                       dir, source, written_so_far, std::strerror(errno), kTempDirAdvice));
     }
     data += put;
     n -= static_cast<std::size_t>(put);

@@ -148,7 +148,7 @@ class BaselineCheckedPlanner final : public Planner {
 }  // namespace
 
 std::unique_ptr<Planner> make_baseline_checked_planner(std::unique_ptr<Planner> search, const PlannerConfig& config) {
-  if (!config.cost_model) throw InputError("neuroshard: needs a cost model (--model)");
+  if (!config.cost_model) throw InputError("neuroshard: needs a cost model");
   return std::make_unique<BaselineCheckedPlanner>(std::move(search), config);
 }
 

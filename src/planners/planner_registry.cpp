@@ -67,8 +67,8 @@ std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig
     for (const std::string& rival : config.measure_loop.rivals) {
       const auto& known = planner_names();
       if (rival == "neuroshard" || std::find(known.begin(), known.end(), rival) == known.end()) {
-        throw InputError(fmt::format("--measure-loop-rivals: \"{}\" is not a baseline planner (known: {})", rival,
-                                     fmt::join(known.begin() + 1, known.end(), ", ")));
+        throw SettingError("measure loop rivals", fmt::format("\"{}\" is not a baseline planner (known: {})", rival,
+                                                              fmt::join(known.begin() + 1, known.end(), ", ")));
       }
       rivals.push_back(make_planner(rival, config));
     }
@@ -101,9 +101,9 @@ std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig
       return t.dim * t.pooling_factor * std::log10(static_cast<double>(t.rows));
     });
   }
-  throw InputError(fmt::format("--algo: unknown planner \"{}\" (known: {}, {}, {})", name,
-                               fmt::join(planner_names(), ", "), fmt::join(measuring_planner_names(), ", "),
-                               fmt::join(external, ", ")));
+  throw SettingError("planner",
+                     fmt::format("unknown planner \"{}\" (known: {}, {}, {})", name, fmt::join(planner_names(), ", "),
+                                 fmt::join(measuring_planner_names(), ", "), fmt::join(external, ", ")));
 }
 
 }  // namespace shardplan

@@ -93,8 +93,8 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
   }
   for (std::size_t i = 0; i < shown.size(); ++i) {
     if (summarised && i == static_cast<std::size_t>(options.max_rows) * 3 / 4) {
-      out +=
-          fmt::format("{:>6}  ({} devices not shown; --full-report lists all)\n", "...", usage.size() - shown.size());
+      out += fmt::format("{:>6}  ({} devices not shown; {} lists all)\n", "...", usage.size() - shown.size(),
+                         options.full_report);
     }
     out += device_row(plan, usage, shown[i]);
   }
@@ -136,12 +136,12 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
         plan.search->search_max_ms > 0
             ? fmt::format("start: {}'s plan, after the sharding-type pass, scored below the search's own ({:.3f} ms)\n",
                           plan.search->started_from, plan.search->search_max_ms)
-            : fmt::format("start: {}'s plan; the search found none (--no-baseline-starts shows why)\n",
-                          plan.search->started_from);
+            : fmt::format("start: {}'s plan; the search found none ({} shows why)\n", plan.search->started_from,
+                          options.without_baseline_starts);
   }
   if (plan.search && plan.search->cut_short) {
     out += fmt::format(
-        "note: --time-limit {} s cut the search short after {} of {} split steps and {} refinement "
+        "note: the time limit of {} s cut the search short after {} of {} split steps and {} refinement "
         "moves: this is the best plan found by then, not the search's answer\n",
         plan.search->time_limit_seconds, plan.search->steps, plan.search->step_budget, plan.search->refine_rounds);
   }

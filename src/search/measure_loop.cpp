@@ -18,12 +18,11 @@ namespace shardplan {
 
 void validate_measure_loop_config(const MeasureLoopConfig& c) {
   if (c.budget < 1 || c.budget > 100000)
-    throw InputError(fmt::format("--measure-loop: must be in [1, 100000] shard sets, got {}", c.budget));
-  if (c.candidates < 1 || c.candidates > 1000) {
-    throw InputError(fmt::format("--measure-loop-candidates: must be in [1, 1000], got {}", c.candidates));
-  }
+    throw SettingError("measure loop budget", fmt::format("must be in [1, 100000] shard sets, got {}", c.budget));
+  if (c.candidates < 1 || c.candidates > 1000)
+    throw SettingError("measure loop candidates", fmt::format("must be in [1, 1000], got {}", c.candidates));
   if (!(c.ridge > 0.0) || !std::isfinite(c.ridge))
-    throw InputError(fmt::format("measure loop ridge: must be positive, got {}", c.ridge));
+    throw SettingError("measure loop ridge", fmt::format("must be positive, got {}", c.ridge));
 }
 
 namespace {
@@ -57,7 +56,7 @@ class MeasuredNeuroShardPlanner final : public Planner {
         rivals_(std::move(rivals)) {
     validate_neuroshard_config(search_);
     validate_measure_loop_config(loop_);
-    if (!base_) throw InputError("neuroshard_measured: needs a cost model (--model)");
+    if (!base_) throw InputError("neuroshard_measured: needs a cost model");
     if (!measure_)
       throw InputError(
           "neuroshard_measured: needs a way to measure shard sets on this machine (a build with LibTorch)");

@@ -252,7 +252,8 @@ class NeuroShardPlanner final : public Planner {
       auto stop_at_deadline = [&] {
         summary.stopped = "time limit";
         summary.cut_short = true;
-        if (progress) progress->update(step - 1, fmt::format("stopped: --time-limit {} s", config_.time_limit_seconds));
+        if (progress)
+          progress->update(step - 1, fmt::format("stopped: the time limit of {} s", config_.time_limit_seconds));
       };
       if (deadline.passed()) {
         stop_at_deadline();
@@ -680,14 +681,14 @@ class NeuroShardPlanner final : public Planner {
 
 std::unique_ptr<Planner> make_neuroshard_planner(std::shared_ptr<const CostModel> model,
                                                  const NeuroShardConfig& config) {
-  if (!model) throw InputError("neuroshard: needs a cost model (--model)");
+  if (!model) throw InputError("neuroshard: needs a cost model");
   return std::make_unique<NeuroShardPlanner>(std::move(model), config);
 }
 
 std::vector<Plan> neuroshard_candidate_plans(const std::vector<Table>& tables, const Cluster& cluster,
                                              std::shared_ptr<const CostModel> model, const NeuroShardConfig& config,
                                              int max_plans) {
-  if (!model) throw InputError("neuroshard: needs a cost model (--model)");
+  if (!model) throw InputError("neuroshard: needs a cost model");
   if (max_plans < 1) throw InputError(fmt::format("neuroshard: max_plans must be at least 1, got {}", max_plans));
   return NeuroShardPlanner(std::move(model), config).search(tables, cluster, max_plans);
 }

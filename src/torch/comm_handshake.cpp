@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <exception>
 
 #include "comm_collection_meta.hpp"
 #include "shardplan/core/errors.hpp"
@@ -37,15 +38,16 @@ constexpr const char* kSharedSettingNames[] = {
     "mean shards", "skew",    "warm-up rounds", "repeats", "given workloads (digest)", "GPUs per host"};
 
 // Rank 0's part of the start: opens the output. Returns the status every rank gets (0, or the exit code
-// of rank 0's error) with its message, and sets the first sample index.
+// of rank 0's error), keeps the error itself (a SettingError names its setting) and sets the first sample
+// index.
 int64_t open_output(const CommCollectConfig& config, std::optional<CostDataWriter>& writer, const std::string& backend,
-                    const std::vector<std::string>& hosts, int64_t& first, std::optional<std::string>& error) {
+                    const std::vector<std::string>& hosts, int64_t& first, std::exception_ptr& error) {
   try {
     writer.emplace(config.out_dir, comm_collection_meta(config, backend, hosts));
     first = writer->existing_samples();
     return 0;
   } catch (const Error& e) {
-    error = e.what();
+    error = std::current_exception();
     return static_cast<int64_t>(e.code());
   }
 }
@@ -75,7 +77,7 @@ int64_t agree_on_start(const Job& job, const CommCollectConfig& config, std::opt
   // 2), so every rank exits with the same code and --spawn reports bad input as bad input.
   std::vector<int64_t> message{0, 0};
   message.insert(message.end(), mine.begin(), mine.end());
-  std::optional<std::string> open_error;
+  std::exception_ptr open_error;
   if (job.rank == 0) message[0] = open_output(config, writer, backend, hosts, message[1], open_error);
   std::vector<at::Tensor> broadcast{at::tensor(message, at::kLong).to(job.long_options.device())};
   job.finish(job.group->broadcast(broadcast));
@@ -87,7 +89,7 @@ int64_t agree_on_start(const Job& job, const CommCollectConfig& config, std::opt
   c10d::AllreduceOptions max;
   max.reduceOp = c10d::ReduceOp::MAX;
   job.finish(job.group->allreduce(trouble, max));
-  if (open_error) throw_with_code(values[0], *open_error);
+  if (open_error) std::rethrow_exception(open_error);
   if (values[0] != 0)
     throw_with_code(values[0], fmt::format("rank {}: rank 0 could not open the output (see its error)", job.rank));
   if (!mismatch.empty()) {

@@ -144,7 +144,7 @@ TEST(CommCollect, ResumeContinuesTheSameSequence) {
 
   // Different settings never mix into one directory.
   EXPECT_EQ(run(spawn_args(out, 6, {"--seed", "2"}), &err), 2);
-  EXPECT_NE(err.find("different collection"), std::string::npos) << err;
+  EXPECT_NE(err.find("--out: " + out + "/meta.json: describes a different collection"), std::string::npos) << err;
   EXPECT_EQ(read_lines(out + "/samples.jsonl").size(), 4u);
 }
 

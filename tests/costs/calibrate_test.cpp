@@ -483,6 +483,7 @@ TEST(CalibrateCli, InterruptKeepsTheSetsAndARerunResumesThenWritesTheModel) {
   auto mixed_code = mixed.wait_for(120s);
   ASSERT_TRUE(mixed_code.has_value());
   EXPECT_EQ(*mixed_code, 2) << mixed.err();
+  EXPECT_NE(mixed.err().find("--out: "), std::string::npos) << mixed.err();
   EXPECT_NE(mixed.err().find("different collection"), std::string::npos) << mixed.err();
 }
 

@@ -137,7 +137,13 @@ TEST(ComputeCollector, CollectsResumesAndRecordsProvenance) {
   EXPECT_EQ(data.meta["torch_version"], torch_version());
 
   config.bench.batch_size = 1024;  // a different collection cannot be appended
-  EXPECT_THROW(collect_compute_costs(pool, config, compute_timer(config.bench)), InputError);
+  try {
+    collect_compute_costs(pool, config, compute_timer(config.bench));
+    ADD_FAILURE() << "a different collection was appended";
+  } catch (const SettingError& e) {
+    EXPECT_EQ(e.setting(), "cost-data directory");
+    EXPECT_NE(e.rule().find("describes a different collection"), std::string::npos) << e.rule();
+  }
   fs::remove_all(dir);
 }
 

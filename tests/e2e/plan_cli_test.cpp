@@ -142,7 +142,7 @@ TEST(PlanCli, TimeLimitCutsTheSearchShortAndSaysSo) {
   CliResult r = run_cli({"--tables", kExample, "--gpus", "128", "--patience", "0", "--steps", "1000000", "--time-limit",
                          "0.001", "--no-compare", "-o", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("note: --time-limit 0.001 s cut the search short"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("note: the time limit of 0.001 s cut the search short"), std::string::npos) << r.out;
   auto plan = nlohmann::json::parse(read_file(out));
   EXPECT_EQ(plan["search"]["cut_short"], true);
   EXPECT_EQ(plan["search"]["stopped"], "time limit");
@@ -199,7 +199,7 @@ TEST(PlanCli, HardwareProfileSetsTheClusterAndTheAllToAllSaysWhereItComesFrom) {
   CliResult bad =
       run_cli({"--tables", kSmall, "--gpus", "4", "--hardware", "no-such-cluster", "-o", dir.path("x.json")});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("no profile named 'no-such-cluster'"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--hardware: no profile named 'no-such-cluster'"), std::string::npos) << bad.err;
   EXPECT_FALSE(std::filesystem::exists(dir.path("x.json")));
 }
 

@@ -80,7 +80,13 @@ TEST(DlrmImport, GzippedFileGivesTheSameTablesAndLeavesNoTemporary) {
   EXPECT_TRUE(got.summary.gunzipped);
   EXPECT_TRUE(temp.files().empty());
   options.temp_dir = temp.path("missing");
-  EXPECT_THROW(import_dlrm_dataset(dir.path("data.pt.gz"), options), InputError);
+  try {
+    import_dlrm_dataset(dir.path("data.pt.gz"), options);
+    ADD_FAILURE() << "a missing temporary directory was accepted";
+  } catch (const SettingError& e) {
+    EXPECT_EQ(e.setting(), "temporary directory");
+    EXPECT_EQ(e.rule().rfind(options.temp_dir + " does not exist", 0), 0u) << e.rule();
+  }
 }
 
 TEST(DlrmImport, ReadsInt32TensorsAndStridedViews) {

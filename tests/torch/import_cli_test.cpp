@@ -111,5 +111,16 @@ TEST(ImportDlrmCli, BadFileExitsTwoAndWritesNothing) {
   EXPECT_EQ(usage.exit_code, 2);
 }
 
+TEST(ImportDlrmCli, AMissingTempDirIsNamedByItsFlag) {
+  TempDir dir;
+  std::string input = save_dataset(dir, "data.pt", test::random_dataset(3, 50, 14));
+  test::gzip_file(input, dir.path("data.pt.gz"));
+  CliRun run = run_cli(dir.path(""), {"import-dlrm-dataset", "data.pt.gz", "--temp-dir", dir.path("missing"), "-o",
+                                      dir.path("out.json")});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--temp-dir: " + dir.path("missing") + " does not exist"), std::string::npos) << run.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path("out.json")));
+}
+
 }  // namespace
 }  // namespace shardplan

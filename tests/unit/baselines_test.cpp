@@ -142,8 +142,9 @@ TEST(Baselines, UnknownPlannerIsBadInput) {
   try {
     make_planner("magic", testing::planner_config());
     FAIL();
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("--algo: unknown planner \"magic\" (known: "), std::string::npos);
+  } catch (const SettingError& e) {
+    EXPECT_EQ(e.setting(), "planner");
+    EXPECT_EQ(e.rule().rfind("unknown planner \"magic\" (known: neuroshard, ", 0), 0u) << e.rule();
   }
 }
 

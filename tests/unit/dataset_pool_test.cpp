@@ -130,16 +130,28 @@ TEST(DatasetPool, CalibrationMatchesATargetWithFewTables) {
   EXPECT_LT(reuse_hist_l1(hist, target), 0.01);
 }
 
+// The setting refused, in the library's terms ("" when none was).
+std::string refused_setting(const PoolConfig& config) {
+  try {
+    generate_pool(config);
+  } catch (const SettingError& e) {
+    return e.setting();
+  }
+  return "";
+}
+
 TEST(DatasetPool, BadConfigsAreRefused) {
   PoolConfig config;
   config.num_tables = 0;
-  EXPECT_THROW(generate_pool(config), InputError);
+  EXPECT_EQ(refused_setting(config), "pool tables");
   config = PoolConfig{};
   config.mean_pooling_factor = 1e6;
-  EXPECT_THROW(generate_pool(config), InputError);
+  EXPECT_EQ(refused_setting(config), "mean pooling factor");
+  config.mean_pooling_factor = 1.0;
+  EXPECT_EQ(refused_setting(config), "mean pooling factor");
   config = PoolConfig{};
   config.reference_batch = 0;
-  EXPECT_THROW(generate_pool(config), InputError);
+  EXPECT_EQ(refused_setting(config), "reference batch");
 }
 
 }  // namespace

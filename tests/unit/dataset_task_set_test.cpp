@@ -2,6 +2,8 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
 
 #include "shardplan/core/errors.hpp"
 #include "shardplan/dataset/pool_generator.hpp"
@@ -112,16 +114,39 @@ TEST(DatasetTaskSet, FileTextRoundTripsAndMatchesTheJsonForm) {
   EXPECT_EQ(back.cluster().memory_per_device_bytes, 4ll << 30);
 }
 
+// The setting an error names, in the library's terms, and its exit code.
+std::pair<std::string, ExitCode> refused(const TaskSetConfig& config) {
+  try {
+    generate_task_set(pool(), config);
+  } catch (const Error& e) {
+    return {e.setting(), e.code()};
+  }
+  return {"", ExitCode::kOk};
+}
+
 TEST(DatasetTaskSet, ImpossibleConfigsFailFast) {
   TaskSetConfig config = protocol_config(TaskProtocol::kPaper4Gpu, 1);
   config.memory_per_device_bytes = 1024;
-  EXPECT_THROW(generate_task_set(pool(), config), InfeasibleError);
+  EXPECT_THROW(generate_task_set(pool(), config), InfeasibleSetting);
+  EXPECT_EQ(refused(config), std::make_pair(std::string("fewest tables per task"), ExitCode::kInfeasible));
+  config = protocol_config(TaskProtocol::kAll128Gpu, 1);
+  config.memory_per_device_bytes = 1 << 20;  // the whole pool cannot be fewer tables: the memory is blamed
+  EXPECT_EQ(refused(config), std::make_pair(std::string("memory per GPU"), ExitCode::kInfeasible));
   config = protocol_config(TaskProtocol::kPaper4Gpu, 1);
   config.max_tables = 10'000;
-  EXPECT_THROW(generate_task_set(pool(), config), InputError);
+  EXPECT_EQ(refused(config), std::make_pair(std::string("most tables per task"), ExitCode::kBadInput));
   config = protocol_config(TaskProtocol::kPaper4Gpu, 1);
   config.min_tables = 70;
-  EXPECT_THROW(generate_task_set(pool(), config), InputError);
+  EXPECT_EQ(refused(config), std::make_pair(std::string("fewest tables per task"), ExitCode::kBadInput));
+  config = protocol_config(TaskProtocol::kPaper4Gpu, 1);
+  config.num_tasks = 0;
+  EXPECT_EQ(refused(config), std::make_pair(std::string("tasks"), ExitCode::kBadInput));
+  config = protocol_config(TaskProtocol::kPaper4Gpu, 1);
+  config.num_devices = 0;  // the cluster's own check
+  EXPECT_EQ(refused(config), std::make_pair(std::string("GPUs"), ExitCode::kBadInput));
+  config = protocol_config(TaskProtocol::kPaper4Gpu, 1);
+  config.max_width = 6;
+  EXPECT_EQ(refused(config), std::make_pair(std::string("largest width"), ExitCode::kBadInput));
   EXPECT_FALSE(parse_task_protocol("paper-16gpu").has_value());
   EXPECT_EQ(parse_task_protocol("all-128gpu"), TaskProtocol::kAll128Gpu);
 }

@@ -159,6 +159,29 @@ TEST(MeasureLoop, NeedsAMeasurerAndAValidBudget) {
   EXPECT_NO_THROW(make_planner("neuroshard_measured", config));
 }
 
+// Each setting is refused in the library's terms: the CLI names the flags.
+TEST(MeasureLoop, NamesTheSettingOutOfRange) {
+  auto refused = [](const MeasureLoopConfig& loop) -> std::string {
+    try {
+      validate_measure_loop_config(loop);
+    } catch (const SettingError& e) {
+      EXPECT_EQ(std::string(e.what()).find("--"), std::string::npos) << e.what();
+      return e.setting();
+    }
+    return "";
+  };
+  MeasureLoopConfig loop;
+  EXPECT_EQ(refused(loop), "");
+  loop.budget = 100001;
+  EXPECT_EQ(refused(loop), "measure loop budget");
+  loop = MeasureLoopConfig{};
+  loop.candidates = 0;
+  EXPECT_EQ(refused(loop), "measure loop candidates");
+  loop = MeasureLoopConfig{};
+  loop.ridge = -1.0;
+  EXPECT_EQ(refused(loop), "measure loop ridge");
+}
+
 TEST(MeasureLoop, SetsThatCannotBeMeasuredAreNotRetried) {
   std::vector<Table> tables = varied_tables(16);
   int sets = 0;
@@ -253,7 +276,13 @@ TEST(MeasureLoop, RivalsAreBaselinePlannersByName) {
   EXPECT_NO_THROW(make_planner("neuroshard_measured", config));
   for (const char* bad : {"neuroshard", "neuroshard_measured", "no_such_planner"}) {
     config.measure_loop.rivals = {bad};
-    EXPECT_THROW(make_planner("neuroshard_measured", config), InputError) << bad;
+    try {
+      make_planner("neuroshard_measured", config);
+      ADD_FAILURE() << bad;
+    } catch (const SettingError& e) {
+      EXPECT_EQ(e.setting(), "measure loop rivals") << bad;
+      EXPECT_EQ(e.rule().rfind("\"" + std::string(bad) + "\" is not a baseline planner", 0), 0u) << e.rule();
+    }
   }
 }
 

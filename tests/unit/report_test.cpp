@@ -27,7 +27,10 @@ TEST(Report, SummarisesLargeClustersUnlessAskedForEverything) {
   Plan plan = plan_on(128);
   std::string compact = format_report(plan, ReportOptions{false, 32});
   std::string full = format_report(plan, ReportOptions{true, 32});
-  EXPECT_NE(compact.find("(96 devices not shown; --full-report lists all)"), std::string::npos) << compact;
+  EXPECT_NE(compact.find("(96 devices not shown; a full report lists all)"), std::string::npos) << compact;
+  ReportOptions flags;
+  flags.full_report = "--full-report";
+  EXPECT_NE(format_report(plan, flags).find("(96 devices not shown; --full-report lists all)"), std::string::npos);
   EXPECT_LT(count_lines(compact), 45);
   EXPECT_GE(count_lines(full), 128 + 2);
 }
@@ -52,7 +55,26 @@ TEST(Report, SaysWhichBaselineThePlanStartedFrom) {
           .find("start: torchrec_cw32's plan, after the sharding-type pass, scored below the search's own (12.500 ms)"),
       std::string::npos);
   plan.search->search_max_ms = 0.0;
-  EXPECT_NE(format_report(plan, ReportOptions{}).find("start: torchrec_cw32's plan; the search found none"),
+  EXPECT_NE(format_report(plan, ReportOptions{})
+                .find("start: torchrec_cw32's plan; the search found none (planning without baseline starts "
+                      "shows why)"),
+            std::string::npos);
+  ReportOptions flags;
+  flags.without_baseline_starts = "--no-baseline-starts";
+  EXPECT_NE(format_report(plan, flags).find("the search found none (--no-baseline-starts shows why)"),
+            std::string::npos);
+}
+
+TEST(Report, SaysTheTimeLimitCutTheSearchShort) {
+  Plan plan = plan_on(4);
+  plan.search = SearchSummary{};
+  plan.search->steps = 3;
+  plan.search->step_budget = 10;
+  plan.search->time_limit_seconds = 5;
+  EXPECT_EQ(format_report(plan, ReportOptions{}).find("cut the search short"), std::string::npos);
+  plan.search->cut_short = true;
+  EXPECT_NE(format_report(plan, ReportOptions{})
+                .find("note: the time limit of 5 s cut the search short after 3 of 10 split steps"),
             std::string::npos);
 }
 

@@ -37,6 +37,7 @@ struct HardwareProfile {
 HardwareProfile parse_hardware_profile(const nlohmann::json& doc, const std::string& source);
 
 // `name_or_file`: a path to a profile file, or the name of a shipped one (data/hardware/NAME.json).
+// Throws SettingError("hardware profile") for a name no shipped profile has or a missing file.
 HardwareProfile load_hardware_profile(const std::string& name_or_file);
 // The file load_hardware_profile reads for it; empty for a name no shipped profile has.
 std::string hardware_profile_path(const std::string& name_or_file);

@@ -75,7 +75,8 @@ CommSample comm_sample_from_json(const nlohmann::json& doc, const std::string& s
 // interrupted run is cut off, and `existing_samples()` says how many complete samples are there.
 class CostDataWriter {
  public:
-  // `meta` holds "kind", "config" (settings that must match to append) and provenance fields.
+  // `meta` holds "kind", "config" (settings that must match to append) and provenance fields. Throws
+  // SettingError("cost-data directory") when `dir` holds a different collection.
   CostDataWriter(const std::string& dir, const nlohmann::json& meta);
   ~CostDataWriter();
   CostDataWriter(const CostDataWriter&) = delete;

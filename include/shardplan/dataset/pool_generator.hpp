@@ -29,7 +29,9 @@ inline constexpr double kPoolingFactorCap = 400.0;
 int realistic_width(int64_t rows, double pooling_factor);
 
 // The pool, tables named t0 ... t{n-1}; pooling factors rounded to 4 decimals and histograms to 6
-// (summing to exactly 1), the values the file holds. Throws InputError for a bad config.
+// (summing to exactly 1), the values the file holds. Throws SettingError naming the setting out of its
+// range ("pool tables", "reference batch", "mean pooling factor", also when no pool of that many tables
+// can reach it).
 std::vector<Table> generate_pool(const PoolConfig& config);
 
 }  // namespace shardplan

@@ -43,8 +43,10 @@ struct TaskDrawStats {
 };
 
 // Tables keep their pool names and are listed in pool order. The set's name is mixed into the seed.
-// Throws InputError for a config the pool cannot serve, InfeasibleError when no draw can fit or a task
-// finds none in kMaxDrawsPerTask attempts.
+// Throws SettingError naming a setting out of its range ("tasks", "fewest tables per task", "most tables
+// per task", "largest width", the cluster's "GPUs" and "memory per GPU"), InputError for an empty pool, and
+// InfeasibleSetting ("fewest tables per task", "most tables per task", or "memory per GPU" when tasks take
+// the whole pool) when no draw can fit or a task finds none in kMaxDrawsPerTask attempts.
 inline constexpr int64_t kMaxDrawsPerTask = 100'000;
 TaskSet generate_task_set(const std::vector<Table>& pool, const TaskSetConfig& config, TaskDrawStats* stats = nullptr);
 

@@ -20,7 +20,8 @@ std::string resolve_temp_dir(const std::string& requested);
 // streamed through zlib into an anonymous temporary file in `temp_dir`: the file is unlinked as soon as it
 // is created, so nothing is left behind even if the process is killed, and its disk space (the unpacked
 // size) is freed when the returned file is closed. Throws InputError for a missing, unreadable or corrupt
-// input and RuntimeFailure when the temporary cannot be written (e.g. the disk is full).
+// input, SettingError("temporary directory") when `temp_dir` does not exist and SettingFailure (a
+// RuntimeFailure) when the temporary cannot be created or written there (e.g. the disk is full).
 OpenedInput open_maybe_gzipped(const std::string& path, const std::string& temp_dir);
 
 }  // namespace shardplan::torchio

@@ -43,7 +43,8 @@ class Planner {
   virtual Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const = 0;
 };
 
-// Throws InputError for an unknown name (listing the known ones) or a planner's missing cost model.
+// Throws SettingError("planner") for an unknown name (listing the known ones), SettingError("measure loop
+// rivals") for a rival that is not a baseline, InputError for a planner's missing cost model.
 std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig& config);
 
 const std::vector<std::string>& planner_names();

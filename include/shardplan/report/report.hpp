@@ -33,6 +33,11 @@ struct ReportOptions {
   bool full = false;              // one row per device, however many
   int max_rows = 32;              // above this many devices, show the heaviest and lightest rows only
   bool model_by_default = false;  // no cost model was named: the report says the bundled default scored it
+  // How the reader asks for what the report leaves out, in the reader's terms (the CLI names its flags,
+  // "--full-report" and "--no-baseline-starts"): "(96 devices not shown; a full report lists all)",
+  // "the search found none (planning without baseline starts shows why)".
+  std::string full_report = "a full report";
+  std::string without_baseline_starts = "planning without baseline starts";
 };
 
 std::string format_report(const Plan& plan, const ReportOptions& options, const PlanAnalysis& analysis = {});

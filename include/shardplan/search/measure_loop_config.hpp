@@ -19,7 +19,8 @@ struct MeasureLoopConfig {
   std::vector<std::string> rivals;
 };
 
-// Throws InputError naming the flag.
+// Throws SettingError naming the setting ("measure loop budget", "measure loop candidates", "measure loop
+// ridge") when one is out of its range.
 void validate_measure_loop_config(const MeasureLoopConfig& config);
 
 // Times shard sets (each a device's pieces) on this machine's device: the fastest step in ms of each,
