@@ -76,15 +76,25 @@ TableSharding sharding_of(const Table& table, std::vector<Shard> shards) {
   return sharding;
 }
 
+namespace {
+
+// The ids a shard's rows receive per sample: its share of the table's rows.
+double shard_pooling_factor(const Table& table, const Shard& shard) {
+  if (table.rows <= 0) return table.pooling_factor;
+  return table.pooling_factor * static_cast<double>(shard.rows) / static_cast<double>(table.rows);
+}
+
+}  // namespace
+
 Table shard_as_table(const Table& table, const Shard& shard) {
   Table piece = table;
   piece.rows = shard.rows;
   piece.dim = static_cast<int>(shard.cols);
-  if (table.rows > 0) {
-    piece.pooling_factor = table.pooling_factor * static_cast<double>(shard.rows) / static_cast<double>(table.rows);
-  }
+  piece.pooling_factor = shard_pooling_factor(table, shard);
   return piece;
 }
+
+double input_ids_per_sample(const Table& table, const Shard& shard) { return shard_pooling_factor(table, shard) + 1.0; }
 
 Table replica_as_table(const Table& table, int num_devices) {
   Table piece = table;

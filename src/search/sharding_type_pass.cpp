@@ -191,7 +191,7 @@ class TypePass {
                                  ? replica_memory_bytes(table, plan_.cluster.optimizer)
                                  : shard_memory_bytes(shard.rows, shard.cols, table.dtype, plan_.cluster.optimizer));
       layout.widths.push_back(replicated ? 0 : shard.cols);
-      layout.ids.push_back(replicated ? 0.0 : input_ids_per_sample(shard_as_table(table, shard)));
+      layout.ids.push_back(replicated ? 0.0 : input_ids_per_sample(table, shard));
     }
     if (replicated) layout.allreduce_bytes = replica_gradient_bytes(table);
     layout.sharding = std::move(sharding);

@@ -176,6 +176,8 @@ struct DeviceShards {
 // What a sharded piece receives in the input all-to-all per sample: the ids its rows hold (its pooling
 // factor: a column piece the whole table's, a row block its rows' share) and one length per feature.
 inline double input_ids_per_sample(const Table& piece) { return piece.pooling_factor + 1.0; }
+// The same for `shard` of `table`, without building the piece (shard_as_table's pooling factor).
+double input_ids_per_sample(const Table& table, const Shard& shard);
 
 // The bytes of the gradients a data-parallel table's replicas all-reduce each step: the whole table.
 int64_t replica_gradient_bytes(const Table& table);
