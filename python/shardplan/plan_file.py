@@ -17,6 +17,14 @@ TorchRec facts relied on (torchrec/distributed/sharding_plan.py, read at v1.9.2 
     local_size) rows on each of ranks H*local_size, H*local_size + 1, ... in order; its sharding asserts
     world_size % local_size == 0 ("group granularity must be node").
   * data_parallel(): ranks = [0, ..., world_size - 1] and sharding_spec None: a replica per rank.
+
+Kernels: "fused" (FBGEMM's table-batched embedding in HBM, optimizer in backward) for every sharded type and
+"dense" for data_parallel, as shard-plan plans them. A sharded table may also name a UVM kernel:
+"fused_uvm_caching" (weights in host memory, an LRU cache in HBM; then "cache_params" {"algorithm": "LRU",
+"load_factor": x}, x in (0, 1), is required) or "fused_uvm" (host memory, no cache). TorchRec's
+EmbeddingBagCollectionSharder offers both only on cuda and never for data_parallel
+(torchrec/distributed/embedding_types.py, compute_kernels), and its validate_compute_kernels (1.7+) needs a
+caching kernel's load factor strictly inside (0, 1).
 """
 
 import json
@@ -25,6 +33,13 @@ import sys
 
 PLAN_FORMAT = "shard-plan/1"
 SHARDING_TYPES = ("table_wise", "column_wise", "row_wise", "table_row_wise", "data_parallel")
+# The kernels a sharded (not data-parallel) table may name: FBGEMM's fused kernel in HBM, or its weights in
+# host memory (UVM) with an HBM cache (fused_uvm_caching) or without one (fused_uvm).
+CACHING_KERNELS = ("fused_uvm_caching",)
+UVM_KERNELS = ("fused_uvm_caching", "fused_uvm")
+SHARDED_KERNELS = ("fused",) + UVM_KERNELS
+# FBGEMM also has LFU (CacheAlgorithm.LFU); shard-plan's cache model is LRU's, so it plans LRU only.
+CACHE_ALGORITHMS = ("LRU",)
 
 
 class PlanError(ValueError):
@@ -61,9 +76,11 @@ def describe_plan(plan):
     """Check a plan dict and describe each table in TorchRec's terms.
 
     Returns {"format", "world_size", "local_size", "tables": [...]}, tables in plan order, each with
-    "table", "rows", "dim", "sharding_type", "compute_kernel", "ranks" and "shards" in TorchRec's shard
+    "table", "rows", "dim", "sharding_type", "compute_kernel", "cache_params" ({"algorithm": "LRU",
+    "load_factor": x} for a fused_uvm_caching table, else None), "ranks" and "shards" in TorchRec's shard
     order (column order, row order), "torchrec" (the helper call), plus "widths" (column_wise),
-    "rows_per_rank" (row_wise, table_row_wise) and "host_index" (table_row_wise).
+    "rows_per_rank" (row_wise, table_row_wise) and "host_index" (table_row_wise). A plan made with host
+    memory adds "ddr_per_host_bytes" and "host_link_GBps" as the plan gives them.
     """
     if not isinstance(plan, dict):
         raise PlanError("plan: must be a JSON object")
@@ -73,6 +90,7 @@ def describe_plan(plan):
     world = _int(plan.get("num_devices"), "plan: num_devices", 1)
     # Same default as shard-plan's reader: 8 GPUs per host.
     local = _int(plan.get("devices_per_host", 8), "plan: devices_per_host", 1)
+    host = _host_memory(plan)
     tables = plan.get("tables")
     if not isinstance(tables, list) or not tables:
         raise PlanError("plan: tables must be a non-empty list")
@@ -84,7 +102,24 @@ def describe_plan(plan):
             raise PlanError(f'table "{t["table"]}": appears more than once')
         seen.add(t["table"])
         described.append(t)
-    return {"format": PLAN_FORMAT, "world_size": world, "local_size": local, "tables": described}
+    return dict({"format": PLAN_FORMAT, "world_size": world, "local_size": local, "tables": described}, **host)
+
+
+def _number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _host_memory(plan):
+    """The top-level fields of a plan made with host memory (only there): checked, and kept as given."""
+    out = {}
+    if "ddr_per_host_bytes" in plan:
+        out["ddr_per_host_bytes"] = _int(plan["ddr_per_host_bytes"], "plan: ddr_per_host_bytes", 0)
+    if "host_link_GBps" in plan:
+        link = plan["host_link_GBps"]
+        if not _number(link) or link <= 0:
+            raise PlanError(f"plan: host_link_GBps must be a number > 0, got {json.dumps(link)}")
+        out["host_link_GBps"] = link
+    return out
 
 
 def _describe_table(entry, index, world, local):
@@ -108,8 +143,9 @@ def _describe_table(entry, index, world, local):
     if entry.get("ranks") != [s["rank"] for s in shards]:
         raise PlanError(f"{label}: ranks {json.dumps(entry.get('ranks'))} do not list the shards' ranks in order "
                         f"{[s['rank'] for s in shards]}")
-    out = {"table": name, "rows": rows, "dim": dim, "sharding_type": kind,
-           "compute_kernel": _kernel(entry.get("compute_kernel"), kind, label)}
+    kernel = _kernel(entry.get("compute_kernel"), kind, label)
+    out = {"table": name, "rows": rows, "dim": dim, "sharding_type": kind, "compute_kernel": kernel,
+           "cache_params": _cache_params(entry, kernel, label)}
 
     if kind == "table_wise":
         if len(shards) != 1:
@@ -212,21 +248,61 @@ def _same_width_per_rank(ordered):
 
 
 def expected_kernel(kind):
-    """The compute kernel shard-plan plans for a sharding type: TorchRec's only one for data-parallel
-    replicas ("dense"), FBGEMM's fused table-batched embedding (optimizer in backward) for the others."""
+    """The compute kernel shard-plan plans for a sharding type unless a table says otherwise (and what a
+    plan without "compute_kernel" means): TorchRec's only one for data-parallel replicas ("dense"), FBGEMM's
+    fused table-batched embedding (optimizer in backward) for the others."""
     return "dense" if kind == "data_parallel" else "fused"
+
+
+def allowed_kernels(kind):
+    """The kernels a plan may name for a sharding type: "dense" for data_parallel (TorchRec offers no other
+    for replicas), else "fused" or one of the UVM kernels (host memory, with or without an HBM cache)."""
+    return ("dense",) if kind == "data_parallel" else SHARDED_KERNELS
 
 
 def _kernel(kernel, kind, label):
     # Named explicitly so that a TorchRec which would pick another kernel (dense for a sharded table,
     # which its own planner refuses) is caught instead of silently training another way.
-    want = expected_kernel(kind)
     if kernel is None:
-        return want
-    if kernel != want:
-        raise PlanError(f"{label}: compute_kernel {json.dumps(kernel)} is not {json.dumps(want)}, the kernel "
-                        f"shard-plan plans for {kind} tables")
+        return expected_kernel(kind)
+    allowed = allowed_kernels(kind)
+    if kernel not in allowed:
+        if kind == "data_parallel" and kernel in UVM_KERNELS:
+            raise PlanError(f"{label}: compute_kernel {json.dumps(kernel)} is not \"dense\": TorchRec offers no "
+                            "UVM or caching kernel for data_parallel replicas")
+        want = " or ".join(json.dumps(k) for k in allowed)
+        raise PlanError(f"{label}: compute_kernel {json.dumps(kernel)} is not {want}, the kernels shard-plan "
+                        f"plans for {kind} tables")
     return kernel
+
+
+def _cache_params(entry, kernel, label):
+    """A fused_uvm_caching table's cache_params as {"algorithm", "load_factor"}; None for other kernels,
+    which must not have any."""
+    given = entry.get("cache_params")
+    if kernel not in CACHING_KERNELS:
+        if "cache_params" in entry:
+            raise PlanError(f"{label}: cache_params {json.dumps(given)} with compute_kernel {json.dumps(kernel)}: "
+                            f"only {' and '.join(json.dumps(k) for k in CACHING_KERNELS)} has a cache")
+        return None
+    if given is None:
+        raise PlanError(f'{label}: compute_kernel {json.dumps(kernel)} needs cache_params {{"algorithm": "LRU", '
+                        '"load_factor": x}, x in (0, 1)')
+    if not isinstance(given, dict):
+        raise PlanError(f"{label}: cache_params must be an object, got {json.dumps(given)}")
+    unknown = sorted(set(given) - {"algorithm", "load_factor"})
+    if unknown:
+        raise PlanError(f"{label}: cache_params has fields {unknown} the bridge does not carry "
+                        "(it knows algorithm and load_factor)")
+    algorithm = given.get("algorithm")
+    if algorithm not in CACHE_ALGORITHMS:
+        raise PlanError(f"{label}: cache_params.algorithm {json.dumps(algorithm)} is not \"LRU\": FBGEMM also "
+                        "has LFU, which shard-plan does not plan (its cache model is LRU's)")
+    factor = given.get("load_factor")
+    if not _number(factor) or not 0 < factor < 1:
+        raise PlanError(f"{label}: cache_params.load_factor {json.dumps(factor)} must be a number in (0, 1), "
+                        "0 and 1 excluded (TorchRec's validate_compute_kernels requires it of a caching kernel)")
+    return {"algorithm": algorithm, "load_factor": factor}
 
 
 def _row_blocks(label, shards, rows, parts, first, call, where):

@@ -9,7 +9,7 @@ import unittest
 from pathlib import Path
 
 from support import BINARY, ROOT, environment, needs_binary, needs_torchrec
-from test_plan_file import sample_plan, two_host_plan
+from test_plan_file import cached, cached_plan, sample_plan, two_host_plan
 
 
 @needs_torchrec
@@ -107,6 +107,89 @@ class BridgeTest(unittest.TestCase):
         self.assertEqual(sorted(built), ["a.b", "a.c", "ebc"])
         self.assertEqual(built["a.b"]["tw"].sharding_type, "table_wise")
         self.assertEqual(built["a.c"]["tw"].sharding_type, "column_wise")
+
+    def test_cached_tables_carry_their_cache_params(self):
+        # Metadata only: the ParameterShardings on device type "cuda", built here without a GPU. TorchRec's
+        # helpers take no cache parameters; the bridge sets CacheParams(LRU, load factor) on what they build.
+        from torchrec.distributed.types import CacheAlgorithm, CacheParams
+        built = self.build(cached_plan())
+        rw, tw = built["rw"], built["tw"]
+        self.assertEqual((rw.sharding_type, rw.compute_kernel), ("row_wise", "fused_uvm_caching"))
+        self.assertIsInstance(rw.cache_params, CacheParams)
+        self.assertEqual((rw.cache_params.algorithm, rw.cache_params.load_factor), (CacheAlgorithm.LRU, 0.05))
+        self.assertEqual((rw.cache_params.reserved_memory, rw.cache_params.precision, rw.cache_params.stats),
+                         (None, None, None))
+        self.assertEqual([(r, list(m.shard_sizes), str(m.placement))
+                          for r, m in zip(rw.ranks, rw.sharding_spec.shards)][:3],
+                         [(0, [3, 4], "rank:0/cuda:0"), (1, [3, 4], "rank:1/cuda:1"), (2, [3, 4], "rank:2/cuda:2")])
+        # Beside a fused column-wise table, a cached table-wise one stays table-wise (another kernel, another group).
+        self.assertEqual((tw.sharding_type, tw.compute_kernel, tw.ranks), ("table_wise", "fused_uvm_caching", [3]))
+        self.assertEqual((tw.cache_params.algorithm, tw.cache_params.load_factor), (CacheAlgorithm.LRU, 0.25))
+        self.assertEqual((built["uvm"].compute_kernel, built["uvm"].cache_params), ("fused_uvm", None))
+        self.assertEqual((built["cw"].compute_kernel, built["cw"].cache_params), ("fused", None))
+        self.assertIsNot(rw.cache_params, tw.cache_params)
+
+    def test_every_sharded_type_carries_the_cache(self):
+        for plan in (sample_plan(), two_host_plan()):
+            plan["tables"] = [t if t["sharding_type"] == "data_parallel" else cached(t, 0.125 * (i + 1))
+                              for i, t in enumerate(plan["tables"])]
+            for one_group in (True, False):
+                built = self.build(plan, one_group=one_group)
+                for i, t in enumerate(plan["tables"]):
+                    ps = built[t["name"]]
+                    if t["sharding_type"] == "data_parallel":
+                        self.assertEqual((ps.compute_kernel, ps.cache_params), ("dense", None))
+                    else:
+                        self.assertEqual((ps.compute_kernel, ps.cache_params.load_factor),
+                                         ("fused_uvm_caching", 0.125 * (i + 1)), t["name"])
+        # One group: sample_plan's cached table-wise table beside cached column-wise ones is built column-wise.
+        plan = sample_plan()
+        plan["tables"] = [cached(t) for t in plan["tables"]]
+        self.assertEqual(self.build(plan)["tw"].sharding_type, "column_wise")
+
+    def test_the_check_compares_the_cache(self):
+        import dataclasses
+        from torchrec.distributed.types import CacheAlgorithm
+        plan = cached_plan()
+        tables = [dict(t, name_in_module=t["table"]) for t in self.describe(plan)["tables"]]
+        built = self.build(plan)
+        self.bridge.check_module_plan(tables, built, "cuda", 8)
+        for name, change, fragment in (
+                ("rw", dict(cache_params=None),
+                 "built cache algorithm and load factor None, the plan has ('LRU', 0.05)"),
+                ("rw", "load_factor", "('LRU', 0.2), the plan has ('LRU', 0.05)"),
+                ("tw", "algorithm", "('LFU', 0.25), the plan has ('LRU', 0.25)"),
+                ("cw", "cache", 'table "cw": TorchRec built cache_params'),
+                ("rw", dict(compute_kernel="fused"), "TorchRec built compute kernel 'fused', the plan has "
+                                                     "'fused_uvm_caching'")):
+            wrong = dict(built)
+            ps = built[name]
+            if change == "load_factor":
+                change = dict(cache_params=dataclasses.replace(ps.cache_params, load_factor=0.2))
+            elif change == "algorithm":
+                change = dict(cache_params=dataclasses.replace(ps.cache_params, algorithm=CacheAlgorithm.LFU))
+            elif change == "cache":
+                change = dict(cache_params=built["rw"].cache_params)
+            wrong[name] = dataclasses.replace(ps, **change)
+            with self.assertRaises(self.PlanError) as ctx:
+                self.bridge.check_module_plan(tables, wrong, "cuda", 8)
+            self.assertIn(fragment, str(ctx.exception))
+            self.assertIn(f'table "{name}"', str(ctx.exception))
+
+    def test_cli_check_torchrec_shows_the_cache(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "plan.json"
+            path.write_text(json.dumps(cached_plan()))
+            done = subprocess.run([sys.executable, "-m", "shardplan.torchrec", str(path), "--check-torchrec"],
+                                  capture_output=True, text=True, timeout=300, cwd=ROOT / "python")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        built = json.loads(done.stdout)["torchrec_plan"]
+        self.assertEqual(built["rw"], {"sharding_type": "row_wise", "compute_kernel": "fused_uvm_caching",
+                                       "ranks": [0, 1, 2, 3],
+                                       "cache_params": {"algorithm": "LRU", "load_factor": 0.05}})
+        self.assertEqual(built["tw"]["cache_params"], {"algorithm": "LRU", "load_factor": 0.25})
+        self.assertNotIn("cache_params", built["uvm"])
+        self.assertNotIn("cache_params", built["cw"])
 
     def test_cli_check_torchrec(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -10,7 +10,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import BINARY, ROOT, environment, failure_text, needs_binary, needs_torchrec, torchrun
+from support import (BINARY, HAVE_TORCHREC, ROOT, environment, failure_text, needs_binary, needs_torchrec,
+                     torchrun)
 
 TASKS = ROOT / "tests" / "fixtures" / "tasks-2gpu-tiny.json"
 CPU_TYPES = "table_wise,column_wise,data_parallel"  # what TorchRec's sharders offer on a CPU
@@ -82,6 +83,65 @@ class MeasureTest(unittest.TestCase):
         doc, plan = self.measure("per-rank", True, "--separate-groups")
         self.check_layout(doc, plan, "per-rank")
         self.assertEqual(doc["measured_with"]["sharding_groups"], "as planned")
+
+
+class CachedPlanRefusedOnCpuTest(unittest.TestCase):
+    """A plan with tables in host memory is refused on a CPU, before any rank starts: FBGEMM builds no cache
+    there and TorchRec keeps every table in host memory, so the run would not be the plan's."""
+
+    def write(self, tmp):
+        from test_plan_file import cached_plan
+        plan = cached_plan()
+        tables = [{"name": t["name"], "rows": t["rows"], "dim": t["dim"], "pooling_factor": 2.0}
+                  for t in plan["tables"]]
+        plan_path, tables_path = Path(tmp) / "plan.json", Path(tmp) / "tables.json"
+        plan_path.write_text(json.dumps(plan))
+        tables_path.write_text(json.dumps({"tables": tables}))
+        return plan, plan_path, tables_path
+
+    def test_the_command_refuses_before_starting_ranks(self):
+        # --device cpu: decided without importing torch, so this runs without the stack too.
+        with tempfile.TemporaryDirectory() as tmp:
+            _, plan, tables = self.write(tmp)
+            done = subprocess.run([sys.executable, "-m", "shardplan.measure", "--plan", str(plan), "--tables",
+                                   str(tables), "--device", "cpu"], capture_output=True, text=True, timeout=120,
+                                  env={k: v for k, v in environment().items() if k != "RANK"})
+        self.assertEqual(done.returncode, 2, done.stderr)
+        for fragment in ('shardplan.measure: plan: tables "rw" (fused_uvm_caching), "tw" (fused_uvm_caching), '
+                         '"uvm" (fused_uvm) in host memory cannot be measured on a cpu', "FBGEMM builds no cache",
+                         "--device cuda"):
+            self.assertIn(fragment, done.stderr)
+        self.assertNotIn("torch.distributed.run", done.stderr)  # no rank was started
+        self.assertEqual(done.stdout, "")
+
+    def test_the_default_device_on_a_host_without_cuda(self):
+        if not HAVE_TORCHREC:
+            self.skipTest("--device auto asks torch for CUDA")
+        import torch
+        if torch.cuda.is_available():
+            self.skipTest("auto picks CUDA here, which runs the plan")
+        with tempfile.TemporaryDirectory() as tmp:
+            _, plan, tables = self.write(tmp)
+            done = subprocess.run([sys.executable, "-m", "shardplan.measure", "--plan", str(plan), "--tables",
+                                   str(tables)], capture_output=True, text=True, timeout=120,
+                                  env={k: v for k, v in environment().items() if k != "RANK"})
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("cannot be measured on a cpu", done.stderr)
+
+    def test_each_rank_refuses_too(self):
+        # Under torchrun every rank checks its inputs first (check_plan): a ValueError, exit 2 at the rank.
+        from types import SimpleNamespace as NS
+        from shardplan.measure.checks import check_plan
+        with tempfile.TemporaryDirectory() as tmp:
+            plan, _, tables = self.write(tmp)
+            with self.assertRaisesRegex(ValueError, r'"rw" \(fused_uvm_caching\).*cannot be measured on a cpu'):
+                check_plan(plan, tables, NS(type="cpu"))
+            check_plan(plan, tables, NS(type="cuda"))  # GPUs run the plan's kernels
+            plan["tables"] = [t for t in plan["tables"] if t["name"] == "cw"]
+            plan["tables"][0]["shards"][1]["rank"] = 1
+            plan["tables"][0]["shards"][1]["placement"] = "rank:1/cuda:1"
+            plan["tables"][0]["ranks"] = [0, 1]
+            check_plan(plan, tables, NS(type="cpu"))  # the fused table alone: measured as before
 
 
 @needs_torchrec

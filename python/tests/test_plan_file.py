@@ -61,6 +61,30 @@ def two_host_plan():
         gpus=8, per_host=4)
 
 
+def cached(t, load_factor=0.05, kernel="fused_uvm_caching"):
+    """A table of the plan kept in host memory: with an HBM cache (and its cache_params) or, as fused_uvm, none."""
+    t = dict(t, compute_kernel=kernel)
+    if kernel == "fused_uvm_caching":
+        t["cache_params"] = {"algorithm": "LRU", "load_factor": load_factor}
+    return t
+
+
+def cached_plan():
+    """What shard-plan writes when it caches tables: a row-wise and a table-wise cached table, a fused_uvm
+    one, a fused one beside them, and the host-memory fields at the top, per device and in the summary."""
+    p = plan(
+        cached(table("rw", 9, 4, "row_wise", [shard(0, [0, 0], [3, 4]), shard(1, [3, 0], [3, 4]),
+                                              shard(2, [6, 0], [3, 4])]), 0.05),
+        cached(table("tw", 100, 16, "table_wise", [shard(3, [0, 0], [100, 16])]), 0.25),
+        cached(table("uvm", 20, 8, "table_wise", [shard(1, [0, 0], [20, 8])]), kernel="fused_uvm"),
+        table("cw", 10, 16, "column_wise", [shard(0, [0, 0], [10, 8]), shard(3, [0, 8], [10, 8])]))
+    p.update(ddr_per_host_bytes=2 << 40, host_link_GBps=64.0)
+    p["devices"] = [{"rank": r, "memory_bytes": 1000, "ddr_bytes": 640 * r, "compute_ms": None, "cache_ms": None}
+                    for r in range(4)]
+    p["summary"] = {"max_total_ms": None, "max_memory_bytes": 1000, "max_host_ddr_bytes": 3840}
+    return p
+
+
 class PureMappingTest(unittest.TestCase):
     def by_name(self, p):
         return {t["table"]: t for t in p2t.describe_plan(p)["tables"]}
@@ -267,6 +291,100 @@ class PureMappingTest(unittest.TestCase):
         self.assertEqual(self.by_name(p)["tw"]["compute_kernel"], "fused")
 
 
+class CachedTablesTest(unittest.TestCase):
+    """fused_uvm_caching (with cache_params) and fused_uvm on sharded tables; the host-memory fields."""
+
+    def assertPlanError(self, p, *fragments):
+        return PureMappingTest.assertPlanError(self, p, *fragments)
+
+    def test_cached_tables_are_described_with_their_cache(self):
+        d = p2t.describe_plan(cached_plan())
+        tables = {t["table"]: t for t in d["tables"]}
+        self.assertEqual((tables["rw"]["compute_kernel"], tables["rw"]["cache_params"]),
+                         ("fused_uvm_caching", {"algorithm": "LRU", "load_factor": 0.05}))
+        self.assertEqual((tables["rw"]["ranks"], tables["rw"]["torchrec"]), ([0, 1, 2], "row_wise()"))
+        self.assertEqual((tables["tw"]["compute_kernel"], tables["tw"]["cache_params"]["load_factor"]),
+                         ("fused_uvm_caching", 0.25))
+        self.assertEqual((tables["uvm"]["compute_kernel"], tables["uvm"]["cache_params"]), ("fused_uvm", None))
+        self.assertEqual((tables["cw"]["compute_kernel"], tables["cw"]["cache_params"]), ("fused", None))
+        self.assertEqual((d["ddr_per_host_bytes"], d["host_link_GBps"]), (2 << 40, 64.0))
+        # Plans made without host memory describe as before: no host fields, and no cache on any table.
+        d = p2t.describe_plan(sample_plan())
+        self.assertNotIn("ddr_per_host_bytes", d)
+        self.assertTrue(all(t["cache_params"] is None for t in d["tables"]))
+
+    def test_every_sharded_type_may_be_cached(self):
+        p = two_host_plan()
+        p["tables"] = [t if t["sharding_type"] == "data_parallel" else cached(t, 0.5) for t in p["tables"]]
+        kernels = {t["table"]: t["compute_kernel"] for t in p2t.describe_plan(p)["tables"]}
+        self.assertEqual(kernels, {"twrw": "fused_uvm_caching", "twrw0": "fused_uvm_caching", "dp": "dense",
+                                   "tw": "fused_uvm_caching"})
+        p = sample_plan()
+        p["tables"] = [cached(t, kernel="fused_uvm") for t in p["tables"]]
+        self.assertEqual({t["compute_kernel"] for t in p2t.describe_plan(p)["tables"]}, {"fused_uvm"})
+
+    def test_no_uvm_kernel_on_data_parallel(self):
+        for kernel in ("fused_uvm_caching", "fused_uvm"):
+            p = two_host_plan()
+            p["tables"][2] = cached(p["tables"][2], kernel=kernel)
+            self.assertPlanError(p, 'table "dp"', f'compute_kernel "{kernel}" is not "dense"', "data_parallel")
+
+    def test_cache_params_only_with_the_caching_kernel(self):
+        p = cached_plan()
+        del p["tables"][0]["cache_params"]
+        self.assertPlanError(p, 'table "rw"', 'compute_kernel "fused_uvm_caching" needs cache_params')
+        p = cached_plan()
+        p["tables"][0]["cache_params"] = None
+        self.assertPlanError(p, 'table "rw"', "needs cache_params")
+        for name, kernel in (("cw", "fused"), ("uvm", "fused_uvm")):
+            p = cached_plan()
+            t = next(t for t in p["tables"] if t["name"] == name)
+            t["cache_params"] = {"algorithm": "LRU", "load_factor": 0.1}
+            self.assertPlanError(p, f'table "{name}"', 'cache_params {"algorithm": "LRU", "load_factor": 0.1}',
+                                 f'with compute_kernel "{kernel}"', '"fused_uvm_caching" has a cache')
+
+    def test_cache_params_fields(self):
+        bad = [
+            ({"algorithm": "LFU", "load_factor": 0.1}, ['cache_params.algorithm "LFU" is not "LRU"',
+                                                        "LFU, which shard-plan does not plan"]),
+            ({"load_factor": 0.1}, ["cache_params.algorithm null"]),
+            ({"algorithm": "LRU", "load_factor": 0}, ["cache_params.load_factor 0 must be a number in (0, 1)",
+                                                      "validate_compute_kernels"]),
+            ({"algorithm": "LRU", "load_factor": 1}, ["cache_params.load_factor 1 must be"]),
+            ({"algorithm": "LRU", "load_factor": 1.0}, ["cache_params.load_factor 1.0 must be"]),
+            ({"algorithm": "LRU", "load_factor": -0.5}, ["cache_params.load_factor -0.5 must be"]),
+            ({"algorithm": "LRU", "load_factor": "x"}, ['cache_params.load_factor "x" must be']),
+            ({"algorithm": "LRU", "load_factor": True}, ["cache_params.load_factor true must be"]),
+            ({"algorithm": "LRU", "load_factor": float("nan")}, ["cache_params.load_factor NaN must be"]),
+            ({"algorithm": "LRU"}, ["cache_params.load_factor null must be"]),
+            ({"algorithm": "LRU", "load_factor": 0.1, "reserved_memory": 1.0},
+             ["cache_params has fields ['reserved_memory']"]),
+            ([0.1], ["cache_params must be an object, got [0.1]"]),
+        ]
+        for given, fragments in bad:
+            p = cached_plan()
+            p["tables"][1]["cache_params"] = given
+            self.assertPlanError(p, 'table "tw"', *fragments)
+
+    def test_unknown_kernel(self):
+        p = cached_plan()
+        p["tables"][0]["compute_kernel"] = "key_value"
+        self.assertPlanError(p, 'table "rw"', 'compute_kernel "key_value" is not "fused" or "fused_uvm_caching" or '
+                                              '"fused_uvm"')
+
+    def test_host_memory_fields(self):
+        for field, value, fragment in (("ddr_per_host_bytes", -1, "must be an integer >= 0, got -1"),
+                                       ("ddr_per_host_bytes", 1.5, "must be an integer >= 0, got 1.5"),
+                                       ("host_link_GBps", 0, "must be a number > 0, got 0"),
+                                       ("host_link_GBps", "64", 'must be a number > 0, got "64"')):
+            p = cached_plan()
+            p[field] = value
+            self.assertPlanError(p, f"plan: {field}", fragment)
+        p = cached_plan()
+        p["host_link_GBps"] = 32  # an integer is a number
+        self.assertEqual(p2t.describe_plan(p)["host_link_GBps"], 32)
+
+
 class CliTest(unittest.TestCase):
     def run_cli(self, *args, plan_dict=None):
         with tempfile.TemporaryDirectory() as tmp:
@@ -277,7 +395,7 @@ class CliTest(unittest.TestCase):
                                   timeout=120)
 
     def test_prints_mapping(self):
-        for p in (sample_plan(), two_host_plan()):
+        for p in (sample_plan(), two_host_plan(), cached_plan()):
             r = self.run_cli(plan_dict=p)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(json.loads(r.stdout), p2t.describe_plan(p))

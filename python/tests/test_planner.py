@@ -184,5 +184,108 @@ class PlannerTest(unittest.TestCase):
             planner.plan(two_collections(), self.sharders)
 
 
+def cached_two_collections_plan(kernel="fused_uvm_caching", load_factor=0.05):
+    """A hand-written plan of two_collections() on 4 GPUs of one host: "t1" row-wise in host memory with
+    an HBM cache (or another kernel), the others table-wise and fused."""
+    from test_plan_file import cached, shard, table
+
+    def whole(name, rows, dim, rank):
+        return table(name, rows, dim, "table_wise", [shard(rank, [0, 0], [rows, dim], 4)])
+    t1 = table("t1", 2000, 32, "row_wise", [shard(r, [500 * r, 0], [500, 32], 4) for r in range(4)])
+    return {"format": "shard-plan/1", "num_devices": 4, "devices_per_host": 4, "optimizer": "sgd",
+            "ddr_per_host_bytes": 1 << 30, "host_link_GBps": 64.0,
+            "tables": [whole("sparse.first/t0", 1000, 16, 0),
+                       t1 if kernel == "fused" else cached(t1, load_factor, kernel),
+                       whole("second/t0", 500, 8, 1), whole("t2", 300, 64, 2)]}
+
+
+@needs_torchrec
+class CachedPlanInTorchRecTest(unittest.TestCase):
+    """A plan with a UVM-cached table through ShardPlanPlanner (the binary's answer stood in for: shard-plan
+    does not yet write such plans from TorchRec's topology), TorchRec's validators and storage estimate."""
+
+    def setUp(self):
+        from torchrec.distributed.embeddingbag import EmbeddingBagCollectionSharder
+        from torchrec.distributed.planner import ParameterConstraints, Topology
+        from torchrec.distributed.planner.types import PlannerError, PlannerErrorType
+        from shardplan.torchrec import ShardPlanPlanner
+        self.Planner, self.Topology, self.Constraints = ShardPlanPlanner, Topology, ParameterConstraints
+        self.PlannerError, self.ErrorType = PlannerError, PlannerErrorType
+        self.sharders = [EmbeddingBagCollectionSharder()]
+
+    def plan(self, answer, device="cuda", ddr=1 << 30, **kw):
+        topology = self.Topology(world_size=4, local_world_size=4, compute_device=device, hbm_cap=1 << 30,
+                                 ddr_cap=ddr)
+        planner = self.Planner(topology=topology, **kw)
+        with mock.patch.object(self.Planner, "_run_binary", return_value=answer):
+            built = planner.plan(two_collections(), self.sharders)
+        return built, {(o.path, o.name): o for o in planner.get_selected_options()}
+
+    def test_the_cached_table_is_built_and_estimated_with_its_load_factor(self):
+        from torchrec.distributed.types import CacheAlgorithm
+        built, selected = self.plan(cached_two_collections_plan(load_factor=0.05))
+        ps = built.plan["sparse.first"]["t1"]
+        self.assertEqual((ps.sharding_type, ps.compute_kernel), ("row_wise", "fused_uvm_caching"))
+        self.assertEqual((ps.cache_params.algorithm, ps.cache_params.load_factor), (CacheAlgorithm.LRU, 0.05))
+        option = selected[("sparse.first", "t1")]
+        self.assertEqual((option.compute_kernel, option.cache_load_factor), ("fused_uvm_caching", 0.05))
+        # TorchRec's estimate: the whole shard in DDR (500 x 32 fp32, SGD), a load-factor share of it in HBM.
+        self.assertEqual([s.storage.ddr for s in option.shards], [500 * 32 * 4] * 4)
+        cached_hbm = [s.storage.hbm for s in option.shards]
+        _, fused = self.plan(cached_two_collections_plan(kernel="fused"))
+        _, larger = self.plan(cached_two_collections_plan(load_factor=0.5))
+        fused_hbm = [s.storage.hbm for s in fused[("sparse.first", "t1")].shards]
+        larger_hbm = [s.storage.hbm for s in larger[("sparse.first", "t1")].shards]
+        self.assertEqual([f - c for f, c in zip(fused_hbm, cached_hbm)],
+                         [64000 - (3200 + 500 * (4 + 16 * 0.05))] * 4)  # shard_estimators.py's formulas
+        self.assertTrue(all(c < l < f for c, l, f in zip(cached_hbm, larger_hbm, fused_hbm)))
+        self.assertEqual(fused[("sparse.first", "t1")].cache_params, None)
+        # fused_uvm: host memory, no cache.
+        built, selected = self.plan(cached_two_collections_plan(kernel="fused_uvm"))
+        ps = built.plan["sparse.first"]["t1"]
+        self.assertEqual((ps.compute_kernel, ps.cache_params), ("fused_uvm", None))
+        self.assertEqual([s.storage.ddr for s in selected[("sparse.first", "t1")].shards], [64000] * 4)
+
+    def test_the_constraints_cache_params_keep_their_other_fields(self):
+        from torchrec.distributed.types import CacheAlgorithm, CacheParams
+        given = CacheParams(algorithm=CacheAlgorithm.LFU, load_factor=0.3, reserved_memory=2.0)
+        _, selected = self.plan(cached_two_collections_plan(),
+                                constraints={"t1": self.Constraints(cache_params=given)})
+        got = selected[("sparse.first", "t1")].cache_params
+        self.assertEqual((got.algorithm, got.load_factor, got.reserved_memory), (CacheAlgorithm.LRU, 0.05, 2.0))
+        self.assertEqual((given.algorithm, given.load_factor), (CacheAlgorithm.LFU, 0.3))  # a copy was changed
+
+    def test_a_cpu_topology_refuses_the_cached_table_by_name(self):
+        with self.assertRaises(self.PlannerError) as ctx:
+            self.plan(cached_two_collections_plan(), device="cpu")
+        self.assertEqual(ctx.exception.error_type, self.ErrorType.STRICT_CONSTRAINTS)
+        for fragment in ('table "t1" of module "sparse.first"', "kernel fused_uvm_caching", "only on a cuda topology "
+                         "(this one is cpu)", "FBGEMM builds no cache"):
+            self.assertIn(fragment, str(ctx.exception))
+
+    def test_constraints_without_the_caching_kernel(self):
+        with self.assertRaises(self.PlannerError) as ctx:
+            self.plan(cached_two_collections_plan(), constraints={"t1": self.Constraints(compute_kernels=["fused"])})
+        self.assertIn("do not offer it (they offer row_wise with ['fused']", str(ctx.exception))
+
+    def test_host_memory_is_checked_per_rank(self):
+        with self.assertRaises(self.PlannerError) as ctx:
+            self.plan(cached_two_collections_plan(), ddr=32 << 10)
+        self.assertEqual(ctx.exception.error_type, self.ErrorType.INSUFFICIENT_STORAGE)
+        self.assertIn("rank 0's shards need 64000 bytes of DDR", str(ctx.exception))
+        self.assertIn("per rank (ddr_cap)", str(ctx.exception))
+
+    def test_a_refusal_over_hbm_says_torchrecs_cache_estimate_is_not_fbgemms(self):
+        from types import SimpleNamespace as NS
+        from shardplan.torchrec.selected_options import check_storage
+        reserved = NS(devices=[NS(storage=NS(hbm=800))])
+        for kernel, said in (("fused_uvm_caching", True), ("fused", False)):
+            with self.assertRaises(self.PlannerError) as ctx:
+                check_storage([NS(compute_kernel=kernel, shards=[NS(rank=0, storage=NS(hbm=900))])], reserved, "hbm")
+            self.assertIn("rank 0's shards need 900 bytes of HBM", str(ctx.exception))
+            self.assertEqual("not what FBGEMM allocates" in str(ctx.exception), said)
+            self.assertEqual("uvm-caching.md 3.2" in str(ctx.exception), said)
+
+
 if __name__ == "__main__":
     unittest.main()

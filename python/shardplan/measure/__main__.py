@@ -18,6 +18,10 @@ distribution gave them: the rank's compute (forward, and backward with the fused
             compute as measured alone, so four or eight ranks can share two cores.
 A rank's comm figures are its step's forward and backward minus its compute (waiting included); the
 output all-to-all is also timed alone, all ranks together (measured_output_a2a_fw_ms / _bw_ms).
+
+A plan with tables in host memory (fused_uvm_caching, fused_uvm) is refused on a CPU (exit 2) before any
+rank starts: off cuda TorchRec keeps every table in host memory and FBGEMM builds no cache, so the run
+would time the fused kernel, not the plan. On GPUs the bridge builds them with the plan's kernel and cache.
 """
 
 import argparse
@@ -62,8 +66,12 @@ def _parser():
 
 def _relaunch(args, argv):
     """Not under torchrun: start the plan's ranks on this host with torchrun's own module."""
+    from shardplan.measure.checks import check_kernels, uvm_tables
     from shardplan.plan_file import describe_plan, read_plan
-    world = describe_plan(read_plan(args.plan))["world_size"]  # PlanError names what is wrong
+    described = describe_plan(read_plan(args.plan))  # PlanError names what is wrong
+    if uvm_tables(described):  # refused before any rank starts (torch is imported only to ask for CUDA here)
+        check_kernels(described, _device(args.device).type if args.device == "auto" else args.device)
+    world = described["world_size"]
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world}",
                "-m", "shardplan.measure"] + list(argv)
     return subprocess.run(command, check=False).returncode
@@ -150,10 +158,9 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
     if "RANK" not in os.environ:
-        from shardplan.plan_file import PlanError
         try:
             return _relaunch(args, argv)
-        except PlanError as e:
+        except ValueError as e:  # a PlanError, or a plan this device cannot run
             print(f"shardplan.measure: {e}", file=sys.stderr)
             return EXIT_USAGE
     warnings.filterwarnings("ignore")

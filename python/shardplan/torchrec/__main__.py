@@ -26,8 +26,11 @@ def torchrec_summary(plan):
     out = {}
     for path, module_plan in sharding_plan.plan.items():
         for name, ps in module_plan.items():
-            out[name if path == plain else f"{path}/{name}"] = {
-                "sharding_type": ps.sharding_type, "compute_kernel": ps.compute_kernel, "ranks": ps.ranks}
+            built = {"sharding_type": ps.sharding_type, "compute_kernel": ps.compute_kernel, "ranks": ps.ranks}
+            if ps.cache_params is not None:  # only a cached table has one
+                built["cache_params"] = {"algorithm": ps.cache_params.algorithm.name,
+                                         "load_factor": ps.cache_params.load_factor}
+            out[name if path == plain else f"{path}/{name}"] = built
     return out
 
 

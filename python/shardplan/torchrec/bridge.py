@@ -9,13 +9,21 @@ TorchRec runs each sharding type of a module as a group of its own, with its own
 all-to-alls. A table-wise table is a column-wise table of one shard, so where a module has both, its
 table-wise tables are built as single-shard column-wise ones (`one_group`): the same shards on the same
 ranks, one group fewer (data/measured/cpu-2core/torchrec-groups).
+
+A table the plan keeps in host memory with an HBM cache (compute kernel "fused_uvm_caching") also gets
+its cache: `cache_params=CacheParams(algorithm=CacheAlgorithm.LRU, load_factor=x)` on its
+ParameterSharding (TorchRec's helpers take no cache parameters), which TorchRec hands FBGEMM as
+cache_algorithm and cache_load_factor; the check compares them too. The plan is built on any device type,
+but only cuda runs it as planned: off cuda TorchRec keeps every table in host memory and FBGEMM builds no
+cache.
 """
 
 import dataclasses
 
 import torch
+from fbgemm_gpu.split_table_batched_embeddings_ops_common import CacheAlgorithm  # what CacheParams holds
 from torchrec.distributed import sharding_plan as helpers
-from torchrec.distributed.types import EnumerableShardingSpec, ShardingPlan, ShardMetadata
+from torchrec.distributed.types import CacheParams, EnumerableShardingSpec, ShardingPlan, ShardMetadata
 
 from shardplan.plan_file import PlanError, describe_plan, read_plan
 from shardplan.torchrec.tables import plan_names
@@ -41,23 +49,44 @@ def per_param_sharding(tables, one_group=True):
     out = {}
     types = built_types(tables, one_group)
     for t in tables:
-        kernel = t["compute_kernel"]
-        kind = t["sharding_type"]
-        if kind == "table_wise" and types[t["table"]] == "column_wise":
-            out[t["name_in_module"]] = _uneven_column_wise(t["ranks"], [t["dim"]], kernel)
-        elif kind == "table_wise":
-            out[t["name_in_module"]] = helpers.table_wise(rank=t["ranks"][0], compute_kernel=kernel)
-        elif kind == "row_wise":
-            out[t["name_in_module"]] = helpers.row_wise(compute_kernel=kernel)
-        elif kind == "table_row_wise":
-            out[t["name_in_module"]] = _with_kernel(helpers.table_row_wise(host_index=t["host_index"]), kernel)
-        elif kind == "data_parallel":
-            out[t["name_in_module"]] = _with_kernel(helpers.data_parallel(), kernel)
-        elif len(set(t["widths"])) == 1:
-            out[t["name_in_module"]] = helpers.column_wise(ranks=list(t["ranks"]), compute_kernel=kernel)
-        else:
-            out[t["name_in_module"]] = _uneven_column_wise(t["ranks"], t["widths"], kernel)
+        out[t["name_in_module"]] = _with_cache(_generator(t, types), t.get("cache_params"))
     return out
+
+
+def _generator(t, types):
+    """The ParameterShardingGenerator of one described table, its kernel named (no cache yet)."""
+    kernel, kind = t["compute_kernel"], t["sharding_type"]
+    if kind == "table_wise" and types[t["table"]] == "column_wise":
+        return _uneven_column_wise(t["ranks"], [t["dim"]], kernel)
+    if kind == "table_wise":
+        return helpers.table_wise(rank=t["ranks"][0], compute_kernel=kernel)
+    if kind == "row_wise":
+        return helpers.row_wise(compute_kernel=kernel)
+    if kind == "table_row_wise":
+        return _with_kernel(helpers.table_row_wise(host_index=t["host_index"]), kernel)
+    if kind == "data_parallel":
+        return _with_kernel(helpers.data_parallel(), kernel)
+    if len(set(t["widths"])) == 1:
+        return helpers.column_wise(ranks=list(t["ranks"]), compute_kernel=kernel)
+    return _uneven_column_wise(t["ranks"], t["widths"], kernel)
+
+
+def cache_params_of(cache):
+    """TorchRec's CacheParams of a described table's "cache_params" ({"algorithm", "load_factor"}), or None."""
+    if cache is None:
+        return None
+    return CacheParams(algorithm=CacheAlgorithm[cache["algorithm"]], load_factor=cache["load_factor"])
+
+
+def _with_cache(generator, cache):
+    # The helpers take no cache parameters: set them on what they build, as _with_kernel sets the kernel.
+    if cache is None:
+        return generator
+
+    def build(param, local_size, world_size, device_type, sharder):
+        return dataclasses.replace(generator(param, local_size, world_size, device_type, sharder),
+                                   cache_params=cache_params_of(cache))
+    return build
 
 
 def _with_kernel(generator, kernel):
@@ -166,7 +195,7 @@ def _check_launch(description):
 
 def check_module_plan(tables, module_plan, device_type, local_size, path="", one_group=True):
     """Raises PlanError where what TorchRec built differs from the plan: type (as built_types has it),
-    kernel, ranks or shards."""
+    kernel, cache (algorithm and load factor), ranks or shards."""
     types = built_types(tables, one_group)
     for t in tables:
         ps = module_plan[t["name_in_module"]]
@@ -174,6 +203,7 @@ def check_module_plan(tables, module_plan, device_type, local_size, path="", one
         if ps.compute_kernel != t["compute_kernel"]:
             raise PlanError(f"{where}: TorchRec built compute kernel {ps.compute_kernel!r}, the plan has "
                             f"{t['compute_kernel']!r}")
+        _check_cache(where, ps.cache_params, t.get("cache_params"))
         want = [(s["rank"], s["shard_offsets"], s["shard_sizes"],
                  str(helpers.placement(device_type, s["rank"], local_size))) for s in t["shards"]]
         if ps.sharding_spec is None:
@@ -187,3 +217,15 @@ def check_module_plan(tables, module_plan, device_type, local_size, path="", one
             what = "on ranks" if ps.sharding_spec is None else "shards"
             raise PlanError(f"{where}: TorchRec built {ps.sharding_type} {what} {got}, "
                             f"the plan has {types[t['table']]} {what} {want}")
+
+
+def _check_cache(where, built, planned):
+    # A cached table: TorchRec's CacheParams holds the plan's algorithm and load factor. Any other: none.
+    if planned is None:
+        if built is not None:
+            raise PlanError(f"{where}: TorchRec built cache_params {built}, the plan has none")
+        return
+    got = None if built is None else (getattr(built.algorithm, "name", built.algorithm), built.load_factor)
+    if got != (planned["algorithm"], planned["load_factor"]):
+        raise PlanError(f"{where}: TorchRec built cache algorithm and load factor {got}, the plan has "
+                        f"{(planned['algorithm'], planned['load_factor'])}")

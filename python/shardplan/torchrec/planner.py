@@ -23,7 +23,7 @@ from torchrec.distributed.types import ShardingPlan
 
 from shardplan.binary import EXIT_INFEASIBLE, EXIT_USAGE, BinaryError, BinaryNotFound, run_binary
 from shardplan.files import write_json_atomically
-from shardplan.plan_file import PlanError
+from shardplan.plan_file import UVM_KERNELS, PlanError
 from shardplan.torchrec.bridge import build_sharding_plan
 from shardplan.torchrec.optimizer import planned_optimizer
 from shardplan.torchrec.selected_options import check_storage, selected_options
@@ -118,6 +118,8 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
         self._selected = selected_options(options, tables, plan, topology, self._constraints, sharders, built)
         validate_compute_kernels(self._selected)
         check_storage(self._selected, reserved, kind)
+        if kind == "hbm" and any(o.compute_kernel in UVM_KERNELS for o in self._selected):
+            check_storage(self._selected, reserved, "ddr")  # UVM tables live in host memory
         return sharding_plan
 
     def _cluster_args(self, topology, memory, optimizer, tables):
