@@ -263,6 +263,31 @@ class BinaryPlansTest(unittest.TestCase):
         self.assertEqual(done.returncode, 3, done.stderr)
         self.assertIn(f'table "{tables[2]["name"]}" is pinned to ranks [1]', done.stderr)
 
+    def test_plans_with_cached_tables(self):
+        # A binary that plans UVM caching (--ddr-per-host): a table too large for HBM is cached, and the
+        # bridge builds it with the plan's kernel and load factor.
+        help_text = subprocess.run([BINARY, "plan", "--help"], capture_output=True, text=True, timeout=60).stdout
+        if "--ddr-per-host" not in help_text:
+            self.skipTest("this shard-plan binary plans no host memory (--ddr-per-host)")
+        from shardplan.plan_file import describe_plan
+        from shardplan.torchrec.bridge import build_sharding_plan
+        from shardplan.torchrec.plan_model import model_of_plan
+        with tempfile.TemporaryDirectory() as tmp:
+            tables = Path(tmp) / "tables.json"
+            tables.write_text(json.dumps({"tables": [
+                {"name": "big", "rows": 2000000, "dim": 64, "pooling_factor": 4},
+                {"name": "small", "rows": 10000, "dim": 32, "pooling_factor": 2}]}))
+            plan = self.plan("--tables", str(tables), "--gpus", "4", "--mem-per-gpu", "64MiB", "--ddr-per-host",
+                             "4GiB")
+        cached = {t["name"]: t["cache_params"] for t in plan["tables"] if t["compute_kernel"] == "fused_uvm_caching"}
+        self.assertIn("big", cached)
+        self.assertIn("ddr_per_host_bytes", plan)
+        self.check(plan)
+        built = build_sharding_plan(plan, model_of_plan(describe_plan(plan)), device_type="cuda").plan["ebc"]
+        for name, cache in cached.items():
+            self.assertEqual((built[name].cache_params.algorithm.name, built[name].cache_params.load_factor),
+                             (cache["algorithm"], cache["load_factor"]))
+
     def test_h100_plans_with_table_row_wise(self):
         for gpus in (8, 64):
             plan = self.plan("--tables", str(ROOT / "data/configs/mlperf-dlrmv2.json"), "--gpus", str(gpus),
