@@ -3,6 +3,7 @@ set(SHARDPLAN_DATASET_TEST_SOURCES
   unit/dataset_random_test.cpp
   unit/dataset_access_counts_test.cpp
   unit/dataset_trace_test.cpp
+  unit/dataset_trace_sequence_test.cpp
   unit/dataset_pool_test.cpp
   unit/dataset_task_set_test.cpp
   unit/dataset_shipped_data_test.cpp
