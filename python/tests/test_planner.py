@@ -69,6 +69,17 @@ class PlannerTest(unittest.TestCase):
         # HBM after TorchRec's reservation (15% and more), not the topology's whole 1 GiB.
         self.assertLess(int(value("--mem-per-gpu")), int(0.85 * (1 << 30)) + 1)
         self.assertEqual(value("--sharding-types"), "table_wise,column_wise,row_wise,table_row_wise,data_parallel")
+        # The topology's DDR per rank, shared by a host's 4 ranks; its host link in GB/s (TorchRec's default,
+        # 32 GiB/s in bytes per ms).
+        self.assertEqual(value("--ddr-per-host"), str(4 << 30))
+        self.assertAlmostEqual(float(value("--host-link-GBps")), 32 * 1.073741824)
+
+    def test_the_users_host_memory_flags_win_and_cpu_topologies_have_none(self):
+        planner = self.planner(extra_args=["--ddr-per-host", "1TB"], hardware="h100-sxm-ib400")
+        args = [str(a) for a in planner._host_memory_args(planner._topology)]
+        self.assertEqual(args, [])
+        planner = self.planner(device="cpu")
+        self.assertEqual(planner._host_memory_args(planner._topology), [])
 
     def test_pooling_factors_add_over_a_tables_features(self):
         import json

@@ -81,6 +81,15 @@ void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required)
                  "Sparse optimizer whose state shares the GPU: sgd (none), rowwise_adagrad (1 fp32 per row), "
                  "adagrad (1 fp32 per element), adam (2 fp32 per element)")
       ->capture_default_str();
+  app.add_option("--ddr-per-host", flags.ddr_per_host,
+                 "Host memory (DDR) per host that tables may live in, behind an HBM cache (TorchRec's "
+                 "fused_uvm_caching kernel), shared by the host's GPUs: a size with a unit (2TB, 1536GiB). Used only "
+                 "when HBM alone cannot hold the tables. Default: none, every table in HBM")
+      ->type_name("SIZE");
+  app.add_option("--host-link-GBps", flags.host_link_gbps,
+                 "Each GPU's link to host memory, GB/s each way, as cache misses cross it. Default: the --hardware "
+                 "profile's host_link, else TorchRec's HBM_TO_DDR_MEM_BW (32 GiB/s)")
+      ->type_name("GB/S");
 }
 
 void add_hardware_option(CLI::App& app, std::string& hardware) {
@@ -92,6 +101,9 @@ void add_hardware_option(CLI::App& app, std::string& hardware) {
       ->type_name("NAME|FILE");
 }
 
+// TorchRec's HBM_TO_DDR_MEM_BW, 32 GiB/s (planner/constants.py), in decimal GB/s.
+constexpr double kTorchRecHostLinkGBps = 32.0 * 1.073741824;
+
 Cluster cluster_from_flags(const ClusterFlags& flags, std::optional<HardwareProfile>* profile) {
   std::optional<HardwareProfile> loaded;
   if (!flags.hardware.empty()) loaded = load_hardware_profile(flags.hardware);
@@ -102,6 +114,7 @@ Cluster cluster_from_flags(const ClusterFlags& flags, std::optional<HardwareProf
                                         ? loaded->memory_per_gpu_bytes
                                         : parse_byte_size(flags.mem_per_gpu, "--mem-per-gpu");
   if (loaded) cluster.hardware = loaded->name;
+  const double profile_link = loaded ? loaded->host_link_gb_per_s : 0.0;
   if (profile != nullptr) *profile = std::move(loaded);
   cluster.reserve_fraction = flags.reserve;
   auto optimizer = parse_optimizer(flags.optimizer);
@@ -110,6 +123,15 @@ Cluster cluster_from_flags(const ClusterFlags& flags, std::optional<HardwareProf
         fmt::format("--optimizer: must be sgd, rowwise_adagrad, adagrad or adam, got '{}'", flags.optimizer));
   }
   cluster.optimizer = *optimizer;
+  if (!flags.ddr_per_host.empty()) cluster.ddr_per_host_bytes = parse_byte_size(flags.ddr_per_host, "--ddr-per-host");
+  cluster.host_link_gb_per_s = flags.host_link_gbps > 0 ? flags.host_link_gbps : profile_link;
+  if (cluster.offers_host_memory() && cluster.host_link_gb_per_s <= 0.0) {
+    cluster.host_link_gb_per_s = kTorchRecHostLinkGBps;
+    spdlog::warn(
+        "host link: {:.2f} GB/s assumed (TorchRec's HBM_TO_DDR_MEM_BW); give --host-link-GBps or a "
+        "--hardware profile with host_link for your GPUs' figure",
+        kTorchRecHostLinkGBps);
+  }
   validate_cluster(cluster);
   return cluster;
 }
@@ -119,6 +141,8 @@ std::string flag_of_setting(const std::string& setting) {
                                                            {"GPUs per host", "--gpus-per-host"},
                                                            {"memory per GPU", "--mem-per-gpu"},
                                                            {"reserve", "--reserve"},
+                                                           {"host memory", "--ddr-per-host"},
+                                                           {"host link bandwidth", "--host-link-GBps"},
                                                            {"beam width", "--beam-width"},
                                                            {"candidates", "--candidates"},
                                                            {"split steps", "--steps"},

@@ -40,6 +40,8 @@ struct ClusterFlags {
   std::string hardware;  // --hardware NAME|FILE; empty: none
   double reserve = 0.0;
   std::string optimizer = "sgd";
+  std::string ddr_per_host;     // --ddr-per-host; empty: none (every table in HBM)
+  double host_link_gbps = 0.0;  // --host-link-GBps; 0: the profile's, else TorchRec's default
 };
 
 // "shard-plan collect-costs compute --samples 10": how a command was run, for data and model provenance.

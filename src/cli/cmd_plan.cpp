@@ -26,6 +26,7 @@
 #include "shardplan/planners/baseline_comparison.hpp"
 #include "shardplan/planners/planner.hpp"
 #include "shardplan/report/bounding_drivers.hpp"
+#include "shardplan/report/cached_tables.hpp"
 #include "shardplan/report/report.hpp"
 #include "shardplan/report/svg_report.hpp"
 
@@ -75,6 +76,7 @@ PlanAnalysis analyse_plan(const Plan& plan, const std::vector<Table>& tables, co
                           const PlannerConfig& config, bool compare) {
   PlanAnalysis analysis;
   analysis.bound = bounding_drivers(plan, tables, *config.cost_model);
+  analysis.cached = describe_cached_tables(plan, tables, *config.cost_model);
   if (compare) {
     // What the plan's baseline starts planned already is not planned again.
     const std::vector<BaselineOutcome> known = plan.search ? plan.search->baselines : std::vector<BaselineOutcome>{};

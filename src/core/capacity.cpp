@@ -72,7 +72,18 @@ void check_total_capacity(const std::vector<Table>& tables, const Cluster& clust
   long double total = 0;
   for (const auto& table : tables) total += static_cast<long double>(table_memory_bytes(table, cluster.optimizer));
   long double capacity = static_cast<long double>(cluster.usable_bytes_per_device()) * cluster.num_devices;
-  if (total > capacity) {
+  // With host memory, tables may live there behind a cache: the search checks HBM and DDR as it chooses them.
+  const long double host_memory = static_cast<long double>(cluster.ddr_per_host_bytes) * cluster.num_hosts();
+  if (cluster.offers_host_memory() && total > capacity + host_memory) {
+    throw InfeasibleError(fmt::format(
+        "the tables need {} in total but {} devices offer {} of HBM ({} each) and {} hosts {} of host memory ({} "
+        "each): {} short; the largest tables: {}",
+        format_byte_total(total), cluster.num_devices, format_byte_total(capacity),
+        format_bytes(cluster.usable_bytes_per_device()), cluster.num_hosts(), format_byte_total(host_memory),
+        format_bytes(cluster.ddr_per_host_bytes), format_byte_total(total - capacity - host_memory),
+        largest_tables(tables, cluster)));
+  }
+  if (total > capacity && !cluster.offers_host_memory()) {
     throw InfeasibleError(
         fmt::format("the tables need {} in total but {} devices offer {} ({} each): {} short; the "
                     "largest tables: {}",

@@ -47,6 +47,16 @@ void validate_cluster(const Cluster& cluster) {
   if (!(cluster.reserve_fraction >= 0.0 && cluster.reserve_fraction < 1.0)) {
     throw SettingError("reserve", fmt::format("must be in [0, 1), got {}", cluster.reserve_fraction));
   }
+  if (cluster.ddr_per_host_bytes < 0) {
+    throw SettingError("host memory", fmt::format("must not be negative, got {}", cluster.ddr_per_host_bytes));
+  }
+  if (!(cluster.host_link_gb_per_s >= 0.0 && std::isfinite(cluster.host_link_gb_per_s))) {
+    throw SettingError("host link bandwidth",
+                       fmt::format("must be a positive number of GB/s, got {}", cluster.host_link_gb_per_s));
+  }
+  if (cluster.offers_host_memory() && cluster.host_link_gb_per_s <= 0.0) {
+    throw SettingError("host link bandwidth", "must be given with host memory: cache misses cross it");
+  }
 }
 
 int64_t shard_memory_bytes(int64_t rows, int64_t cols, DType dtype, Optimizer optimizer) {

@@ -66,6 +66,15 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& doc, const std::str
   }
   if (const auto* adds = find_member(doc, "host_bandwidth_adds"))
     p.host_bandwidth_adds = read_bool(*adds, source, "host_bandwidth_adds");
+  if (const auto* link = find_member(doc, "host_link"); link != nullptr && !link->is_null()) {
+    read_object(*link, source, "host_link");
+    p.host_link_gb_per_s = read_double(require_member(*link, "bandwidth_GBps", source, "host_link"), source,
+                                       "host_link.bandwidth_GBps", 1e-9, kMaxGBps);
+  }
+  if (const auto* ddr = find_member(doc, "ddr_per_host"); ddr != nullptr && !ddr->is_null()) {
+    p.ddr_per_host_bytes = ddr->is_string() ? parse_byte_size(ddr->get<std::string>(), source + ": ddr_per_host")
+                                            : read_int64(*ddr, source, "ddr_per_host", 1, int64_t{1} << 56);
+  }
   if (const auto* sources = find_member(doc, "sources")) read_object(*sources, source, "sources");
   return p;
 }

@@ -96,6 +96,9 @@ void default_kernel(ModelHardware& h) {
 
 ModelHardware hardware_from_model_meta(const nlohmann::json& meta) {
   ModelHardware h;
+  const nlohmann::json& measured = object_at(object_at(object_at(meta, "data"), "compute"), "provenance");
+  if (const auto batch = measured.find("batch_size"); batch != measured.end() && batch->is_number_integer())
+    h.compute_batch = batch->get<int64_t>();
   const nlohmann::json& section = object_at(meta, "hardware");
   if (!section.empty()) {
     const nlohmann::json& compute = object_at(section, "compute");

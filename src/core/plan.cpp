@@ -26,12 +26,36 @@ void for_each_output_width(const TableSharding& table, int num_devices, AddWidth
 
 }  // namespace
 
+std::string_view compute_kernel_name(const TableSharding& table) {
+  if (table.type == ShardingType::kDataParallel) return "dense";
+  return table.cache ? "fused_uvm_caching" : "fused";
+}
+
+PieceMemory shard_memory(const TableSharding& table, const Shard& shard, Optimizer optimizer) {
+  if (table.cache) return cached_piece_memory(shard.rows, shard.cols, table.dtype, optimizer, table.cache->load_factor);
+  return PieceMemory{shard_memory_bytes(shard.rows, shard.cols, table.dtype, optimizer), 0};
+}
+
+bool has_cached_tables(const Plan& plan) {
+  return std::any_of(plan.tables.begin(), plan.tables.end(),
+                     [](const TableSharding& t) { return t.cache.has_value(); });
+}
+
+std::vector<int64_t> host_ddr_bytes(const Plan& plan, const std::vector<DeviceUsage>& usage) {
+  const int per_host = std::max(plan.cluster.devices_per_host, 1);
+  std::vector<int64_t> hosts(static_cast<std::size_t>((plan.cluster.num_devices + per_host - 1) / per_host), 0);
+  for (std::size_t r = 0; r < usage.size(); ++r) hosts[r / static_cast<std::size_t>(per_host)] += usage[r].ddr_bytes;
+  return hosts;
+}
+
 std::vector<DeviceUsage> device_usage(const Plan& plan) {
   std::vector<DeviceUsage> usage(static_cast<std::size_t>(plan.cluster.num_devices));
   for (const auto& table : plan.tables) {
     for (const auto& shard : table.shards) {
       auto& device = usage.at(static_cast<std::size_t>(shard.rank));
-      device.memory_bytes += shard_memory_bytes(shard.rows, shard.cols, table.dtype, plan.cluster.optimizer);
+      const PieceMemory memory = shard_memory(table, shard, plan.cluster.optimizer);
+      device.memory_bytes += memory.hbm;
+      device.ddr_bytes += memory.ddr;
       // A replica's dense gradient (replica_memory_bytes).
       if (table.type == ShardingType::kDataParallel) device.memory_bytes += replica_gradient_bytes(table);
       device.num_shards += 1;
@@ -138,6 +162,7 @@ std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Tabl
       device.pieces.push_back(replicated ? replica_as_table(table, plan.cluster.num_devices)
                                          : shard_as_table(table, shard));
       device.plan_tables.push_back(t);
+      device.load_factors.push_back(plan.tables[t].cache ? plan.tables[t].cache->load_factor : 0.0);
       if (!replicated) device.input_ids += input_ids_per_sample(device.pieces.back());
     }
     for_each_output_width(plan.tables[t], plan.cluster.num_devices,
@@ -218,6 +243,7 @@ std::string plan_layout_key(const Plan& plan) {
   std::string out;
   for (const auto& table : plan.tables) {
     out += fmt::format("{}|", static_cast<int>(table.type));
+    if (table.cache) out += fmt::format("cache {:.17g}|", table.cache->load_factor);
     for (const auto& s : table.shards)
       out += fmt::format("{}:{}:{}:{}:{};", s.rank, s.row_offset, s.col_offset, s.rows, s.cols);
     out += '|';

@@ -31,15 +31,18 @@ ojson table_to_plan_json(const TableSharding& table, int devices_per_host) {
                            {"shard_sizes", {shard.rows, shard.cols}},
                            {"placement", placement_string(shard.rank, devices_per_host)}});
   }
-  return ojson{{"name", table.name},
-               {"rows", table.rows},
-               {"dim", table.dim},
-               {"dtype", std::string(dtype_name(table.dtype))},
-               {"sharding_type", std::string(sharding_type_name(table.type))},
-               // TorchRec trains replicas with its dense kernel (and DDP), sharded tables with FBGEMM's fused one.
-               {"compute_kernel", table.type == ShardingType::kDataParallel ? "dense" : "fused"},
-               {"ranks", ranks},
-               {"shards", shards}};
+  ojson out{{"name", table.name},
+            {"rows", table.rows},
+            {"dim", table.dim},
+            {"dtype", std::string(dtype_name(table.dtype))},
+            {"sharding_type", std::string(sharding_type_name(table.type))},
+            // TorchRec trains replicas with its dense kernel (and DDP), sharded tables with FBGEMM's fused one,
+            // or its UVM-caching one when the table lives in host memory.
+            {"compute_kernel", std::string(compute_kernel_name(table))}};
+  if (table.cache) out["cache_params"] = ojson{{"algorithm", "LRU"}, {"load_factor", table.cache->load_factor}};
+  out["ranks"] = std::move(ranks);
+  out["shards"] = std::move(shards);
+  return out;
 }
 
 ojson measure_loop_to_json(const MeasureLoopSummary& loop) {
@@ -100,6 +103,12 @@ ojson plan_to_json(const Plan& plan) {
       {"cost_model", plan.cost_model.empty() ? ojson(nullptr) : ojson(plan.cost_model)},
       {"cost_model_hardware", plan.cost_model_hardware ? hardware_to_json(*plan.cost_model_hardware) : ojson(nullptr)}};
   if (!cluster.hardware.empty()) doc["hardware"] = cluster.hardware;
+  // Only with host memory, so that plans without it read as before.
+  const bool host_memory = cluster.offers_host_memory();
+  if (host_memory) {
+    doc["ddr_per_host_bytes"] = cluster.ddr_per_host_bytes;
+    doc["host_link_GBps"] = cluster.host_link_gb_per_s;
+  }
 
   ojson tables = ojson::array();
   for (const auto& table : plan.tables) tables.push_back(table_to_plan_json(table, cluster.devices_per_host));
@@ -108,15 +117,19 @@ ojson plan_to_json(const Plan& plan) {
   std::vector<DeviceUsage> usage = device_usage(plan);
   ojson devices = ojson::array();
   for (std::size_t r = 0; r < usage.size(); ++r) {
-    devices.push_back(
-        ojson{{"rank", r},
-              {"memory_bytes", usage[r].memory_bytes},
-              {"num_shards", usage[r].num_shards},
-              {"dim_sum", usage[r].dim_sum},
-              {"compute_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.compute_ms; })},
-              {"fw_comm_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.fw_comm_ms; })},
-              {"bw_comm_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.bw_comm_ms; })},
-              {"total_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.total_ms(); })}});
+    ojson device{{"rank", r},
+                 {"memory_bytes", usage[r].memory_bytes},
+                 {"num_shards", usage[r].num_shards},
+                 {"dim_sum", usage[r].dim_sum},
+                 {"compute_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.compute_ms; })},
+                 {"fw_comm_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.fw_comm_ms; })},
+                 {"bw_comm_ms", cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.bw_comm_ms; })}};
+    if (host_memory) {
+      device["ddr_bytes"] = usage[r].ddr_bytes;
+      device["cache_ms"] = cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.cache_ms; });
+    }
+    device["total_ms"] = cost_or_null(plan.device_costs, r, [](const DeviceCost& c) { return c.total_ms(); });
+    devices.push_back(std::move(device));
   }
   doc["devices"] = std::move(devices);
   if (plan.measure_loop) doc["measure_loop"] = measure_loop_to_json(*plan.measure_loop);
@@ -130,6 +143,10 @@ ojson plan_to_json(const Plan& plan) {
   summary["max_total_ms"] = costs ? ojson(costs->max_ms) : ojson(nullptr);
   summary["mean_total_ms"] = costs ? ojson(costs->mean_ms) : ojson(nullptr);
   summary["max_memory_bytes"] = max_memory;
+  if (host_memory) {
+    const std::vector<int64_t> hosts = host_ddr_bytes(plan, usage);
+    summary["max_host_ddr_bytes"] = hosts.empty() ? 0 : *std::max_element(hosts.begin(), hosts.end());
+  }
   // No wall-clock planning time here: the same input and seed must give a byte-identical file. The
   // report and the log state it.
   doc["summary"] = std::move(summary);

@@ -32,6 +32,30 @@ Shard read_shard(const nlohmann::json& entry, std::string_view source, const std
   return Shard{static_cast<int>(rank), row0, col0, rows, cols};
 }
 
+// A table's kernel: "fused_uvm_caching" carries its cache's load factor (cache_params); the others none.
+// The validator checks the kernel against the sharding type; here only what the plan needs is read.
+std::optional<CacheParams> read_cache(const nlohmann::json& entry, std::string_view source, const std::string& path) {
+  const auto* kernel = find_member(entry, "compute_kernel");
+  if (kernel == nullptr || read_string(*kernel, source, path + ".compute_kernel") != "fused_uvm_caching") {
+    return std::nullopt;
+  }
+  const auto& params = read_object(require_member(entry, "cache_params", source, path), source, path + ".cache_params");
+  if (const auto* algorithm = find_member(params, "algorithm")) {
+    const std::string name = read_string(*algorithm, source, path + ".cache_params.algorithm");
+    if (name != "LRU") {
+      throw_field_error(source, path + ".cache_params.algorithm",
+                        "must be \"LRU\" (shard-plan plans FBGEMM's LRU cache only)", *algorithm);
+    }
+  }
+  const double load_factor = read_double(require_member(params, "load_factor", source, path + ".cache_params"), source,
+                                         path + ".cache_params.load_factor", 0.0, 1.0);
+  if (!valid_load_factor(load_factor)) {
+    throw_field_error(source, path + ".cache_params.load_factor", "must lie strictly between 0 and 1",
+                      params["load_factor"]);
+  }
+  return CacheParams{load_factor};
+}
+
 }  // namespace
 
 Cluster plan_cluster_from_json(const nlohmann::json& plan, std::string_view source) {
@@ -59,6 +83,10 @@ Cluster plan_cluster_from_json(const nlohmann::json& plan, std::string_view sour
     if (!parsed) throw_field_error(source, "optimizer", "must be sgd, rowwise_adagrad, adagrad or adam", *opt);
     cluster.optimizer = *parsed;
   }
+  if (const auto* ddr = find_member(plan, "ddr_per_host_bytes"))
+    cluster.ddr_per_host_bytes = read_int64(*ddr, source, "ddr_per_host_bytes", 0, INT64_MAX);
+  if (const auto* link = find_member(plan, "host_link_GBps"))
+    cluster.host_link_gb_per_s = read_double(*link, source, "host_link_GBps", 1e-9, 1e9);
   return cluster;
 }
 
@@ -117,6 +145,7 @@ Plan assemble_plan(const nlohmann::json& doc, const std::vector<Table>& tables, 
     const auto parsed = parse_sharding_type(type);
     if (!parsed) throw InputError(fmt::format("{}: {}.sharding_type: unknown \"{}\"", source, path, type));
     sharding.type = *parsed;
+    sharding.cache = read_cache(*entry, source, path);
     plan.tables.push_back(std::move(sharding));
   }
   return plan;

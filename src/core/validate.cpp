@@ -16,6 +16,7 @@
 #include "shardplan/core/plan_reader.hpp"
 #include "shardplan/core/sharding_types.hpp"
 #include "shardplan/core/units.hpp"
+#include "shardplan/core/uvm_cache.hpp"
 
 namespace shardplan {
 
@@ -44,6 +45,7 @@ class Validator {
   Validator(const nlohmann::json& plan, const std::vector<Table>& tables, std::string_view source)
       : plan_(plan), tables_(tables), source_(source), cluster_(plan_cluster_from_json(plan, source)) {
     memory_.assign(static_cast<std::size_t>(cluster_.num_devices), 0);
+    ddr_.assign(static_cast<std::size_t>(cluster_.num_devices), 0);
     for (std::size_t i = 0; i < tables_.size(); ++i) by_name_.emplace(tables_[i].name, i);
     covered_.assign(tables_.size(), false);
   }
@@ -55,6 +57,7 @@ class Validator {
       if (!covered_[i]) problem("table \"{}\" is not in the plan", tables_[i].name);
     }
     check_memory();
+    check_host_memory();
     check_reported_devices();
     return std::move(result_);
   }
@@ -103,16 +106,64 @@ class Validator {
     check_ranks_list(ranks, rects, path);
     check_geometry(rects, type, rows, dim, path, name);
     if (table != nullptr) check_constraints(*table, type, rects, path);
+    const std::optional<double> load_factor = check_kernel(entry, type, path);
     if (table != nullptr) {
       for (const auto& r : rects) {
         if (r.rank >= 0 && r.rank < cluster_.num_devices) {
           auto& used = memory_[static_cast<std::size_t>(r.rank)];
+          if (load_factor) {
+            const PieceMemory cached =
+                cached_piece_memory(r.rows, r.cols, table->dtype, cluster_.optimizer, *load_factor);
+            used = saturating_add(used, cached.hbm);
+            auto& ddr = ddr_[static_cast<std::size_t>(r.rank)];
+            ddr = saturating_add(ddr, cached.ddr);
+            continue;
+          }
           used = saturating_add(used, shard_memory_bytes(r.rows, r.cols, table->dtype, cluster_.optimizer));
           // A replica keeps its dense gradient too (replica_memory_bytes in plan.hpp).
           if (type == "data_parallel") used = saturating_add(used, r.rows * r.cols * dtype_bytes(table->dtype));
         }
       }
     }
+  }
+
+  // The compute kernel TorchRec will run: a known one, and a cached table's cache a valid one (TorchRec
+  // 1.7+ refuses a load factor outside (0, 1)). Returns the load factor of a cached table.
+  std::optional<double> check_kernel(const nlohmann::json& entry, const std::string& type, const std::string& path) {
+    const auto* kernel = find_member(entry, "compute_kernel");
+    if (kernel == nullptr) return std::nullopt;
+    const std::string name = read_string(*kernel, source_, path + ".compute_kernel");
+    const auto* params = find_member(entry, "cache_params");
+    if (name == "fused" || name == "dense") {
+      if (params != nullptr) problem("{}.cache_params: only a fused_uvm_caching table has a cache", path);
+      return std::nullopt;
+    }
+    if (name != "fused_uvm_caching") {
+      problem("{}.compute_kernel: unknown \"{}\" (expected fused, dense or fused_uvm_caching)", path, name);
+      return std::nullopt;
+    }
+    if (type == "data_parallel") {
+      problem("{}.compute_kernel: a data_parallel table cannot be fused_uvm_caching (TorchRec trains replicas dense)",
+              path);
+    }
+    if (params == nullptr) {
+      problem("{}.cache_params: a fused_uvm_caching table needs one (its load factor)", path);
+      return std::nullopt;
+    }
+    read_object(*params, source_, path + ".cache_params");
+    if (const auto* algorithm = find_member(*params, "algorithm");
+        algorithm != nullptr && read_string(*algorithm, source_, path + ".cache_params.algorithm") != "LRU") {
+      problem("{}.cache_params.algorithm: \"{}\" is not planned (shard-plan plans FBGEMM's LRU cache)", path,
+              algorithm->get<std::string>());
+    }
+    const double load_factor = read_double(require_member(*params, "load_factor", source_, path + ".cache_params"),
+                                           source_, path + ".cache_params.load_factor", 0.0, 1.0);
+    if (!valid_load_factor(load_factor)) {
+      problem("{}.cache_params.load_factor: {} must lie strictly between 0 and 1", path, load_factor);
+      return std::nullopt;
+    }
+    any_cached_ = true;
+    return load_factor;
   }
 
   // The tables file's per-table sharding_types and ranks.
@@ -307,6 +358,24 @@ class Validator {
     }
   }
 
+  // Cached tables keep their weights in their hosts' DDR, which the host's devices share.
+  void check_host_memory() {
+    if (!any_cached_) return;
+    if (!cluster_.offers_host_memory()) {
+      problem("ddr_per_host_bytes: the plan keeps tables in host memory (fused_uvm_caching) but offers none");
+      return;
+    }
+    const auto per_host = static_cast<std::size_t>(cluster_.devices_per_host);
+    std::vector<int64_t> hosts((ddr_.size() + per_host - 1) / per_host, 0);
+    for (std::size_t r = 0; r < ddr_.size(); ++r) hosts[r / per_host] = saturating_add(hosts[r / per_host], ddr_[r]);
+    for (std::size_t h = 0; h < hosts.size(); ++h) {
+      if (hosts[h] > cluster_.ddr_per_host_bytes) {
+        problem("host {}: its devices' cached tables need {} of host memory, over its {}", h, format_bytes(hosts[h]),
+                format_bytes(cluster_.ddr_per_host_bytes));
+      }
+    }
+  }
+
   // A plan's own "devices" summary must agree with its shards.
   void check_reported_devices() {
     const auto& devices = read_array(require_member(plan_, "devices", source_, ""), source_, "devices");
@@ -322,6 +391,12 @@ class Validator {
       if (!value || *value != memory_[r]) {
         problem("devices[{}].memory_bytes: says {}, its shards need {}", r, mem.dump(), memory_[r]);
       }
+      if (const auto* ddr = find_member(devices[r], "ddr_bytes")) {
+        const auto stated = json_as_int64(*ddr);
+        if (!stated || *stated != ddr_[r]) {
+          problem("devices[{}].ddr_bytes: says {}, its cached shards need {}", r, ddr->dump(), ddr_[r]);
+        }
+      }
     }
   }
 
@@ -332,6 +407,8 @@ class Validator {
   std::unordered_map<std::string, std::size_t> by_name_;
   std::vector<bool> covered_;
   std::vector<int64_t> memory_;
+  std::vector<int64_t> ddr_;  // per device: its cached shards' host memory
+  bool any_cached_ = false;
   ValidationResult result_;
 };
 

@@ -43,6 +43,7 @@ class AnalyticCostModel final : public CostModel {
   ModelHardware hardware() const override {
     ModelHardware h;
     h.note = "TorchRec's analytic estimate: nominal bandwidths, nothing measured";
+    h.compute_batch = config_.batch_size;
     return h;
   }
 

@@ -56,10 +56,10 @@ std::array<double, kReuseBins> scaled_bin_counts(const BinPlan& plan, int64_t lo
 // Expected unique ids that find no way: sum over the sets of (X - 32)^+, X ~ Binomial(distinct, 1/sets)
 // the batch's unique ids in a set (fmix64 spreads ids uniformly).
 double expected_conflicts(int64_t distinct, int64_t sets) {
-  const auto ways = static_cast<double>(kCacheAssociativity);
+  const auto ways = static_cast<double>(kUvmCacheWays);
   const auto d = static_cast<double>(distinct);
   if (sets <= 0) return d;
-  if (distinct <= kCacheAssociativity) return 0.0;
+  if (distinct <= kUvmCacheWays) return 0.0;
   if (sets == 1) return d - ways;
   const double p = 1.0 / static_cast<double>(sets);
   const double mean = d * p;
@@ -89,16 +89,6 @@ double expected_conflicts(int64_t distinct, int64_t sets) {
 
 }  // namespace
 
-int64_t cache_slots(int64_t rows, double load_factor) {
-  const double share = std::isfinite(load_factor) && load_factor > 0.0 ? load_factor : 0.0;
-  const double wanted = std::floor(static_cast<double>(std::max<int64_t>(rows, 0)) * share);
-  // int(H * clf) in FBGEMM; far beyond any real cache the cap only keeps the arithmetic in int64.
-  constexpr double kCap = 1e15;
-  const auto wanted_rows = static_cast<int64_t>(std::min(wanted, kCap));
-  const int64_t sets = std::max<int64_t>(1, (wanted_rows + kCacheAssociativity - 1) / kCacheAssociativity);
-  return kCacheAssociativity * sets;
-}
-
 double bin_persistence(int bin, double persistence) {
   if (bin <= 0) return 0.0;
   const double sigma = persistence > 0.0 ? std::min(persistence, 1.0) : 0.0;
@@ -116,8 +106,8 @@ CacheMissEstimate estimate_lru_misses(const Table& piece, int64_t batch, int64_t
 
   const auto d = static_cast<double>(plan.distinct);
   const auto r = static_cast<double>(piece.rows);
-  const int64_t sets = std::max<int64_t>(cache_slots, 0) / kCacheAssociativity;
-  const auto c = static_cast<double>(sets * kCacheAssociativity);
+  const int64_t sets = std::max<int64_t>(cache_slots, 0) / kUvmCacheWays;
+  const auto c = static_cast<double>(sets * kUvmCacheWays);
   double persisting = 0.0;          // W_p
   double persisting_lookups = 0.0;  // their lookups
   double fresh_lookups = 0.0;       // the fresh rows' lookups
@@ -164,11 +154,11 @@ double min_load_factor(const Table& piece, int64_t batch) {
   const int64_t lookups = batch_lookups(piece, batch);
   const int64_t distinct = lookups > 0 ? plan_bins(piece.reuse_hist_or_default(), lookups, piece.rows).distinct : 0;
   // The fewest sets with 32 S >= 2D, and the fewest rows floor(R clf) that give FBGEMM that many.
-  const int64_t sets = std::max<int64_t>(1, (2 * distinct + kCacheAssociativity - 1) / kCacheAssociativity);
+  const int64_t sets = std::max<int64_t>(1, (2 * distinct + kUvmCacheWays - 1) / kUvmCacheWays);
   const auto rows = static_cast<double>(piece.rows);
-  double load_factor = sets <= 1 ? 1.0 / rows : static_cast<double>(kCacheAssociativity * (sets - 1) + 1) / rows;
+  double load_factor = sets <= 1 ? 1.0 / rows : static_cast<double>(kUvmCacheWays * (sets - 1) + 1) / rows;
   // R * clf may round below the integer it should reach; step up to the first value that gets there.
-  for (int k = 0; k < 64 && load_factor < 1.0 && cache_slots(piece.rows, load_factor) < 2 * distinct; ++k) {
+  for (int k = 0; k < 64 && load_factor < 1.0 && uvm_cache_slots(piece.rows, load_factor) < 2 * distinct; ++k) {
     load_factor = std::nextafter(load_factor, 2.0);
   }
   return std::min(load_factor, 1.0);

@@ -6,6 +6,7 @@
 #include "shardplan/core/errors.hpp"
 #include "shardplan/cost_model/comm_structure.hpp"
 #include "shardplan/cost_model/cost_model.hpp"
+#include "shardplan/cost_model/uvm_cache_cost.hpp"
 
 namespace shardplan {
 
@@ -57,7 +58,7 @@ std::vector<std::vector<ShardFeatures>> compute_sets(const std::vector<DeviceSha
 
 std::vector<DeviceCost> costs_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
                                            const std::vector<int64_t>& dim_sums, const std::vector<double>& input_ids,
-                                           double collectives_ms) {
+                                           double collectives_ms, const std::vector<double>* cache_ms) {
   std::vector<double> fw;
   std::vector<double> bw;
   std::vector<double> input;
@@ -65,14 +66,14 @@ std::vector<DeviceCost> costs_from_compute(const CostModel& model, const std::ve
   model.predict_input_dist(input_ids, input);
   std::vector<DeviceCost> costs(compute_ms.size());
   for (std::size_t r = 0; r < costs.size(); ++r) {
-    costs[r] = DeviceCost{compute_ms[r], fw[r] + input[r], bw[r] + collectives_ms};
+    costs[r] = DeviceCost{compute_ms[r], fw[r] + input[r], bw[r] + collectives_ms, cache_ms ? (*cache_ms)[r] : 0.0};
   }
   return costs;
 }
 
 double max_total_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
                               const std::vector<int64_t>& dim_sums, const std::vector<double>& input_ids,
-                              double collectives_ms) {
+                              double collectives_ms, const std::vector<double>* cache_ms) {
   thread_local std::vector<double> fw;
   thread_local std::vector<double> bw;
   thread_local std::vector<double> input;
@@ -80,7 +81,8 @@ double max_total_from_compute(const CostModel& model, const std::vector<double>&
   model.predict_input_dist(input_ids, input);
   double worst = 0.0;
   for (std::size_t r = 0; r < compute_ms.size(); ++r) {
-    worst = std::max(worst, DeviceCost{compute_ms[r], fw[r] + input[r], bw[r] + collectives_ms}.total_ms());
+    const double cache = cache_ms ? (*cache_ms)[r] : 0.0;
+    worst = std::max(worst, DeviceCost{compute_ms[r], fw[r] + input[r], bw[r] + collectives_ms, cache}.total_ms());
   }
   return worst;
 }
@@ -145,8 +147,11 @@ std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& t
     dim_sums.push_back(device.dim_sum);
     input_ids.push_back(device.input_ids);
   }
-  std::vector<DeviceCost> costs = costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums,
-                                                     input_ids, plan_collectives_ms(model, devices));
+  const std::vector<double> cache_ms =
+      has_cached_tables(plan) ? devices_cache_ms(devices, plan.cluster, model) : std::vector<double>{};
+  std::vector<DeviceCost> costs =
+      costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums, input_ids,
+                         plan_collectives_ms(model, devices), cache_ms.empty() ? nullptr : &cache_ms);
   for (std::size_t r = 0; r < costs.size(); ++r) {
     if (!std::isfinite(costs[r].total_ms())) refuse_device(model, plan, devices[r], r);
   }

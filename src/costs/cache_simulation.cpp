@@ -50,12 +50,11 @@ int64_t cache_set_of(int64_t id, int64_t sets) {
 LruCacheSimulator::LruCacheSimulator(int64_t rows, int64_t cache_slots) : rows_(rows) {
   if (rows < 1) throw InputError(fmt::format("LRU cache simulation: rows must be at least 1, got {}", rows));
   constexpr int64_t kMaxSets = std::numeric_limits<int32_t>::max();
-  if (cache_slots < kCacheAssociativity || cache_slots % kCacheAssociativity != 0 ||
-      cache_slots / kCacheAssociativity > kMaxSets) {
+  if (cache_slots < kUvmCacheWays || cache_slots % kUvmCacheWays != 0 || cache_slots / kUvmCacheWays > kMaxSets) {
     throw InputError(fmt::format("LRU cache simulation: cache slots must be a positive multiple of {}, got {}",
-                                 kCacheAssociativity, cache_slots));
+                                 kUvmCacheWays, cache_slots));
   }
-  sets_ = cache_slots / kCacheAssociativity;
+  sets_ = cache_slots / kUvmCacheWays;
   tags_.assign(static_cast<std::size_t>(cache_slots), -1);
   stamps_.assign(static_cast<std::size_t>(cache_slots), 0);
 }
@@ -69,7 +68,7 @@ LruCacheStats LruCacheSimulator::access(const BatchRows& batch) {
   LruCacheStats stats;
   stats.calls = 1;
   stats.unique_indices = static_cast<int64_t>(batch.ids.size());
-  constexpr auto kWays = static_cast<std::size_t>(kCacheAssociativity);
+  constexpr auto kWays = static_cast<std::size_t>(kUvmCacheWays);
   misses_.clear();
   // The sets first, fetching their ways ahead of the look-ups (a big cache lives in DRAM).
   sets_of_batch_.resize(batch.ids.size());
@@ -215,9 +214,9 @@ CacheCheckRun check_cache_model(const Table& table, int64_t batch, const std::ve
   for (double load_factor : load_factors) {
     CacheCheckLevel level;
     level.load_factor = load_factor;
-    level.cache_slots = cache_slots(table.rows, load_factor);
+    level.cache_slots = uvm_cache_slots(table.rows, load_factor);
     level.predicted = estimate_lru_misses(table, batch, level.cache_slots, persistence);
-    level.simulated_slots = cache_slots(simulated.rows, load_factor);
+    level.simulated_slots = uvm_cache_slots(simulated.rows, load_factor);
     const double wanted =
         std::ceil(3.0 * estimate_lru_misses(simulated, batch, level.simulated_slots, persistence).characteristic_time);
 

@@ -4,13 +4,18 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "shardplan/cost_model/uvm_cache_cost.hpp"
+
 namespace shardplan {
 
 namespace {
 
 double total_on(const CostModel& model, const std::vector<double>& compute, const std::vector<int64_t>& dim_sums,
-                const std::vector<double>& input_ids, double collectives_ms, std::size_t rank) {
-  return costs_from_compute(model, compute, dim_sums, input_ids, collectives_ms)[rank].total_ms();
+                const std::vector<double>& input_ids, double collectives_ms, const std::vector<double>& cache_ms,
+                std::size_t rank) {
+  return costs_from_compute(model, compute, dim_sums, input_ids, collectives_ms,
+                            cache_ms.empty() ? nullptr : &cache_ms)[rank]
+      .total_ms();
 }
 
 // Each shard's summary, once: a device with thousands of tables is scored without each in turn.
@@ -38,6 +43,16 @@ double compute_without(const CostModel& model, const std::vector<float>& summari
   return any ? model.compute_from_summary(sum.data()) : 0.0;  // an empty set costs 0
 }
 
+// What plan table t's cached pieces on `device` add to its total (0 when t is not cached).
+double cached_piece_ms(const DeviceShards& device, std::size_t t, const Cluster& cluster, const CostModel& model) {
+  double ms = 0.0;
+  for (std::size_t i = 0; i < device.pieces.size(); ++i) {
+    if (device.plan_tables[i] == t && device.load_factors[i] > 0.0)
+      ms += uvm_cache_cost(device.pieces[i], device.load_factors[i], cost_model_batch(model), cluster).total_ms();
+  }
+  return ms;
+}
+
 }  // namespace
 
 std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vector<Table>& tables,
@@ -54,9 +69,12 @@ std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vect
   const bool scored =
       plan.device_costs && plan.device_costs->size() == devices.size() && plan.cost_model == model.name();
   const double collectives = plan_collectives_ms(model, devices);
-  std::vector<DeviceCost> base = scored ? *plan.device_costs
-                                        : costs_from_compute(model, model.predict_compute(compute_sets(devices)),
-                                                             dim_sums, input_ids, collectives);
+  const std::vector<double> cache =
+      has_cached_tables(plan) ? devices_cache_ms(devices, plan.cluster, model) : std::vector<double>{};
+  std::vector<DeviceCost> base = scored
+                                     ? *plan.device_costs
+                                     : costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums,
+                                                          input_ids, collectives, cache.empty() ? nullptr : &cache);
   std::vector<double> compute;
   for (const auto& cost : base) compute.push_back(cost.compute_ms);
   const auto rank = static_cast<std::size_t>(
@@ -78,9 +96,11 @@ std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vect
   for (const Table& table : tables) pooling.emplace(table.name, table.pooling_factor);
 
   BoundingDevice bound{static_cast<int>(rank), {}};
+  std::vector<double> cache_without = cache;
   for (std::size_t t : on_rank) {
     int64_t width_without = held.dim_sum;
     double ids_without = held.input_ids;
+    if (!cache.empty()) cache_without[rank] = cache[rank] - cached_piece_ms(held, t, plan.cluster, model);
     for (std::size_t i = 0; i < held.pieces.size(); ++i) {
       // A replica sends nothing in the all-to-alls (its gradients' all-reduce stays: every rank has one).
       if (held.plan_tables[i] == t && plan.tables[t].type != ShardingType::kDataParallel) {
@@ -91,7 +111,7 @@ std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vect
     compute[rank] = compute_without(model, summaries, held.plan_tables, t);
     dim_sums[rank] = width_without;
     input_ids[rank] = ids_without;
-    const double total_without = total_on(model, compute, dim_sums, input_ids, collectives, rank);
+    const double total_without = total_on(model, compute, dim_sums, input_ids, collectives, cache_without, rank);
     const std::string& name = plan.tables[t].name;
     bound.drivers.push_back(
         {name, held.dim_sum - width_without, pooling.at(name), base[rank].total_ms() - total_without});

@@ -67,6 +67,29 @@ std::string format_row_and_replicated_tables(const Plan& plan) {
   return out;
 }
 
+// The cached tables and the hosts' memory: only for plans that keep tables there.
+std::string format_host_memory(const Plan& plan, const std::vector<DeviceUsage>& usage,
+                               const std::vector<CachedTableReport>& cached) {
+  if (!has_cached_tables(plan)) return "";
+  const std::vector<int64_t> hosts = host_ddr_bytes(plan, usage);
+  const auto most = std::max_element(hosts.begin(), hosts.end());
+  std::string out =
+      fmt::format("host memory: max {} ({:.1f}% of {}) on host {}; host link {:.1f} GB/s\n", format_bytes(*most),
+                  100.0 * static_cast<double>(*most) / static_cast<double>(plan.cluster.ddr_per_host_bytes),
+                  format_bytes(plan.cluster.ddr_per_host_bytes), most - hosts.begin(), plan.cluster.host_link_gb_per_s);
+  for (const auto& table : cached) {
+    out += fmt::format(
+        "  cached \"{}\": load factor {:.3g}, predicted miss rate {:.1f}% of the rows a batch of {} touches, "
+        "{:.0f} rows ({}) over the host link per device and step: {:.3f} ms\n",
+        table.name, table.load_factor, 100.0 * table.miss_rate, table.batch, table.rows_fetched,
+        format_bytes(static_cast<int64_t>(table.link_bytes)), table.cache_ms);
+  }
+  if (!cached.empty()) {
+    out += "  (misses assume that the rows a batch reuses stay popular in the next: docs/cost-models.md)\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string format_report(const Plan& plan, const ReportOptions& options, const PlanAnalysis& analysis) {
@@ -112,6 +135,7 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
                   max_mem - usage.begin(), format_bytes(total_mem / static_cast<int64_t>(usage.size())));
   out += fmt::format("width: max {} on rank {}\n", max_width->dim_sum, max_width - usage.begin());
   out += format_row_and_replicated_tables(plan);
+  out += format_host_memory(plan, usage, analysis.cached);
   if (plan.device_costs) {
     const auto& costs = *plan.device_costs;
     const CostSummary summary = summarise_costs(costs);

@@ -26,6 +26,7 @@ constexpr double kFooter = 36;
 constexpr const char* kCompute = "#4c72b0";
 constexpr const char* kForward = "#dd8452";
 constexpr const char* kBackward = "#55a868";
+constexpr const char* kCache = "#8172b3";
 constexpr const char* kMemory = "#8172b3";
 constexpr const char* kAlarm = "#c44e52";  // the max line, the bounding device, memory over capacity
 constexpr const char* kMean = "#555555";
@@ -211,12 +212,12 @@ void header(Out out, const Plan& plan, const std::optional<CostSummary>& costs, 
          fmt::format("best baseline {}: max {:.3f} ms; this plan {:.3f} ms ({})", best->planner,
                      finite(*best->max_total_ms), costs->max_ms, format_change(*best->max_total_ms, costs->max_ms)));
   }
-  legend(out, kLeft, l.cost_top - 12,
-         {{kCompute, "compute"},
-          {kForward, "forward all-to-all"},
-          {kBackward, "backward all-to-all"},
-          {kAlarm, "max", true},
-          {kMean, "mean", true}});
+  std::vector<LegendItem> items{
+      {kCompute, "compute"}, {kForward, "forward all-to-all"}, {kBackward, "backward all-to-all"}};
+  if (has_cached_tables(plan)) items.push_back({kCache, "host-memory cache misses"});
+  items.push_back({kAlarm, "max", true});
+  items.push_back({kMean, "mean", true});
+  legend(out, kLeft, l.cost_top - 12, items);
 }
 
 // The dashed max and mean lines, labelled in the right margin: max above its line, mean below its own,
@@ -285,9 +286,11 @@ std::string render_svg_report(const Plan& plan, const PlanAnalysis& analysis) {
       const DeviceCost& c = (*plan.device_costs)[r];
       tip += fmt::format("; predicted {:.3f} ms = compute {:.3f} + forward {:.3f} + backward {:.3f}",
                          finite(c.total_ms()), finite(c.compute_ms), finite(c.fw_comm_ms), finite(c.bw_comm_ms));
+      if (c.cache_ms > 0.0) tip += fmt::format(" + cache misses {:.3f}", finite(c.cache_ms));
       double y = l.cost_top + kCostHeight;
-      const std::pair<double, const char*> stack[] = {
+      std::vector<std::pair<double, const char*>> stack{
           {c.compute_ms, kCompute}, {c.fw_comm_ms, kForward}, {c.bw_comm_ms, kBackward}};
+      if (c.cache_ms > 0.0) stack.emplace_back(c.cache_ms, kCache);
       for (const auto& [ms, colour] : stack) {
         double h = std::max(finite(ms), 0.0) / cost_axis.top * kCostHeight;
         y -= h;

@@ -12,6 +12,7 @@
 
 #include "shardplan/core/errors.hpp"
 #include "shardplan/cost_model/cost_correction.hpp"
+#include "shardplan/cost_model/uvm_cache_cost.hpp"
 #include "shardplan/search/neuroshard_planner.hpp"
 
 namespace shardplan {
@@ -181,7 +182,10 @@ class MeasuredNeuroShardPlanner final : public Planner {
         auto it = state.measured.find(c.keys[r]);
         compute[r] = it != state.measured.end() ? it->second : compute[r] * margin;
       }
-      c.estimate = costs_from_compute(model, compute, widths, ids, plan_collectives_ms(model, c.devices));
+      const std::vector<double> cache =
+          has_cached_tables(c.plan) ? devices_cache_ms(c.devices, c.plan.cluster, model) : std::vector<double>{};
+      c.estimate = costs_from_compute(model, compute, widths, ids, plan_collectives_ms(model, c.devices),
+                                      cache.empty() ? nullptr : &cache);
       c.estimate_max_ms = max_total_ms(c.estimate);
     }
   }

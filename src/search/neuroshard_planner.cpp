@@ -11,6 +11,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "cache_selection.hpp"
 #include "grid_placement.hpp"
 #include "placement_refinement.hpp"
 #include "shard_catalog.hpp"
@@ -205,6 +206,24 @@ class NeuroShardPlanner final : public Planner {
   // The best plan first, then up to max_plans - 1 other distinct ones: the best split states the search
   // met, each placement refined, ordered by predicted cost.
   std::vector<Plan> search(const std::vector<Table>& tables, const Cluster& cluster, int max_plans) const {
+    if (!cluster.offers_host_memory()) return search_once(tables, cluster, max_plans, kCachePackingMargins[0]);
+    // Whether the others still pack around the blocks shows only in the search: when they do not, more
+    // tables go to host memory, the blocks leaving more room each time.
+    for (std::size_t i = 0;; ++i) {
+      try {
+        return search_once(tables, cluster, max_plans, kCachePackingMargins[i]);
+      } catch (const InfeasibleError& e) {
+        if (i + 1 == std::size(kCachePackingMargins)) throw;
+        spdlog::info(
+            "search: {}; again with HBM filled to at most {:.0f}% before the search, host memory taking "
+            "the rest",
+            e.what(), 100.0 * kCachePackingMargins[i + 1]);
+      }
+    }
+  }
+
+  std::vector<Plan> search_once(const std::vector<Table>& tables, const Cluster& cluster, int max_plans,
+                                double packing_margin) const {
     validate_cluster(cluster);
     check_table_constraints(tables, cluster.num_devices, config_.sharding_types);
     check_total_capacity(tables, cluster);
@@ -213,7 +232,7 @@ class NeuroShardPlanner final : public Planner {
         Deadline::after(config_.time_limit_seconds, config_.time_limit_start.value_or(search_start));
     const int threads = resolve_threads(config_.threads);
     ShardCatalog catalog(tables, cluster, *model_, threads, config_.sharding_types);
-    const RowWiseStart rows = row_wise_start(tables, cluster, catalog);
+    const RowWiseStart rows = row_wise_start(tables, cluster, catalog, packing_margin);
     refuse_tables_off_the_search(tables, rows.tables);
     const Cluster& room = rows.search_cluster;  // the memory the row-wise blocks leave the other tables
     GridPlacer placer(catalog, *model_, room, GridOptions{config_.grid_points, config_.grid_min, config_.grid_max});
@@ -315,7 +334,7 @@ class NeuroShardPlanner final : public Planner {
     }
     spdlog::debug("neuroshard: {} candidate plans scored, {} column-wise splits, predicted {:.4f} ms", evaluated,
                   best.splits, best.placement.max_cost);
-    std::vector<Plan> plans{to_plan(best, tables, cluster, catalog, rows.tables)};
+    std::vector<Plan> plans{to_plan(best, tables, cluster, catalog, rows.tables, rows.cache.load_factors)};
     plans.front().search = summary;
     // The other finalists, refined; the best state itself is already first.
     std::vector<SplitState> others;
@@ -329,11 +348,12 @@ class NeuroShardPlanner final : public Planner {
     });
     for (const SplitState& state : others) {
       if (static_cast<int>(plans.size()) >= max_plans) break;
-      plans.push_back(to_plan(state, tables, cluster, catalog, rows.tables));
+      plans.push_back(to_plan(state, tables, cluster, catalog, rows.tables, rows.cache.load_factors));
     }
     convert_types(plans, tables, deadline, threads);
     if (!large && best.splits > unsplit.splits) {
-      try_unsplit_types(plans, unsplit, tables, cluster, catalog, rows.tables, deadline, threads);
+      try_unsplit_types(plans, unsplit, tables, cluster, catalog, rows.tables, rows.cache.load_factors, deadline,
+                        threads);
     }
     return plans;
   }
@@ -383,11 +403,11 @@ class NeuroShardPlanner final : public Planner {
   // second pass would add much of the time after the search.
   void try_unsplit_types(std::vector<Plan>& plans, const SplitState& unsplit, const std::vector<Table>& tables,
                          const Cluster& cluster, const ShardCatalog& catalog, const std::vector<char>& row_wise,
-                         const Deadline& deadline, int threads) const {
+                         const std::vector<double>& load_factors, const Deadline& deadline, int threads) const {
     if (!config_.sharding_types.beyond_table_and_column() || !unsplit.placement.feasible) return;
     // Unrefined: the pass moves shards itself, and a refinement here doubled the planning time on paper-8gpu
     // for 0.4% lower predicted cost.
-    std::vector<Plan> alternative{to_plan(unsplit, tables, cluster, catalog, row_wise)};
+    std::vector<Plan> alternative{to_plan(unsplit, tables, cluster, catalog, row_wise, load_factors)};
     alternative.front().search = plans.front().search;
     if (alternative.front().search) {
       alternative.front().search->splits = unsplit.splits;
@@ -451,15 +471,63 @@ class NeuroShardPlanner final : public Planner {
   struct RowWiseStart {
     std::vector<char> tables;  // per table
     Cluster search_cluster;    // the cluster with the blocks' memory taken out
+    CacheSelection cache;      // the row-wise starts kept in host memory behind an HBM cache
     int count() const { return static_cast<int>(std::count(tables.begin(), tables.end(), 1)); }
   };
 
-  RowWiseStart row_wise_start(const std::vector<Table>& tables, const Cluster& cluster,
-                              const ShardCatalog& catalog) const {
-    RowWiseStart start{std::vector<char>(tables.size(), 0), cluster};
+  RowWiseStart row_wise_start(const std::vector<Table>& tables, const Cluster& cluster, const ShardCatalog& catalog,
+                              double packing_margin) const {
+    RowWiseStart start{std::vector<char>(tables.size(), 0), cluster, {}};
+    start.cache.load_factors.assign(tables.size(), 0.0);
     const int64_t usable = cluster.usable_bytes_per_device();
-    int64_t blocks = 0;
+    // Blocks shrink the room, so more tables may need to start as blocks; caching some in host memory
+    // frees room again. A few rounds settle it (each only adds starts).
+    int64_t blocks = add_row_wise_starts(tables, cluster, catalog, start);
+    for (int round = 0; round < kCacheRounds && cluster.offers_host_memory(); ++round) {
+      choose_cached_tables(tables, cluster, config_.sharding_types, *model_, packing_margin, start.tables, start.cache);
+      const int before = start.count();
+      blocks = add_row_wise_starts(tables, cluster, catalog, start);
+      if (start.count() == before) break;
+    }
+    const int count = start.count();
+    if (count == 0) return start;
     std::vector<std::string> names;
+    for (std::size_t t = 0; t < tables.size() && names.size() < kNamedRowWiseStarts; ++t) {
+      if (start.tables[t]) names.push_back(fmt::format("\"{}\"", tables[t].name));
+    }
+    if (count > static_cast<int>(names.size()))
+      names.push_back(fmt::format("{} more", count - static_cast<int>(names.size())));
+    if (blocks > usable) {
+      throw InfeasibleError(
+          fmt::format("neuroshard: the tables that start as row-wise blocks ({}) need {} per device, "
+                      "more than a device offers ({})",
+                      fmt::join(names, ", "), format_bytes(blocks), format_bytes(usable)));
+    }
+    spdlog::info(
+        "search: {} start as row-wise blocks ({} per device): no device holds them whole or in column slices, "
+        "or their types leave only that",
+        fmt::join(names, ", "), format_bytes(blocks));
+    log_cached_tables(tables, start.cache);
+    start.search_cluster.memory_per_device_bytes = usable - blocks;
+    start.search_cluster.reserve_fraction = 0.0;
+    return start;
+  }
+
+  static constexpr int kCacheRounds = 4;
+
+  // Marks the tables that must start as row-wise blocks given the blocks already there; returns the
+  // blocks' HBM per device (a cached table's cache and state).
+  int64_t add_row_wise_starts(const std::vector<Table>& tables, const Cluster& cluster, const ShardCatalog& catalog,
+                              RowWiseStart& start) const {
+    const int64_t usable = cluster.usable_bytes_per_device();
+    auto blocks_now = [&] {
+      int64_t blocks = 0;
+      for (std::size_t t = 0; t < tables.size(); ++t) {
+        if (start.tables[t]) blocks += row_block_hbm_bytes(tables[t], cluster, start.cache.load_factors[t]);
+      }
+      return blocks;
+    };
+    int64_t blocks = blocks_now();
     // Until none changes: the blocks shrink the room, so a table that fitted may no longer.
     for (bool changed = cluster.num_devices >= 2; changed && blocks <= usable;) {
       changed = false;
@@ -471,28 +539,23 @@ class NeuroShardPlanner final : public Planner {
         if (start.tables[t] || whole_or_columns || !types.allows(ShardingType::kRowWise)) continue;
         start.tables[t] = 1;
         changed = true;
-        const int64_t rows = (table.rows + cluster.num_devices - 1) / cluster.num_devices;
-        blocks += shard_memory_bytes(rows, table.dim, table.dtype, cluster.optimizer);
-        if (names.size() < kNamedRowWiseStarts) names.push_back(fmt::format("\"{}\"", table.name));
+        blocks += row_block_hbm_bytes(table, cluster, 0.0);
       }
     }
-    const int count = start.count();
-    if (count > static_cast<int>(names.size()))
-      names.push_back(fmt::format("{} more", count - static_cast<int>(names.size())));
-    if (count == 0) return start;
-    if (blocks > usable) {
-      throw InfeasibleError(
-          fmt::format("neuroshard: the tables that start as row-wise blocks ({}) need {} per device, "
-                      "more than a device offers ({})",
-                      fmt::join(names, ", "), format_bytes(blocks), format_bytes(usable)));
+    return blocks;
+  }
+
+  static void log_cached_tables(const std::vector<Table>& tables, const CacheSelection& cache) {
+    std::vector<std::string> cached;
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      if (cache.load_factors[t] > 0.0)
+        cached.push_back(fmt::format("\"{}\" (load factor {:.3g})", tables[t].name, cache.load_factors[t]));
     }
+    if (cached.empty()) return;
     spdlog::info(
-        "search: {} start as row-wise blocks ({} per device): no device holds them whole or in column slices, "
-        "or their types leave only that",
-        fmt::join(names, ", "), format_bytes(blocks));
-    start.search_cluster.memory_per_device_bytes = usable - blocks;
-    start.search_cluster.reserve_fraction = 0.0;
-    return start;
+        "search: {} kept in host memory behind an HBM cache (fused_uvm_caching): HBM alone cannot hold "
+        "the tables",
+        fmt::join(cached, ", "));
   }
 
   // Whether v's halvings reach pieces that each fit `usable`: the wider half of each is the one to check.
@@ -649,7 +712,8 @@ class NeuroShardPlanner final : public Planner {
   }
 
   Plan to_plan(const SplitState& state, const std::vector<Table>& tables, const Cluster& cluster,
-               const ShardCatalog& catalog, const std::vector<char>& row_wise) const {
+               const ShardCatalog& catalog, const std::vector<char>& row_wise,
+               const std::vector<double>& load_factors) const {
     Plan plan;
     plan.algorithm = "neuroshard";
     plan.cluster = cluster;
@@ -658,6 +722,7 @@ class NeuroShardPlanner final : public Planner {
     for (std::size_t t = 0; t < tables.size(); ++t) {
       if (row_wise[t]) {
         plan.tables[t] = row_wise_sharding(tables[t], cluster.num_devices);
+        if (load_factors[t] > 0.0) plan.tables[t].cache = CacheParams{load_factors[t]};
         continue;
       }
       std::size_t end = i;

@@ -12,6 +12,7 @@
 #include "poll_batch.hpp"
 #include "shardplan/core/cluster.hpp"
 #include "shardplan/core/validate.hpp"
+#include "shardplan/cost_model/uvm_cache_cost.hpp"
 #include "shardplan/search/parallel_for.hpp"
 
 namespace shardplan {
@@ -105,6 +106,8 @@ class TypePass {
     }
     compute_.assign(static_cast<std::size_t>(devices_), 0.0);
     for (std::size_t r = 0; r < n; ++r) compute_[r] = device_compute(state_.sum(r), state_.count[r]);
+    // Cached tables are row-wise, which the pass never converts or moves: their misses stay put.
+    if (has_cached_tables(plan_)) cache_ms_ = devices_cache_ms(device_shards(plan_, tables), plan_.cluster, model_);
   }
 
   TypePassStats run() {
@@ -187,9 +190,8 @@ class TypePass {
         const float* from = layout.summaries.data() + at->second * summary_size_;
         std::copy(from, from + summary_size_, out);
       }
-      layout.bytes.push_back(replicated
-                                 ? replica_memory_bytes(table, plan_.cluster.optimizer)
-                                 : shard_memory_bytes(shard.rows, shard.cols, table.dtype, plan_.cluster.optimizer));
+      layout.bytes.push_back(replicated ? replica_memory_bytes(table, plan_.cluster.optimizer)
+                                        : shard_memory(sharding, shard, plan_.cluster.optimizer).hbm);
       layout.widths.push_back(replicated ? 0 : shard.cols);
       layout.ids.push_back(replicated ? 0.0 : input_ids_per_sample(table, shard));
     }
@@ -227,7 +229,7 @@ class TypePass {
   double total_costs(std::vector<DeviceCost>& costs) {
     max_host_row_wise_dim_ = *std::max_element(host_row_wise_dims_.begin(), host_row_wise_dims_.end());
     costs = costs_from_compute(model_, compute_, state_.width, state_.ids,
-                               collectives_ms(allreduce_bytes_, row_wise_dim_, max_host_row_wise_dim_));
+                               collectives_ms(allreduce_bytes_, row_wise_dim_, max_host_row_wise_dim_), cache_ms());
     return max_total_ms(costs);
   }
 
@@ -280,8 +282,11 @@ class TypePass {
     return max_total_from_compute(
         model_, compute, width, ids,
         collectives_ms(allreduce_bytes_ - now.allreduce_bytes + next.allreduce_bytes,
-                       row_wise_dim_ - now.row_wise_dim() + next.row_wise_dim(), host_row_wise_dim_with(now, next)));
+                       row_wise_dim_ - now.row_wise_dim() + next.row_wise_dim(), host_row_wise_dim_with(now, next)),
+        cache_ms());
   }
+
+  const std::vector<double>* cache_ms() const { return cache_ms_.empty() ? nullptr : &cache_ms_; }
 
   void apply(std::size_t t, Layout next) {
     add(layouts_[t], -1);
@@ -404,6 +409,7 @@ class TypePass {
   std::vector<int64_t> host_row_wise_dims_;  // per host: its table-row-wise tables' summed width
   int64_t max_host_row_wise_dim_ = 0;        // as of the last total_costs
   std::vector<DeviceCost> costs_;
+  std::vector<double> cache_ms_;  // per device: its cached pieces' misses; empty without any
   std::map<std::tuple<std::size_t, ShardingType, int>, Layout> conversions_;
 };
 

@@ -134,6 +134,62 @@ TEST(PlanCli, PlansHugeCtrs470BBenchmarkOrNamesTheShortfall) {
   EXPECT_FALSE(std::filesystem::exists(dir.path("none.json")));
 }
 
+// With 2 TB of host memory per host the same 16 GPUs hold it: the tables HBM cannot hold start as row-wise
+// blocks kept in host memory behind an HBM cache (fused_uvm_caching), every GPU's HBM within its cap.
+TEST(PlanCli, KeepsHugeCtrs470BInHostMemoryWhenHbmIsShort) {
+  TempDir dir;
+  const std::string tables = source_path("data/configs/hugectr-7table-470b.json");
+  const std::string out = dir.path("plan.json");
+  CliResult r = run_cli({"--tables", tables, "--gpus", "16", "--mem-per-gpu", "80GB", "--optimizer", "rowwise_adagrad",
+                         "--model", "analytic", "--ddr-per-host", "2TB", "--host-link-GBps", "25", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_valid(out, tables);
+  const auto plan = nlohmann::json::parse(read_file(out));
+  EXPECT_EQ(plan["ddr_per_host_bytes"], 2'000'000'000'000);
+  EXPECT_EQ(plan["host_link_GBps"], 25.0);
+  int cached = 0;
+  for (const auto& table : plan["tables"]) {
+    if (table["compute_kernel"] != "fused_uvm_caching") continue;
+    ++cached;
+    EXPECT_EQ(table["sharding_type"], "row_wise");
+    const double load_factor = table["cache_params"]["load_factor"];
+    EXPECT_GT(load_factor, 0.0);
+    EXPECT_LT(load_factor, 1.0);
+  }
+  EXPECT_GE(cached, 1);
+  for (const auto& device : plan["devices"]) {
+    EXPECT_LE(device["memory_bytes"].get<int64_t>(), plan["usable_memory_per_device_bytes"].get<int64_t>());
+    EXPECT_GT(device["ddr_bytes"].get<int64_t>(), 0);
+    EXPECT_GT(device["cache_ms"].get<double>(), 0.0);
+  }
+  EXPECT_LE(plan["summary"]["max_host_ddr_bytes"].get<int64_t>(), 2'000'000'000'000);
+  EXPECT_NE(r.out.find("host memory: max"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cached \"g3_t0\""), std::string::npos) << r.out;
+
+  // Too little host memory: exit 3, naming both memories.
+  r = run_cli({"--tables", tables, "--gpus", "16", "--mem-per-gpu", "80GB", "--optimizer", "rowwise_adagrad", "--model",
+               "analytic", "--ddr-per-host", "100GB", "-o", dir.path("none.json")});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("of host memory"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path("none.json")));
+}
+
+// A model that fits HBM is planned exactly as before, host memory or not.
+TEST(PlanCli, HostMemoryLeavesAPlanThatFitsHbmAsItWas) {
+  TempDir dir;
+  CliResult without = run_cli({"--tables", kSmall, "--gpus", "4", "--no-compare", "-o", dir.path("a.json")});
+  ASSERT_EQ(without.exit_code, 0) << without.err;
+  CliResult with =
+      run_cli({"--tables", kSmall, "--gpus", "4", "--no-compare", "--ddr-per-host", "1TB", "-o", dir.path("b.json")});
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  auto a = nlohmann::json::parse(read_file(dir.path("a.json")));
+  auto b = nlohmann::json::parse(read_file(dir.path("b.json")));
+  EXPECT_EQ(a["tables"], b["tables"]);
+  EXPECT_EQ(a["summary"]["max_total_ms"], b["summary"]["max_total_ms"]);
+  EXPECT_FALSE(a.contains("ddr_per_host_bytes"));
+  EXPECT_EQ(b["ddr_per_host_bytes"], 1'000'000'000'000);
+}
+
 TEST(PlanCli, TimeLimitCutsTheSearchShortAndSaysSo) {
   TempDir dir;
   std::string out = dir.path("plan.json");

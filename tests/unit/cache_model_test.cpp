@@ -29,21 +29,21 @@ BinPlan plan_of(const Table& table) {
 }
 
 TEST(CacheModel, CacheSlotsRoundUpToWholeSetsOf32) {
-  EXPECT_EQ(kCacheAssociativity, 32);
-  EXPECT_EQ(cache_slots(1000, 0.2), 224);  // floor(200) -> 7 sets
-  EXPECT_EQ(cache_slots(3200, 0.1), 320);  // 320 rows: exactly 10 sets
-  EXPECT_EQ(cache_slots(100, 0.339), 64);  // floor(33.9) = 33 -> 2 sets
-  EXPECT_EQ(cache_slots(100, 0.329), 32);  // floor(32.9) = 32 -> (32 + 31) / 32 = 1 set
-  EXPECT_EQ(cache_slots(100, 0.32), 32);   // 32 rows: one set
-  EXPECT_EQ(cache_slots(10, 0.01), 32);    // at least one set
-  EXPECT_EQ(cache_slots(1000, 0.0), 32);
-  EXPECT_EQ(cache_slots(1000, -1.0), 32);
-  EXPECT_EQ(cache_slots(1000, std::numeric_limits<double>::quiet_NaN()), 32);
-  EXPECT_EQ(cache_slots(40'000'000, 0.05), 2'000'000);
-  EXPECT_EQ(cache_slots(40'000'001, 0.05), 2'000'000);  // floor(2,000,000.05)
+  EXPECT_EQ(kUvmCacheWays, 32);
+  EXPECT_EQ(uvm_cache_slots(1000, 0.2), 224);  // floor(200) -> 7 sets
+  EXPECT_EQ(uvm_cache_slots(3200, 0.1), 320);  // 320 rows: exactly 10 sets
+  EXPECT_EQ(uvm_cache_slots(100, 0.339), 64);  // floor(33.9) = 33 -> 2 sets
+  EXPECT_EQ(uvm_cache_slots(100, 0.329), 32);  // floor(32.9) = 32 -> (32 + 31) / 32 = 1 set
+  EXPECT_EQ(uvm_cache_slots(100, 0.32), 32);   // 32 rows: one set
+  EXPECT_EQ(uvm_cache_slots(10, 0.01), 32);    // at least one set
+  EXPECT_EQ(uvm_cache_slots(1000, 0.0), 32);
+  EXPECT_EQ(uvm_cache_slots(1000, -1.0), 32);
+  EXPECT_EQ(uvm_cache_slots(1000, std::numeric_limits<double>::quiet_NaN()), 32);
+  EXPECT_EQ(uvm_cache_slots(40'000'000, 0.05), 2'000'000);
+  EXPECT_EQ(uvm_cache_slots(40'000'001, 0.05), 2'000'000);  // floor(2,000,000.05)
   for (int64_t rows : {1, 31, 33, 1000, 123'457}) {
     for (double clf : {0.01, 0.2, 0.5, 0.999}) {
-      int64_t slots = cache_slots(rows, clf);
+      int64_t slots = uvm_cache_slots(rows, clf);
       EXPECT_EQ(slots % 32, 0);
       EXPECT_GE(slots, static_cast<int64_t>(std::floor(static_cast<double>(rows) * clf)));
       EXPECT_LE(slots, std::max<int64_t>(32, static_cast<int64_t>(std::floor(static_cast<double>(rows) * clf)) + 31));
@@ -66,7 +66,7 @@ TEST(CacheModel, IndependentBatchesMissOneMinusTheCachedShare) {
   const Table table = cold_table();
   const BinPlan plan = plan_of(table);
   for (double clf : {0.05, 0.1, 0.2, 0.5}) {
-    const int64_t slots = cache_slots(table.rows, clf);
+    const int64_t slots = uvm_cache_slots(table.rows, clf);
     CacheMissEstimate e = estimate_lru_misses(table, kBatch, slots, 0.0);
     const double cached = static_cast<double>(slots) / static_cast<double>(table.rows);
     EXPECT_EQ(e.distinct, static_cast<double>(plan.distinct));
@@ -86,7 +86,7 @@ TEST(CacheModel, PersistentPopularityMissesTheFreshRowsOutsideTheCache) {
   double fresh_share = 0.0;
   for (int b = 0; b < kReuseBins; ++b) fresh_share += hist[b] * (b == 0 ? 1.0 : std::exp(-typical_bin_count(b)));
   for (double clf : {0.05, 0.1, 0.2, 0.5}) {
-    const int64_t slots = cache_slots(table.rows, clf);
+    const int64_t slots = uvm_cache_slots(table.rows, clf);
     CacheMissEstimate e = estimate_lru_misses(table, kBatch, slots, 1.0);
     const double expected = fresh_share * (1.0 - static_cast<double>(slots) / static_cast<double>(table.rows));
     EXPECT_NEAR(e.miss_rate_unique, expected, 0.01 * expected) << clf;  // within W_p / R ~ 0.4%
@@ -94,7 +94,7 @@ TEST(CacheModel, PersistentPopularityMissesTheFreshRowsOutsideTheCache) {
     EXPECT_TRUE(std::isfinite(e.characteristic_time));
   }
   // The default argument is sigma = 1.
-  const int64_t slots = cache_slots(table.rows, 0.2);
+  const int64_t slots = uvm_cache_slots(table.rows, 0.2);
   EXPECT_EQ(estimate_lru_misses(table, kBatch, slots).miss_rate_unique,
             estimate_lru_misses(table, kBatch, slots, 1.0).miss_rate_unique);
 }
@@ -104,25 +104,25 @@ TEST(CacheModel, MissesFallWithTheLoadFactorAndThePersistence) {
   for (double sigma : {0.0, 0.5, 1.0}) {
     double last = 2.0;
     for (double clf : {0.02, 0.05, 0.1, 0.2, 0.5, 0.9}) {
-      double m = estimate_lru_misses(table, kBatch, cache_slots(table.rows, clf), sigma).miss_rate_unique;
+      double m = estimate_lru_misses(table, kBatch, uvm_cache_slots(table.rows, clf), sigma).miss_rate_unique;
       EXPECT_LT(m, last) << sigma << " " << clf;
       last = m;
     }
   }
-  const int64_t slots = cache_slots(table.rows, 0.1);
+  const int64_t slots = uvm_cache_slots(table.rows, 0.1);
   EXPECT_GT(estimate_lru_misses(table, kBatch, slots, 0.0).miss_rate_unique,
             estimate_lru_misses(table, kBatch, slots, 0.5).miss_rate_unique);
   EXPECT_GT(estimate_lru_misses(table, kBatch, slots, 0.5).miss_rate_unique,
             estimate_lru_misses(table, kBatch, slots, 1.0).miss_rate_unique);
   // The characteristic time grows with the cache.
-  EXPECT_LT(estimate_lru_misses(table, kBatch, cache_slots(table.rows, 0.1), 0.5).characteristic_time,
-            estimate_lru_misses(table, kBatch, cache_slots(table.rows, 0.5), 0.5).characteristic_time);
+  EXPECT_LT(estimate_lru_misses(table, kBatch, uvm_cache_slots(table.rows, 0.1), 0.5).characteristic_time,
+            estimate_lru_misses(table, kBatch, uvm_cache_slots(table.rows, 0.5), 0.5).characteristic_time);
 }
 
 TEST(CacheModel, EverythingFitsOrNothingIsLookedUp) {
   Table table = cold_table();
   table.rows = 400'000;  // C >= R, and about 2.7 of a batch's rows per set: no set overflows
-  CacheMissEstimate all = estimate_lru_misses(table, kBatch, cache_slots(table.rows, 1.0), 0.0);
+  CacheMissEstimate all = estimate_lru_misses(table, kBatch, uvm_cache_slots(table.rows, 1.0), 0.0);
   EXPECT_NEAR(all.unique_misses, 0.0, 1e-9);
   EXPECT_TRUE(std::isinf(all.characteristic_time));
   Table idle = cold_table();
@@ -165,20 +165,20 @@ TEST(CacheModel, LeastLoadFactorHoldsTwiceTheBatch) {
   const double least = min_load_factor(table, kBatch);
   EXPECT_GT(least, 0.0);
   EXPECT_LT(least, 1.0);
-  EXPECT_GE(cache_slots(table.rows, least), 2 * d);
-  EXPECT_LT(cache_slots(table.rows, std::nextafter(least, 0.0)), 2 * d);
+  EXPECT_GE(uvm_cache_slots(table.rows, least), 2 * d);
+  EXPECT_LT(uvm_cache_slots(table.rows, std::nextafter(least, 0.0)), 2 * d);
   EXPECT_NEAR(least, 2.0 * static_cast<double>(d) / static_cast<double>(table.rows), 32.0 / table.rows);
 
   // A batch of a few rows: one set of 32 holds it twice over at any load factor.
   Table tiny = cold_table();
   tiny.pooling_factor = 0.0002;  // 13 lookups
   EXPECT_DOUBLE_EQ(min_load_factor(tiny, kBatch), 1.0 / static_cast<double>(tiny.rows));
-  EXPECT_GE(cache_slots(tiny.rows, min_load_factor(tiny, kBatch)), 2 * plan_of(tiny).distinct);
+  EXPECT_GE(uvm_cache_slots(tiny.rows, min_load_factor(tiny, kBatch)), 2 * plan_of(tiny).distinct);
 
   // A batch that touches most of the table: no load factor below 1 holds it twice.
   Table small = cold_table();
   small.rows = 30'000;
-  ASSERT_GT(2 * plan_of(small).distinct, cache_slots(small.rows, 0.9999));
+  ASSERT_GT(2 * plan_of(small).distinct, uvm_cache_slots(small.rows, 0.9999));
   EXPECT_EQ(min_load_factor(small, kBatch), 1.0);
   Table empty = cold_table();
   empty.rows = 0;

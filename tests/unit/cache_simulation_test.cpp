@@ -137,7 +137,7 @@ TEST(LruCacheSimulation, InsertsTakeTheOldestWaysAndSpareThisBatchsHits) {
 TEST(LruCacheSimulation, MeasuresOnlyAfterTheWarmUp) {
   const Table table = t437();
   std::vector<IndexTrace> traces = synthesize_trace_sequence(table, 4096, 12, 5, 1.0);
-  const int64_t slots = cache_slots(table.rows, 0.2);
+  const int64_t slots = uvm_cache_slots(table.rows, 0.2);
   LruCacheStats all = simulate_lru_cache(traces, table.rows, slots, 0);
   LruCacheStats late = simulate_lru_cache(traces, table.rows, slots, 4);
   EXPECT_EQ(all.calls, 12);
@@ -156,7 +156,7 @@ TEST(LruCacheSimulation, TracesAndTheirDistinctRowsSimulateAlike) {
   const Table table = t394();
   for (double sigma : {0.0, 0.5, 1.0}) {
     std::vector<IndexTrace> traces = synthesize_trace_sequence(table, 8192, 30, 9, sigma);
-    const int64_t slots = cache_slots(table.rows, 0.1);
+    const int64_t slots = uvm_cache_slots(table.rows, 0.1);
     LruCacheStats from_traces = simulate_lru_cache(traces, table.rows, slots, 10);
     TraceSequence sequence(table, 8192, 9, sigma);
     LruCacheSimulator cache(table.rows, slots);
@@ -179,7 +179,7 @@ TEST(LruCacheSimulation, IndependentBatchesMissOneMinusTheCachedShare) {
   // slot is filled the expected miss rate is exactly 1 - C/R.
   const Table table = pool_table("uniform", 50'000, 1.0, {0.5, 0.3, 0.2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
   for (double clf : {0.1, 0.3}) {
-    const int64_t slots = cache_slots(table.rows, clf);
+    const int64_t slots = uvm_cache_slots(table.rows, clf);
     TraceSequence sequence(table, 1024, 3, 0.0);
     LruCacheSimulator cache(table.rows, slots);
     int warmup = 0;
@@ -267,8 +267,8 @@ TEST(CacheModelCheck, ScalesBigTablesDown) {
   EXPECT_EQ(run.measured_batches, 20);
   EXPECT_EQ(run.levels[0].warmup_end, WarmupEnd::kBudget);
   EXPECT_EQ(run.levels[0].warmup_batches, 200'000 / run.simulated_distinct);
-  EXPECT_EQ(run.levels[0].cache_slots, cache_slots(big.rows, 0.2));
-  EXPECT_EQ(run.levels[0].simulated_slots, cache_slots(run.simulated_rows, 0.2));
+  EXPECT_EQ(run.levels[0].cache_slots, uvm_cache_slots(big.rows, 0.2));
+  EXPECT_EQ(run.levels[0].simulated_slots, uvm_cache_slots(run.simulated_rows, 0.2));
 }
 
 }  // namespace

@@ -30,9 +30,16 @@ struct Cluster {
   double reserve_fraction = 0.0;  // kept free on every device for the rest of the model
   Optimizer optimizer = Optimizer::kSgd;
   std::string hardware;  // the --hardware profile's name; empty: none given
+  // Host memory (DDR) each host offers to tables kept in UVM with an HBM cache, shared by its devices;
+  // 0: none, every table lives in HBM.
+  int64_t ddr_per_host_bytes = 0;
+  // Each device's link to its host's memory, GB/s each way (what a cache miss crosses); 0: none given.
+  double host_link_gb_per_s = 0.0;
 
   // Memory each device offers to embedding shards.
   int64_t usable_bytes_per_device() const;
+  int num_hosts() const { return (num_devices + devices_per_host - 1) / devices_per_host; }
+  bool offers_host_memory() const { return ddr_per_host_bytes > 0; }
 };
 
 // Throws SettingError naming the setting when one is out of range.

@@ -31,6 +31,10 @@ struct HardwareProfile {
   LinkFigures inter_host;
   double host_bandwidth_gb_per_s = 0.0;  // shared by a host's GPUs; 0: not shared
   bool host_bandwidth_adds = false;      // CommFabric::host_adds
+  // Each GPU's link to its host's memory, GB/s each way, as UVM row reads and write-backs cross it
+  // ("host_link": {"bandwidth_GBps"}); 0: the profile does not say.
+  double host_link_gb_per_s = 0.0;
+  int64_t ddr_per_host_bytes = 0;  // "ddr_per_host"; 0: the profile does not say
 };
 
 // Reads a profile document; a bad field throws InputError naming the source, the field and the value.

@@ -2,6 +2,7 @@
 // Which hardware a cost model describes: where its compute data and its communication data were measured.
 // A cost model is only true for that hardware, so plans, reports and measurements name it, and callers
 // warn when they step outside it (another device, more GPUs than any measured all-to-all).
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ struct ModelHardware {
   std::string comm_fabric;            // the hardware profile the comm data's structure describes (hierarchical models)
   std::string planning_hardware;      // the --hardware profile planned for; empty: the measured hardware
   bool comm_structure_only = false;   // planning_hardware was not measured: the all-to-all is the structure's estimate
+  int64_t compute_batch = 0;          // the global batch its compute was measured at (samples); 0: unknown
   std::string comm_corrected_on;  // where calibrate --comm-ranks timed the correction ("4 ranks of HOST (AMD EPYC)":
                                   // host, CPU name)
 

@@ -10,6 +10,7 @@
 #include "shardplan/core/model_hardware.hpp"
 #include "shardplan/core/sharding_type.hpp"
 #include "shardplan/core/table.hpp"
+#include "shardplan/core/uvm_cache.hpp"
 
 namespace shardplan {
 
@@ -22,20 +23,32 @@ struct Shard {
   int64_t cols = 0;
 };
 
+// TorchRec's CacheParams for a table kept in host memory behind an HBM cache (the fused_uvm_caching
+// kernel): an LRU cache of load_factor x each shard's rows, in (0, 1).
+struct CacheParams {
+  double load_factor = 0.0;
+};
+
 struct TableSharding {
   std::string name;
   int64_t rows = 0;
   int dim = 0;
   DType dtype = DType::kFp32;
   ShardingType type = ShardingType::kTableWise;
-  std::vector<Shard> shards;  // column-wise: in column order
+  std::vector<Shard> shards;         // column-wise: in column order
+  std::optional<CacheParams> cache;  // set: fused_uvm_caching, weights in the host's DDR; unset: fused in HBM
 };
+
+// The compute kernel TorchRec runs a table with: "dense" for replicas, "fused_uvm_caching" for a cached
+// table, "fused" otherwise.
+std::string_view compute_kernel_name(const TableSharding& table);
 
 struct DeviceCost {
   double compute_ms = 0.0;
   double fw_comm_ms = 0.0;
   double bw_comm_ms = 0.0;
-  double total_ms() const { return compute_ms + fw_comm_ms + bw_comm_ms; }
+  double cache_ms = 0.0;  // its cached pieces' misses over the host link (0 without any)
+  double total_ms() const { return compute_ms + fw_comm_ms + bw_comm_ms + cache_ms; }
 };
 
 // The slowest device's total: the plan's cost (0 for no devices).
@@ -126,7 +139,8 @@ struct Plan {
 
 // What a device holds under a plan.
 struct DeviceUsage {
-  int64_t memory_bytes = 0;
+  int64_t memory_bytes = 0;  // HBM: a cached piece's cache and state, any other shard whole
+  int64_t ddr_bytes = 0;     // host memory its cached pieces keep there (the host's devices share it)
   int num_shards = 0;
   int num_table_wise = 0;
   int num_column_wise = 0;
@@ -138,6 +152,13 @@ struct DeviceUsage {
 };
 
 std::vector<DeviceUsage> device_usage(const Plan& plan);
+
+// Per host: the DDR its devices' cached pieces keep there.
+std::vector<int64_t> host_ddr_bytes(const Plan& plan, const std::vector<DeviceUsage>& usage);
+bool has_cached_tables(const Plan& plan);
+
+// A shard's HBM and DDR under the plan's kernel for its table.
+PieceMemory shard_memory(const TableSharding& table, const Shard& shard, Optimizer optimizer);
 
 // "rank:5/cuda:5" for rank 5 with 8 devices per host; the local device index is rank mod K.
 std::string placement_string(int rank, int devices_per_host);
@@ -160,6 +181,7 @@ Table replica_as_table(const Table& table, int num_devices);
 struct DeviceShards {
   std::vector<Table> pieces;
   std::vector<std::size_t> plan_tables;  // per piece: its index in plan.tables
+  std::vector<double> load_factors;      // per piece: its cache's load factor; 0: not cached
   int64_t dim_sum = 0;
   // The ids (and lengths) per sample the device's pieces receive in the input all-to-all
   // (input_ids_per_sample summed; a data-parallel replica reads its own samples' ids, so none).

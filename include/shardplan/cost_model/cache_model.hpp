@@ -42,14 +42,9 @@
 #include <cstdint>
 
 #include "shardplan/core/table.hpp"
+#include "shardplan/core/uvm_cache.hpp"  // the cache's geometry: uvm_cache_slots, kUvmCacheWays
 
 namespace shardplan {
-
-// FBGEMM's cache geometry: 32-way sets (DEFAULT_ASSOC), cache_sets = max(1, (floor(rows*clf) + 31) / 32).
-inline constexpr int64_t kCacheAssociativity = 32;
-
-// The slots FBGEMM gives a cache of `rows` rows at `load_factor`: 32 * cache_sets (at least 32).
-int64_t cache_slots(int64_t rows, double load_factor);
 
 struct CacheMissEstimate {
   double distinct = 0;             // D: distinct rows a batch touches

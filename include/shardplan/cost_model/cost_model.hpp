@@ -77,15 +77,16 @@ std::vector<std::vector<ShardFeatures>> compute_sets(const std::vector<DeviceSha
 
 // Per-device costs from each device's predicted compute, output width and input ids per sample: adds the
 // model's all-to-alls (the input's to the forward), and to the backward the other collectives
-// (collectives_ms, the same on every device: extra_collectives_ms).
+// (collectives_ms, the same on every device: extra_collectives_ms), and each device's cached pieces' misses
+// (cache_ms, uvm_cache_cost.hpp; none when null).
 std::vector<DeviceCost> costs_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
                                            const std::vector<int64_t>& dim_sums, const std::vector<double>& input_ids,
-                                           double collectives_ms = 0.0);
+                                           double collectives_ms = 0.0, const std::vector<double>* cache_ms = nullptr);
 // max_total_ms(costs_from_compute(...)), the same value, without allocating: what a search asks of
 // every candidate change.
 double max_total_from_compute(const CostModel& model, const std::vector<double>& compute_ms,
                               const std::vector<int64_t>& dim_sums, const std::vector<double>& input_ids,
-                              double collectives_ms = 0.0);
+                              double collectives_ms = 0.0, const std::vector<double>* cache_ms = nullptr);
 
 // What every device of a plan spends on collectives besides the all-to-all: the all-reduce of its
 // data-parallel tables' gradients (`allreduce_bytes`, 0 without any) and, when it has row-wise tables

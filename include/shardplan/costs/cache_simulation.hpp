@@ -42,7 +42,7 @@ int64_t cache_set_of(int64_t id, int64_t sets);
 // The cache, one batch at a time.
 class LruCacheSimulator {
  public:
-  // `cache_slots`: a positive multiple of 32 (cache_slots(rows, load_factor) gives FBGEMM's). Throws
+  // `cache_slots`: a positive multiple of 32 (uvm_cache_slots(rows, load_factor) gives FBGEMM's). Throws
   // InputError otherwise, or when rows < 1.
   LruCacheSimulator(int64_t rows, int64_t cache_slots);
 
@@ -51,7 +51,7 @@ class LruCacheSimulator {
   LruCacheStats access(const BatchRows& batch);
 
   int64_t sets() const { return sets_; }
-  int64_t slots() const { return sets_ * kCacheAssociativity; }
+  int64_t slots() const { return sets_ * kUvmCacheWays; }
   int64_t valid_slots() const { return valid_; }  // ways holding a row
   int64_t batches() const { return now_; }
 

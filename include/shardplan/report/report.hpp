@@ -24,9 +24,21 @@ struct BoundingDevice {
 
 // What the report says beyond the plan itself. It needs a cost model or the other planners, so it is
 // worked out by the caller and handed in, which keeps the formatting free of both.
+// A table the plan keeps in host memory behind an HBM cache, as the cost model sees its largest block.
+struct CachedTableReport {
+  std::string name;
+  double load_factor = 0.0;
+  double miss_rate = 0.0;     // unique ids per batch not in the cache, over those the batch touches
+  double rows_fetched = 0.0;  // per device and step: rows read over the host link (inserted and conflicts)
+  double link_bytes = 0.0;    // per device and step, each way at most
+  double cache_ms = 0.0;      // per device and step, in its total
+  int64_t batch = 0;          // the global batch the estimate is for
+};
+
 struct PlanAnalysis {
   std::optional<BoundingDevice> bound;
   std::vector<BaselineOutcome> baselines;  // empty: no comparison was made
+  std::vector<CachedTableReport> cached;   // the plan's cached tables (none: every table in HBM)
 };
 
 struct ReportOptions {

@@ -132,7 +132,24 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
             args += ["--hardware", self.hardware]
         if self._timeout_seconds:
             args += ["--time-limit", self._timeout_seconds]
-        return args + self.extra_args
+        return args + self._host_memory_args(topology) + self.extra_args
+
+    def _host_memory_args(self, topology):
+        # On GPUs, the topology's DDR per rank (after TorchRec's reservation, which counts none for
+        # embeddings on cuda) lets shard-plan keep tables HBM cannot hold in host memory behind a cache
+        # (fused_uvm_caching); a host's ranks share it. Its host link is TorchRec's hbm_to_ddr_mem_bw
+        # (bytes per ms) unless a hardware profile says. The user's own flags win.
+        if topology.compute_device != "cuda":
+            return []
+        given = set(self.extra_args)
+        args = []
+        ddr = min(device.storage.ddr for device in topology.devices)
+        if "--ddr-per-host" not in given and ddr > 0:
+            args += ["--ddr-per-host", int(ddr) * topology.local_world_size]
+        bandwidth = getattr(topology, "hbm_to_ddr_mem_bw", None)
+        if "--host-link-GBps" not in given and not self.hardware and bandwidth:
+            args += ["--host-link-GBps", float(bandwidth) * 1e-6]
+        return args
 
     def _run_binary(self, tables, topology, memory, optimizer):
         with tempfile.TemporaryDirectory(prefix="shardplan-") as work:
