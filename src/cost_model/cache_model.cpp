@@ -38,16 +38,7 @@ std::array<double, kReuseBins> scaled_bin_counts(const BinPlan& plan, int64_t lo
     }
     return sum;
   };
-  double scale_lo = 0.0;
-  double scale_hi = 1.0;
-  for (int k = 0; k < 2100 && total(scale_hi) < n; ++k) {
-    scale_lo = scale_hi;
-    scale_hi *= 2.0;
-  }
-  for (int k = 0; k < 200 && scale_hi - scale_lo > scale_hi * 1e-12; ++k) {
-    const double mid = 0.5 * (scale_lo + scale_hi);
-    (total(mid) < n ? scale_lo : scale_hi) = mid;
-  }
+  const double scale_hi = bracket_scale(total, n, 1e-12).hi;
   std::array<double, kReuseBins> counts{};
   for (int b = 0; b < kReuseBins; ++b) counts[b] = std::clamp(typical[b] * scale_hi, lo[b], hi[b]);
   return counts;

@@ -45,16 +45,7 @@ std::vector<int64_t> draw_access_counts(const BinPlan& plan, int64_t lookups, Rn
     return sum;
   };
   const auto goal = static_cast<double>(lookups);
-  double scale_lo = 0.0;
-  double scale_hi = 1.0;
-  for (int k = 0; k < 2100 && total(scale_hi) < goal; ++k) {
-    scale_lo = scale_hi;
-    scale_hi *= 2.0;
-  }
-  for (int k = 0; k < 200 && scale_hi - scale_lo > scale_hi * 1e-15; ++k) {
-    double mid = 0.5 * (scale_lo + scale_hi);
-    (total(mid) < goal ? scale_lo : scale_hi) = mid;
-  }
+  const double scale_lo = bracket_scale(total, goal, 1e-15).lo;
   int64_t assigned = 0;
   for (std::size_t j = 0; j < n; ++j) {
     double value = std::clamp(shape[j] * scale_lo, static_cast<double>(lo[j]), static_cast<double>(hi[j]));

@@ -26,6 +26,10 @@ struct CacheOption {
   double cost_ms = 0.0;  // per device and step
 };
 
+// What the choice counts a cached table's misses as at least, per step: a few of the cache's own kernel
+// launches (not part of the predicted cost, which leaves the cache's kernels out).
+constexpr double kLeastCacheMs = 0.01;
+
 int64_t block_rows(const Table& table, int devices) { return (table.rows + devices - 1) / devices; }
 
 Table block_piece(const Table& table, int devices) {
@@ -131,8 +135,9 @@ class CacheChooser {
         const long double freed =
             footprint(t) - static_cast<long double>(options_[t][k].block.hbm) * cluster_.num_devices;
         if (freed <= 0) continue;
-        // On a tie (misses the model deems free), the option that frees the most: fewer tables cached.
-        const long double ratio = options_[t][k].cost_ms / freed;
+        // Each cached table counts at least kLeastCacheMs: misses the model deems free (a histogram that
+        // touches few rows per batch) would otherwise cache small tables first, for nothing.
+        const long double ratio = std::max(options_[t][k].cost_ms, kLeastCacheMs) / freed;
         if (best_table == tables_.size() || ratio < best_ratio || (ratio == best_ratio && freed > best_freed)) {
           best_ratio = ratio;
           best_freed = freed;

@@ -206,6 +206,9 @@ class NeuroShardPlanner final : public Planner {
   // The best plan first, then up to max_plans - 1 other distinct ones: the best split states the search
   // met, each placement refined, ordered by predicted cost.
   std::vector<Plan> search(const std::vector<Table>& tables, const Cluster& cluster, int max_plans) const {
+    validate_cluster(cluster);
+    check_table_constraints(tables, cluster.num_devices, config_.sharding_types);
+    check_total_capacity(tables, cluster);
     if (!cluster.offers_host_memory()) return search_once(tables, cluster, max_plans, kCachePackingMargins[0]);
     // Whether the others still pack around the blocks shows only in the search: when they do not, more
     // tables go to host memory, the blocks leaving more room each time.
@@ -224,9 +227,6 @@ class NeuroShardPlanner final : public Planner {
 
   std::vector<Plan> search_once(const std::vector<Table>& tables, const Cluster& cluster, int max_plans,
                                 double packing_margin) const {
-    validate_cluster(cluster);
-    check_table_constraints(tables, cluster.num_devices, config_.sharding_types);
-    check_total_capacity(tables, cluster);
     const auto search_start = Clock::now();
     const Deadline deadline =
         Deadline::after(config_.time_limit_seconds, config_.time_limit_start.value_or(search_start));
@@ -482,7 +482,9 @@ class NeuroShardPlanner final : public Planner {
     const int64_t usable = cluster.usable_bytes_per_device();
     // Blocks shrink the room, so more tables may need to start as blocks; caching some in host memory
     // frees room again. A few rounds settle it (each only adds starts).
-    int64_t blocks = add_row_wise_starts(tables, cluster, catalog, start);
+    // With host memory, caching will free what the blocks take: first only the tables no device holds
+    // alone start as blocks, so that a small table is not pushed into blocks by a big one's fused blocks.
+    int64_t blocks = add_row_wise_starts(tables, cluster, catalog, start, cluster.offers_host_memory());
     for (int round = 0; round < kCacheRounds && cluster.offers_host_memory(); ++round) {
       choose_cached_tables(tables, cluster, config_.sharding_types, *model_, packing_margin, start.tables, start.cache);
       const int before = start.count();
@@ -515,10 +517,10 @@ class NeuroShardPlanner final : public Planner {
 
   static constexpr int kCacheRounds = 4;
 
-  // Marks the tables that must start as row-wise blocks given the blocks already there; returns the
-  // blocks' HBM per device (a cached table's cache and state).
+  // Marks the tables that must start as row-wise blocks given the blocks already there (`alone`: as if
+  // there were none); returns the blocks' HBM per device (a cached table's cache and state).
   int64_t add_row_wise_starts(const std::vector<Table>& tables, const Cluster& cluster, const ShardCatalog& catalog,
-                              RowWiseStart& start) const {
+                              RowWiseStart& start, bool alone = false) const {
     const int64_t usable = cluster.usable_bytes_per_device();
     auto blocks_now = [&] {
       int64_t blocks = 0;
@@ -534,8 +536,9 @@ class NeuroShardPlanner final : public Planner {
       for (std::size_t t = 0; t < tables.size(); ++t) {
         const Table& table = tables[t];
         const ShardingTypeSet types = table_sharding_types(table, config_.sharding_types);
-        const bool whole_or_columns = !(types & ShardingTypeSet::table_and_column()).empty() &&
-                                      fits_in_slices(catalog, catalog.whole(static_cast<int>(t)), usable - blocks);
+        const bool whole_or_columns =
+            !(types & ShardingTypeSet::table_and_column()).empty() &&
+            fits_in_slices(catalog, catalog.whole(static_cast<int>(t)), alone ? usable : usable - blocks);
         if (start.tables[t] || whole_or_columns || !types.allows(ShardingType::kRowWise)) continue;
         start.tables[t] = 1;
         changed = true;

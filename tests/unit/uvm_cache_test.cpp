@@ -2,10 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shardplan/core/errors.hpp"
 #include "shardplan/core/plan_io.hpp"
 #include "shardplan/core/plan_reader.hpp"
 #include "shardplan/core/uvm_cache.hpp"
 #include "shardplan/core/validate.hpp"
+#include "shardplan/planners/planner.hpp"
 #include "test_tables.hpp"
 
 namespace shardplan {
@@ -123,6 +125,36 @@ TEST_F(CachedPlanTest, PlansWithoutHostMemoryWriteNoneOfItsFields) {
   EXPECT_FALSE(d.contains("host_link_GBps"));
   EXPECT_FALSE(d["devices"][0].contains("ddr_bytes"));
   EXPECT_FALSE(d["summary"].contains("max_host_ddr_bytes"));
+}
+
+// A table larger than the cluster's HBM goes to host memory behind a cache; the small ones stay in HBM
+// (their misses cost nothing under the model, but caching them frees nothing that matters), and without
+// host memory the same tables are infeasible.
+TEST(CachedPlanning, CachesTheTableHbmCannotHoldAndOnlyIt) {
+  std::vector<Table> tables = {make_table("big", 6'000'000, 64, 2.0), make_table("s0", 1000, 16),
+                               make_table("s1", 2000, 32), make_table("s2", 3000, 8)};
+  Cluster cluster;
+  cluster.num_devices = 4;
+  cluster.devices_per_host = 2;
+  cluster.memory_per_device_bytes = 300'000'000;
+  cluster.optimizer = Optimizer::kRowwiseAdagrad;
+  EXPECT_THROW(make_planner("neuroshard", testing::planner_config())->plan(tables, cluster), InfeasibleError);
+  cluster.ddr_per_host_bytes = 8'000'000'000;
+  cluster.host_link_gb_per_s = 25.0;
+  const Plan plan = make_planner("neuroshard", testing::planner_config())->plan(tables, cluster);
+  ASSERT_TRUE(plan.tables[0].cache.has_value());
+  EXPECT_EQ(plan.tables[0].type, ShardingType::kRowWise);
+  EXPECT_TRUE(valid_load_factor(plan.tables[0].cache->load_factor));
+  for (std::size_t t = 1; t < plan.tables.size(); ++t) EXPECT_FALSE(plan.tables[t].cache.has_value()) << t;
+  const auto problems = validate_plan_json(json::parse(plan_to_string(plan)), tables, "p.json").problems;
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  for (const DeviceUsage& u : device_usage(plan)) {
+    EXPECT_LE(u.memory_bytes, cluster.usable_bytes_per_device());
+    EXPECT_GT(u.ddr_bytes, 0);
+  }
+  // Too little host memory for the big table's weights: exit 3's error.
+  cluster.ddr_per_host_bytes = 100'000'000;
+  EXPECT_THROW(make_planner("neuroshard", testing::planner_config())->plan(tables, cluster), InfeasibleError);
 }
 
 }  // namespace

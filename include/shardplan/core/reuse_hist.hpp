@@ -12,6 +12,27 @@
 
 namespace shardplan {
 
+// [lo, hi] around the scale where a continuous, non-decreasing total(scale) reaches `goal`: doubling from 1,
+// then bisection until hi - lo <= hi x relative_tolerance. Spreading a batch's lookups over the bins'
+// counts (draw_access_counts, the miss model's expected counts) solves it.
+struct ScaleBracket {
+  double lo = 0.0;
+  double hi = 1.0;
+};
+template <typename Total>
+ScaleBracket bracket_scale(const Total& total, double goal, double relative_tolerance) {
+  ScaleBracket s;
+  for (int k = 0; k < 2100 && total(s.hi) < goal; ++k) {
+    s.lo = s.hi;
+    s.hi *= 2.0;
+  }
+  for (int k = 0; k < 200 && s.hi - s.lo > s.hi * relative_tolerance; ++k) {
+    const double mid = 0.5 * (s.lo + s.hi);
+    (total(mid) < goal ? s.lo : s.hi) = mid;
+  }
+  return s;
+}
+
 // Bin of a row accessed `count` >= 1 times: 0 for 1, 1 for 2, 2 for 3..4, ..., 16 for more than 32768.
 int reuse_bin(int64_t count);
 
