@@ -35,8 +35,9 @@ struct TableSharding {
   int dim = 0;
   DType dtype = DType::kFp32;
   ShardingType type = ShardingType::kTableWise;
-  std::vector<Shard> shards;         // column-wise: in column order
-  std::optional<CacheParams> cache;  // set: fused_uvm_caching, weights in the host's DDR; unset: fused in HBM
+  std::vector<Shard> shards;  // column-wise: in column order
+  std::optional<CacheParams> cache =
+      std::nullopt;  // set: fused_uvm_caching, weights in the host's DDR; unset: fused in HBM
 };
 
 // The compute kernel TorchRec runs a table with: "dense" for replicas, "fused_uvm_caching" for a cached
