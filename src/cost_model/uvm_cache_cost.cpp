@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 #include "shardplan/core/uvm_cache.hpp"
 #include "shardplan/cost_model/neural_cost_model.hpp"
@@ -45,6 +47,7 @@ UvmCacheCost uvm_cache_cost(const Table& piece, double load_factor, int64_t batc
   const double link = cluster.host_link_gb_per_s * kBytesPerMsPerGBps;
   if (!(link > 0.0)) return cost;
   const double row_bytes = std::max(kMinRowTransferBytes, static_cast<double>(piece.dim) * dtype_bytes(piece.dtype));
+  cost.row_bytes = row_bytes;
   const double lookups = std::round(static_cast<double>(batch) * piece.pooling_factor);
   const CacheMissEstimate& m = cost.misses;
   // Each inserted row is read once and, the cache being full, evicts a row FBGEMM writes back (it keeps no
@@ -55,6 +58,7 @@ UvmCacheCost uvm_cache_cost(const Table& piece, double load_factor, int64_t batc
   // and written once by backward's fused update.
   const double conflict_reads = m.distinct > 0 ? m.conflict_unique * (lookups / m.distinct + 1.0) : 0.0;
   cost.conflict_ms = link_ms(conflict_reads * row_bytes, m.conflict_unique * row_bytes, link);
+  cost.rows_read = inserted + conflict_reads;
   // Element-wise state stays in UVM: every unique row's is read and written by the update.
   const double state_bytes = std::max(
       kMinRowTransferBytes, static_cast<double>(piece.dim) * kStateBytes * uvm_state_elements(cluster.optimizer));
@@ -72,11 +76,19 @@ std::vector<double> devices_cache_ms(const std::vector<DeviceShards>& devices, c
                                      const CostModel& model) {
   std::vector<double> ms(devices.size(), 0.0);
   const int64_t batch = cost_model_batch(model);
+  // A row-wise table's blocks are alike but the last: each (table, rows, load factor) is estimated once.
+  std::map<std::tuple<std::size_t, int64_t, double>, double> known;
   for (std::size_t r = 0; r < devices.size(); ++r) {
     const DeviceShards& device = devices[r];
     for (std::size_t p = 0; p < device.pieces.size(); ++p) {
-      if (p < device.load_factors.size() && device.load_factors[p] > 0.0)
-        ms[r] += uvm_cache_cost(device.pieces[p], device.load_factors[p], batch, cluster).total_ms();
+      if (p >= device.load_factors.size() || device.load_factors[p] <= 0.0) continue;
+      const auto key = std::make_tuple(device.plan_tables[p], device.pieces[p].rows, device.load_factors[p]);
+      auto at = known.find(key);
+      if (at == known.end()) {
+        const double cost = uvm_cache_cost(device.pieces[p], device.load_factors[p], batch, cluster).total_ms();
+        at = known.emplace(key, cost).first;
+      }
+      ms[r] += at->second;
     }
   }
   return ms;

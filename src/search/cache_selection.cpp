@@ -88,10 +88,11 @@ class CacheChooser {
         if (options_[t][k].load_factor == selection.load_factors[t]) chosen_[t] = static_cast<int>(k);
       }
     }
+    for (std::size_t t = 0; t < tables.size(); ++t) add_need(t, +1);
   }
 
   void choose() {
-    while (!need().fits(cluster_, margin_)) {
+    while (!need_.fits(cluster_, margin_)) {
       if (!cache_cheapest_per_byte()) throw_hbm_shortfall();
     }
     while (raise_a_level()) {
@@ -100,18 +101,25 @@ class CacheChooser {
   }
 
  private:
-  HbmNeed need() const {
-    HbmNeed need;
-    for (std::size_t t = 0; t < tables_.size(); ++t) {
-      if (chosen_[t] >= 0) {
-        need.blocks += static_cast<long double>(option(t).block.hbm);
-      } else if (row_wise_[t]) {
-        need.blocks += static_cast<long double>(fused_block_bytes(tables_[t], cluster_));
-      } else {
-        need.others += static_cast<long double>(table_memory_bytes(tables_[t], cluster_.optimizer));
-      }
-    }
-    return need;
+  // What table t adds to the need as it starts now.
+  HbmNeed contribution(std::size_t t) const {
+    if (chosen_[t] >= 0 || row_wise_[t]) return HbmNeed{footprint(t) / cluster_.num_devices, 0};
+    return HbmNeed{0, footprint(t)};
+  }
+
+  void add_need(std::size_t t, int sign) {
+    const HbmNeed c = contribution(t);
+    need_.blocks += sign * c.blocks;
+    need_.others += sign * c.others;
+  }
+
+  // Moves table t to option `k` (-1: back in HBM), keeping the need up to date.
+  void choose_option(std::size_t t, int k) {
+    add_need(t, -1);
+    chosen_[t] = k;
+    if (k >= 0) row_wise_[t] = 1;
+    add_need(t, +1);
+    selection_.load_factors[t] = k >= 0 ? option(t).load_factor : 0.0;
   }
 
   const CacheOption& option(std::size_t t) const { return options_[t][static_cast<std::size_t>(chosen_[t])]; }
@@ -147,9 +155,7 @@ class CacheChooser {
       }
     }
     if (best_table == tables_.size()) return false;
-    chosen_[best_table] = static_cast<int>(best_level);
-    row_wise_[best_table] = 1;
-    selection_.load_factors[best_table] = options_[best_table][best_level].load_factor;
+    choose_option(best_table, static_cast<int>(best_level));
     return true;
   }
 
@@ -165,22 +171,20 @@ class CacheChooser {
       const double saved_ms = now.cost_ms - next.cost_ms;
       const double added = static_cast<double>(next.block.hbm - now.block.hbm);
       if (saved_ms <= 0.0 || added <= 0.0) continue;
-      chosen_[t] += 1;
-      const bool fits = need().fits(cluster_, margin_);
-      chosen_[t] -= 1;
-      if (fits && saved_ms / added > best_gain) {
+      HbmNeed raised = need_;
+      raised.blocks += added;
+      if (raised.fits(cluster_, margin_) && saved_ms / added > best_gain) {
         best_gain = saved_ms / added;
         best = t;
       }
     }
     if (best == tables_.size()) return false;
-    chosen_[best] += 1;
-    selection_.load_factors[best] = option(best).load_factor;
+    choose_option(best, chosen_[best] + 1);
     return true;
   }
 
   [[noreturn]] void throw_hbm_shortfall() const {
-    const HbmNeed least = need();
+    const HbmNeed& least = need_;
     const long double usable = static_cast<long double>(cluster_.usable_bytes_per_device());
     throw InfeasibleError(fmt::format(
         "even with every table that may be row-wise kept in host memory behind its smallest cache, the tables "
@@ -212,6 +216,7 @@ class CacheChooser {
   CacheSelection& selection_;
   std::vector<std::vector<CacheOption>> options_;  // per table; empty: it may not be cached
   std::vector<int> chosen_;                        // per table: its option; -1: in HBM
+  HbmNeed need_;                                   // what the tables need of HBM as they start now
 };
 
 }  // namespace

@@ -18,6 +18,8 @@ struct UvmCacheCost {
   double fill_ms = 0.0;      // inserted misses: each row read once (its write-back overlaps on the duplex link)
   double conflict_ms = 0.0;  // misses no way took: read per lookup in forward, read and written in backward
   double state_ms = 0.0;     // element-wise optimizer state, which stays in UVM: every unique row's, read and written
+  double rows_read = 0.0;    // weight rows read over the link per step (inserted misses and conflict lookups)
+  double row_bytes = 0.0;    // what one such read moves (at least the link's smallest transfer)
   double total_ms() const { return fill_ms + conflict_ms + state_ms; }
 };
 
