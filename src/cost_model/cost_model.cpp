@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 
 #include "shardplan/core/errors.hpp"
 #include "shardplan/cost_model/comm_structure.hpp"
@@ -18,13 +20,19 @@ std::vector<double> CostModel::predict_compute(const std::vector<std::vector<Sha
   std::vector<double> out(sets.size(), 0.0);
   const auto width = static_cast<std::size_t>(summary_size());
   std::vector<float> sum(width);
-  std::vector<float> summary(width);
+  // Row-wise blocks and replicas put the same piece on many devices: each distinct one is summarised once.
+  std::map<std::tuple<int64_t, int, double, ReuseHist>, std::vector<float>> summaries;
   for (std::size_t s = 0; s < sets.size(); ++s) {
     if (sets[s].empty()) continue;
     std::fill(sum.begin(), sum.end(), 0.0f);
     for (const auto& shard : sets[s]) {
-      shard_summary(shard, summary.data());
-      for (std::size_t i = 0; i < width; ++i) sum[i] += summary[i];
+      auto [at, fresh] =
+          summaries.try_emplace(std::make_tuple(shard.rows, shard.dim, shard.pooling_factor, shard.reuse_hist));
+      if (fresh) {
+        at->second.resize(width);
+        shard_summary(shard, at->second.data());
+      }
+      for (std::size_t i = 0; i < width; ++i) sum[i] += at->second[i];
     }
     out[s] = compute_from_summary(sum.data());
   }

@@ -7,6 +7,10 @@
 
 namespace shardplan {
 
+namespace {
+constexpr int kTabulatedLogCounts = 4096;
+}  // namespace
+
 void Mlp::prepare() {
   for (DenseLayer& layer : layers) {
     const auto ins = static_cast<std::size_t>(layer.inputs);
@@ -235,6 +239,7 @@ NeuralCostModel::NeuralCostModel(std::string name, ComputeModelSpec compute, Com
     projection_.insert(projection_.end(), row, row + width);
     count_weight_.push_back(row[width]);
   }
+  for (int n = 0; n < kTabulatedLogCounts; ++n) log_counts_.push_back(std::log(static_cast<float>(n)));
   head_rest_.layers.assign(compute_.head.layers.begin() + 1, compute_.head.layers.end());
   head_rest_.relu_last = compute_.head.relu_last;
   head_rest_.prepare();
@@ -271,7 +276,12 @@ void NeuralCostModel::scale_shard_summary(float* summary, double factor) const {
 namespace {
 
 // The head's logit from a device's summary sum: its first layer from the sum (see summary_size()), then
-// the rest. Built for AVX2 machines too, as Mlp::forward, with the same results bit for bit.
+// the rest. The usual head, hidden ReLU units into one logit, sums its last layer in kLogitLanes
+// independent chains joined in a fixed order: a single chain of 64 dependent additions was this
+// function's critical path, and most of a search's time is here. Built for AVX2 machines too, with the
+// same results bit for bit (every clone adds the same lanes in the same order).
+constexpr std::size_t kLogitLanes = 8;  // the join below names each
+
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 __attribute__((target_clones("avx2", "default")))
 #endif
@@ -286,22 +296,15 @@ float head_logit(const float* summary_sum, float weight_sum, float log_count, co
     hidden[o] = activated ? std::max(pre, 0.0f) : pre;
   }
   if (rest_is_one_output) {
-    // The usual head, hidden ReLU units into one logit: the sum over the active units only, in their
-    // order, as Mlp::forward adds them (an inactive unit adds zero). Its chain of additions, the call's
-    // critical path, is then only as long as the active units are many.
-    int active[kMaxLayerWidth];
-    std::size_t count_active = 0;
-    for (std::size_t o = 0; o < outs; ++o) {
-      active[count_active] = static_cast<int>(o);
-      count_active += hidden[o] != 0.0f;  // NaN counts, as it would propagate in forward()
+    const float* weight = rest.layers.front().weight.data();
+    float lanes[kLogitLanes] = {};
+    std::size_t o = 0;
+    for (; o + kLogitLanes <= outs; o += kLogitLanes) {
+      for (std::size_t k = 0; k < kLogitLanes; ++k) lanes[k] += weight[o + k] * hidden[o + k];
     }
-    const DenseLayer& last = rest.layers.front();
-    float sum = last.bias[0];
-    for (std::size_t k = 0; k < count_active; ++k) {
-      const auto o = static_cast<std::size_t>(active[k]);
-      sum += last.weight[o] * hidden[o];
-    }
-    return sum;
+    for (std::size_t k = 0; o < outs; ++o, ++k) lanes[k] += weight[o] * hidden[o];
+    const float sum = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    return rest.layers.front().bias[0] + sum;
   }
   if (rest.layers.empty()) return hidden[0];  // a head of one layer: its one output
   float logit = 0.0f;
@@ -351,10 +354,16 @@ double NeuralCostModel::compute_from_summary(const float* summary_sum) const {
   const float count = summary_sum[1];
   if (count <= 0.0f) return 0.0;
   const float weight_sum = compute_.latency_weighted_context ? summary_sum[0] : count;
-  const float logit = head_logit(summary_sum, weight_sum, std::log(count), compute_.head.layers.front(),
-                                 count_weight_.data(), head_rest_);
-  return static_cast<double>(summary_sum[0]) *
-             std::exp(static_cast<double>(compute_.interaction_range) * std::tanh(static_cast<double>(logit))) +
+  // Each shard counts 1, so the count is a whole number; its log from the table has the same bits.
+  const auto whole = static_cast<std::size_t>(count);
+  const float log_count =
+      whole < log_counts_.size() && static_cast<float>(whole) == count ? log_counts_[whole] : std::log(count);
+  const float logit =
+      head_logit(summary_sum, weight_sum, log_count, compute_.head.layers.front(), count_weight_.data(), head_rest_);
+  // tanh from one exp: libm's tanh (through expm1) took as long as the head's sums.
+  const double e = std::exp(2.0 * static_cast<double>(logit));
+  const double tanh_logit = 1.0 - 2.0 / (e + 1.0);
+  return static_cast<double>(summary_sum[0]) * std::exp(static_cast<double>(compute_.interaction_range) * tanh_logit) +
          static_cast<double>(compute_.step_cost_ms);
 }
 

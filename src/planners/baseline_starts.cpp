@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "shardplan/core/errors.hpp"
+#include "shardplan/core/plan.hpp"
 #include "shardplan/core/sharding_types.hpp"
 #include "shardplan/planners/baseline_comparison.hpp"
 #include "shardplan/search/neuroshard_planner.hpp"
@@ -119,9 +122,20 @@ class BaselineCheckedPlanner final : public Planner {
     std::stable_sort(order.begin(), order.end(),
                      [](const Candidate* a, const Candidate* b) { return a->max_ms < b->max_ms; });
     if (order.size() > kImprovedStarts) order.resize(kImprovedStarts);
+    std::vector<std::string> passed;  // layouts already given the pass: the pass is deterministic
+    const std::shared_ptr<TypePassMemo> memo = make_type_pass_memo();  // the passes share their pieces
     for (Candidate* c : order) {
+      std::string layout = plan_layout_key(c->plan);
+      if (std::find(passed.begin(), passed.end(), layout) != passed.end()) {
+        // torchrec and torchrec_cw32 often propose the same plan (no table wider than 32 columns gains
+        // from a split): a second pass would repeat the first. It keeps its unimproved cost and so never
+        // displaces the first as the winner.
+        spdlog::debug("neuroshard: {}'s plan is one already improved", c->from);
+        continue;
+      }
+      passed.push_back(std::move(layout));
       const auto began = std::chrono::steady_clock::now();
-      c->plan = neuroshard_type_pass(std::move(c->plan), tables, *config_.cost_model, config_.neuroshard, start);
+      c->plan = neuroshard_type_pass(std::move(c->plan), tables, *config_.cost_model, config_.neuroshard, start, memo);
       const double before = c->max_ms;
       c->max_ms = max_total_ms(score_plan(c->plan, tables, *config_.cost_model));
       spdlog::debug("neuroshard: type pass on {}'s plan {:.4f} -> {:.4f} ms in {:.3f} s", c->from, before, c->max_ms,

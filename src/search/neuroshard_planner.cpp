@@ -350,10 +350,11 @@ class NeuroShardPlanner final : public Planner {
       if (static_cast<int>(plans.size()) >= max_plans) break;
       plans.push_back(to_plan(state, tables, cluster, catalog, rows.tables, rows.cache.load_factors));
     }
-    convert_types(plans, tables, deadline, threads);
+    const std::shared_ptr<TypePassMemo> memo = make_type_pass_memo();  // the passes share their pieces
+    convert_types(plans, tables, deadline, threads, memo);
     if (!large && best.splits > unsplit.splits) {
       try_unsplit_types(plans, unsplit, tables, cluster, catalog, rows.tables, rows.cache.load_factors, deadline,
-                        threads);
+                        threads, memo);
     }
     return plans;
   }
@@ -379,10 +380,11 @@ class NeuroShardPlanner final : public Planner {
   }
 
   // The sharding-type pass over every plan (sharding_type_pass.hpp); the first plan's summary counts it.
-  void convert_types(std::vector<Plan>& plans, const std::vector<Table>& tables, const Deadline& deadline,
-                     int threads) const {
+  void convert_types(std::vector<Plan>& plans, const std::vector<Table>& tables, const Deadline& deadline, int threads,
+                     const std::shared_ptr<TypePassMemo>& memo) const {
     if (!config_.sharding_types.beyond_table_and_column()) return;
-    const TypePassOptions options = type_pass_options(config_, threads, deadline);
+    TypePassOptions options = type_pass_options(config_, threads, deadline);
+    options.memo = memo;
     for (std::size_t i = 0; i < plans.size(); ++i) {
       TypePassStats stats;
       plans[i] = choose_sharding_types(std::move(plans[i]), tables, *model_, options, &stats);
@@ -403,7 +405,8 @@ class NeuroShardPlanner final : public Planner {
   // second pass would add much of the time after the search.
   void try_unsplit_types(std::vector<Plan>& plans, const SplitState& unsplit, const std::vector<Table>& tables,
                          const Cluster& cluster, const ShardCatalog& catalog, const std::vector<char>& row_wise,
-                         const std::vector<double>& load_factors, const Deadline& deadline, int threads) const {
+                         const std::vector<double>& load_factors, const Deadline& deadline, int threads,
+                         const std::shared_ptr<TypePassMemo>& memo) const {
     if (!config_.sharding_types.beyond_table_and_column() || !unsplit.placement.feasible) return;
     // Unrefined: the pass moves shards itself, and a refinement here doubled the planning time on paper-8gpu
     // for 0.4% lower predicted cost.
@@ -413,7 +416,7 @@ class NeuroShardPlanner final : public Planner {
       alternative.front().search->splits = unsplit.splits;
       alternative.front().search->refine_rounds = 0;
     }
-    convert_types(alternative, tables, deadline, threads);
+    convert_types(alternative, tables, deadline, threads, memo);
     const double chosen_ms = max_total_ms(score_plan(plans.front(), tables, *model_));
     const double alternative_ms = max_total_ms(score_plan(alternative.front(), tables, *model_));
     spdlog::debug("neuroshard: sharding types after no split {:.4f} ms against {:.4f} ms after the splits",
@@ -762,11 +765,13 @@ std::vector<Plan> neuroshard_candidate_plans(const std::vector<Table>& tables, c
 }
 
 Plan neuroshard_type_pass(Plan plan, const std::vector<Table>& tables, const CostModel& model,
-                          const NeuroShardConfig& config, std::chrono::steady_clock::time_point start) {
+                          const NeuroShardConfig& config, std::chrono::steady_clock::time_point start,
+                          std::shared_ptr<TypePassMemo> memo) {
   if (!config.sharding_types.beyond_table_and_column()) return plan;
   const Deadline deadline = Deadline::after(config.time_limit_seconds, config.time_limit_start.value_or(start));
-  return choose_sharding_types(std::move(plan), tables, model,
-                               type_pass_options(config, resolve_threads(config.threads), deadline));
+  TypePassOptions options = type_pass_options(config, resolve_threads(config.threads), deadline);
+  options.memo = std::move(memo);
+  return choose_sharding_types(std::move(plan), tables, model, options);
 }
 
 }  // namespace shardplan

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <unordered_map>
 
@@ -46,6 +47,16 @@ struct Layout {
   int64_t host_row_wise_dim() const { return sharding.type == ShardingType::kTableRowWise ? sharding.dim : 0; }
 };
 
+// A table's layout with one shard on another rank (none when `shard` < 0): a candidate move, scored
+// without copying the layout.
+struct ShardMove {
+  int shard = -1;
+  int to = -1;
+  int rank_of(const Layout& layout, std::size_t s) const {
+    return static_cast<int>(s) == shard ? to : layout.sharding.shards[s].rank;
+  }
+};
+
 // Per device: the sum of its shards' summaries, its memory, all-to-all width, input ids and shard count.
 struct DeviceState {
   std::size_t summary_size = 0;
@@ -57,11 +68,11 @@ struct DeviceState {
 
   const float* sum(std::size_t r) const { return sums.data() + r * summary_size; }
 
-  // Adds (sign +1) or removes (-1) a table's shards. With `rows`, this state holds only some devices:
-  // shard rank r updates row rows[r].
-  void shift(const Layout& layout, int sign, const std::vector<int>& rows = {}) {
+  // Adds (sign +1) or removes (-1) a table's shards, the one `move` names (if any) on its rank instead
+  // of its own. With `rows`, this state holds only some devices: shard rank r updates row rows[r].
+  void shift(const Layout& layout, int sign, const std::vector<int>& rows = {}, const ShardMove& move = {}) {
     for (std::size_t s = 0; s < layout.sharding.shards.size(); ++s) {
-      const int rank = layout.sharding.shards[s].rank;
+      const int rank = move.rank_of(layout, s);
       const auto r = static_cast<std::size_t>(rows.empty() ? rank : rows[static_cast<std::size_t>(rank)]);
       float* into = sums.data() + r * summary_size;
       const float* summary = layout.summaries.data() + s * summary_size;
@@ -79,6 +90,19 @@ struct DeviceState {
   }
 };
 
+}  // namespace
+
+// Passes over the same tables and cluster lay out many of the same pieces and conversions: each is
+// summarised once for all of them.
+struct TypePassMemo {
+  std::map<std::tuple<const Table*, int64_t, int64_t, bool>, std::vector<float>> summaries;  // (rows, cols, replica)
+  std::map<std::tuple<const Table*, ShardingType, int>, Layout> conversions;                 // (type, host)
+};
+
+std::shared_ptr<TypePassMemo> make_type_pass_memo() { return std::make_shared<TypePassMemo>(); }
+
+namespace {
+
 class TypePass {
  public:
   TypePass(Plan& plan, const std::vector<Table>& tables, const CostModel& model, const TypePassOptions& options)
@@ -88,7 +112,8 @@ class TypePass {
         devices_(plan.cluster.num_devices),
         per_host_(std::max(plan.cluster.devices_per_host, 1)),
         summary_size_(static_cast<std::size_t>(model.summary_size())),
-        usable_(plan.cluster.usable_bytes_per_device()) {
+        usable_(plan.cluster.usable_bytes_per_device()),
+        memo_(options.memo ? options.memo : make_type_pass_memo()) {
     host_row_wise_dims_.assign(static_cast<std::size_t>((devices_ + per_host_ - 1) / per_host_), 0);
     std::unordered_map<std::string, const Table*> by_name;
     for (const auto& table : tables) by_name.emplace(table.name, &table);
@@ -125,17 +150,19 @@ class TypePass {
       stats.cut_short = !score_until_deadline(candidates, scores);
       std::size_t best = candidates.size();
       for (std::size_t i = 0; i < candidates.size(); ++i) {
-        const bool converts = candidates[i].layout.sharding.type != layouts_[candidates[i].table].sharding.type;
+        const bool converts = candidates[i].move.shard < 0;
         const double needed = current * (1.0 - (converts ? kMinConversionGain : kMinMoveGain));
         if (scores[i] < needed && (best == candidates.size() || scores[i] < scores[best])) best = i;
       }
       if (best == candidates.size()) break;
-      Candidate& chosen = candidates[best];
-      const bool converted = chosen.layout.sharding.type != layouts_[chosen.table].sharding.type;
+      const Candidate& chosen = candidates[best];
+      const bool converted = chosen.move.shard < 0;
+      Layout next = *chosen.layout;
+      if (!converted) next.sharding.shards[static_cast<std::size_t>(chosen.move.shard)].rank = chosen.move.to;
       spdlog::debug("sharding types: {} \"{}\" -> {}: {:.4f} -> {:.4f} ms",
-                    converted ? "converting" : "moving a shard of", chosen.layout.sharding.name,
-                    sharding_type_name(chosen.layout.sharding.type), current, scores[best]);
-      apply(chosen.table, std::move(chosen.layout));
+                    converted ? "converting" : "moving a shard of", next.sharding.name,
+                    sharding_type_name(next.sharding.type), current, scores[best]);
+      apply(chosen.table, std::move(next));
       current = total_costs(costs_);
       stats.moves += 1;
       if (converted) stats.converted += 1;
@@ -147,9 +174,11 @@ class TypePass {
   }
 
  private:
+  // Table `table` laid out as `layout` (a conversion, kept in the memo), or as now with `move` made.
   struct Candidate {
     std::size_t table = 0;
-    Layout layout;
+    const Layout* layout = nullptr;
+    ShardMove move;
   };
 
   // Scores the candidates in order, a batch at a time, polling the deadline after each batch (each
@@ -160,7 +189,7 @@ class TypePass {
       const std::size_t count = std::min(per_poll, candidates.size() - begin);
       parallel_for(static_cast<int>(count), options_.threads, [&](int k) {
         const std::size_t i = begin + static_cast<std::size_t>(k);
-        scores[i] = evaluate(candidates[i].table, candidates[i].layout);
+        scores[i] = evaluate(candidates[i].table, *candidates[i].layout, candidates[i].move);
       });
       if (options_.deadline.passed()) return begin + count == candidates.size();
     }
@@ -177,19 +206,16 @@ class TypePass {
     const bool replicated = sharding.type == ShardingType::kDataParallel;
     Layout layout;
     layout.summaries.resize(sharding.shards.size() * summary_size_);
-    // Row blocks and replicas repeat one geometry: each distinct piece is summarised once.
-    std::map<std::pair<int64_t, int64_t>, std::size_t> seen;
     for (std::size_t s = 0; s < sharding.shards.size(); ++s) {
       const Shard& shard = sharding.shards[s];
-      float* out = layout.summaries.data() + s * summary_size_;
-      auto [at, fresh] = seen.emplace(std::make_pair(shard.rows, shard.cols), s);
+      // Row blocks and replicas repeat one geometry, and other passes lay out the same pieces.
+      auto [at, fresh] = memo_->summaries.try_emplace(std::make_tuple(&table, shard.rows, shard.cols, replicated));
       if (fresh) {
+        at->second.resize(summary_size_);
         const Table piece = replicated ? replica_as_table(table, devices_) : shard_as_table(table, shard);
-        model_.shard_summary(shard_features(piece, piece.dim), out);
-      } else {
-        const float* from = layout.summaries.data() + at->second * summary_size_;
-        std::copy(from, from + summary_size_, out);
+        model_.shard_summary(shard_features(piece, piece.dim), at->second.data());
       }
+      std::copy(at->second.begin(), at->second.end(), layout.summaries.data() + s * summary_size_);
       layout.bytes.push_back(replicated ? replica_memory_bytes(table, plan_.cluster.optimizer)
                                         : shard_memory(sharding, shard, plan_.cluster.optimizer).hbm);
       layout.widths.push_back(replicated ? 0 : shard.cols);
@@ -233,9 +259,10 @@ class TypePass {
     return max_total_ms(costs);
   }
 
-  // The plan's max total with table t laid out as `next`; infinity when a device would overflow. Only the
-  // devices the change touches get new sums (the comm model still needs every device's compute and width).
-  double evaluate(std::size_t t, const Layout& next) const {
+  // The plan's max total with table t laid out as `next` with `move` made; infinity when a device would
+  // overflow. Only the devices the change touches get new sums (the comm model still needs every device's
+  // compute and width).
+  double evaluate(std::size_t t, const Layout& next, const ShardMove& move) const {
     const Layout& now = layouts_[t];
     thread_local std::vector<double> compute;
     thread_local std::vector<int64_t> width;
@@ -254,25 +281,28 @@ class TypePass {
     touched.width.clear();
     touched.ids.clear();
     touched.count.clear();
-    for (const Layout* layout : {&now, &next}) {
-      for (const auto& shard : layout->sharding.shards) {
-        int& slot = slot_of[static_cast<std::size_t>(shard.rank)];
+    const ShardMove none;
+    for (const auto& [layout, moved] : {std::pair{&now, &none}, std::pair{&next, &move}}) {
+      for (std::size_t s = 0; s < layout->sharding.shards.size(); ++s) {
+        const int rank = moved->rank_of(*layout, s);
+        int& slot = slot_of[static_cast<std::size_t>(rank)];
         if (slot >= 0) continue;
         slot = static_cast<int>(ranks.size());
-        ranks.push_back(shard.rank);
-        const float* from = state_.sum(static_cast<std::size_t>(shard.rank));
+        ranks.push_back(rank);
+        const float* from = state_.sum(static_cast<std::size_t>(rank));
         touched.sums.insert(touched.sums.end(), from, from + summary_size_);
-        touched.bytes.push_back(state_.bytes[static_cast<std::size_t>(shard.rank)]);
+        touched.bytes.push_back(state_.bytes[static_cast<std::size_t>(rank)]);
         touched.width.push_back(0);  // widths and ids change in `width` and `ids`, the copies the comm model reads
         touched.ids.push_back(0.0);
-        touched.count.push_back(state_.count[static_cast<std::size_t>(shard.rank)]);
+        touched.count.push_back(state_.count[static_cast<std::size_t>(rank)]);
       }
     }
-    for (const auto& [layout, sign] : {std::pair{&now, -1}, std::pair{&next, +1}}) {
-      touched.shift(*layout, sign, slot_of);
+    for (const auto& [layout, sign, moved] : {std::tuple{&now, -1, &none}, std::tuple{&next, +1, &move}}) {
+      touched.shift(*layout, sign, slot_of, *moved);
       for (std::size_t s = 0; s < layout->sharding.shards.size(); ++s) {
-        width[static_cast<std::size_t>(layout->sharding.shards[s].rank)] += sign * layout->widths[s];
-        ids[static_cast<std::size_t>(layout->sharding.shards[s].rank)] += sign * layout->ids[s];
+        const auto rank = static_cast<std::size_t>(moved->rank_of(*layout, s));
+        width[rank] += sign * layout->widths[s];
+        ids[rank] += sign * layout->ids[s];
       }
     }
     for (std::size_t k = 0; k < ranks.size(); ++k) {
@@ -356,41 +386,39 @@ class TypePass {
         // Only with a block on every rank: every rank joins the reduce-scatter, and the layout's widths
         // count the table on the ranks that hold it (device_shards counts it on all).
         const Layout& rows = conversion(t, ShardingType::kRowWise, 0);
-        if (rows.sharding.shards.size() == static_cast<std::size_t>(devices_)) out.push_back({t, rows});
+        if (rows.sharding.shards.size() == static_cast<std::size_t>(devices_)) out.push_back({t, &rows, {}});
       }
       if (types.allows(ShardingType::kDataParallel) && !offered) {
-        out.push_back({t, conversion(t, ShardingType::kDataParallel, 0)});
+        out.push_back({t, &conversion(t, ShardingType::kDataParallel, 0), {}});
       }
       // On one host, table-row-wise is row-wise; TorchRec shards it over whole hosts only.
       if (types.allows(ShardingType::kTableRowWise) && hosts > 1 && devices_ % per_host == 0 && !offered) {
-        out.push_back({t, conversion(t, ShardingType::kTableRowWise, source / per_host)});
+        out.push_back({t, &conversion(t, ShardingType::kTableRowWise, source / per_host), {}});
         if (calmest_host != source / per_host) {
-          out.push_back({t, conversion(t, ShardingType::kTableRowWise, calmest_host)});
+          out.push_back({t, &conversion(t, ShardingType::kTableRowWise, calmest_host), {}});
         }
       }
       for (std::size_t s = 0; s < now.shards.size(); ++s) {
         if (now.shards[s].rank != source) continue;
         for (int target : targets) {
           if (!table.constraints.allows_rank(target)) continue;
-          Layout moved = layouts_[t];
-          moved.sharding.shards[s].rank = target;
-          out.push_back({t, std::move(moved)});
+          out.push_back({t, &layouts_[t], ShardMove{static_cast<int>(s), target}});
         }
       }
     }
   }
 
   // Table t converted to `type` (table-row-wise: on `host`): a layout depends on the table and the
-  // cluster alone, so each is summarised once per pass, however many moves offer it.
+  // cluster alone, so each is summarised once for every pass sharing the memo, however many moves offer it.
   const Layout& conversion(std::size_t t, ShardingType type, int host) {
-    const auto key = std::make_tuple(t, type, host);
-    auto at = conversions_.find(key);
-    if (at != conversions_.end()) return at->second;
     const Table& table = *tables_[t];
+    const auto key = std::make_tuple(&table, type, host);
+    auto at = memo_->conversions.find(key);
+    if (at != memo_->conversions.end()) return at->second;
     TableSharding sharding = type == ShardingType::kRowWise        ? row_wise_sharding(table, devices_)
                              : type == ShardingType::kDataParallel ? data_parallel_sharding(table, devices_)
                                                                    : table_row_wise_sharding(table, host, per_host_);
-    return conversions_.emplace(key, make_layout(t, std::move(sharding))).first->second;
+    return memo_->conversions.emplace(key, make_layout(t, std::move(sharding))).first->second;
   }
 
   Plan& plan_;
@@ -410,7 +438,7 @@ class TypePass {
   int64_t max_host_row_wise_dim_ = 0;        // as of the last total_costs
   std::vector<DeviceCost> costs_;
   std::vector<double> cache_ms_;  // per device: its cached pieces' misses; empty without any
-  std::map<std::tuple<std::size_t, ShardingType, int>, Layout> conversions_;
+  std::shared_ptr<TypePassMemo> memo_;
 };
 
 }  // namespace

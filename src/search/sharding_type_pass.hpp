@@ -2,12 +2,14 @@
 // After the NeuroShard search: converts tables to row-wise, table-row-wise or data-parallel sharding where
 // the cost model predicts a faster slowest device, and moves shards off the slowest device once others
 // have left it (docs/sharding-types.md). Greedy: each move is the best of the slowest device's candidates.
+#include <memory>
 #include <vector>
 
 #include "shardplan/core/deadline.hpp"
 #include "shardplan/core/plan.hpp"
 #include "shardplan/core/sharding_types.hpp"
 #include "shardplan/cost_model/cost_model.hpp"
+#include "shardplan/search/neuroshard_planner.hpp"  // TypePassMemo
 
 namespace shardplan {
 
@@ -16,7 +18,8 @@ struct TypePassOptions {
   int max_moves = 64;
   int relocation_targets = 4;  // the least loaded devices a shard on the slowest one may move to
   int threads = 1;
-  Deadline deadline;  // polled before each move and between batches of the candidates it scores
+  Deadline deadline;                   // polled before each move and between batches of the candidates it scores
+  std::shared_ptr<TypePassMemo> memo;  // null: the pass keeps its own
 };
 
 struct TypePassStats {

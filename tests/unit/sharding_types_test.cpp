@@ -12,6 +12,7 @@
 #include "shardplan/core/sharding_types.hpp"
 #include "shardplan/core/validate.hpp"
 #include "shardplan/cost_model/comm_structure.hpp"
+#include "shardplan/planners/planner.hpp"
 #include "shardplan/search/neuroshard_planner.hpp"
 #include "test_tables.hpp"
 
@@ -325,6 +326,40 @@ TEST(ShardingTypes, PassNeverWorsensFitsMemoryAndIgnoresThreads) {
     for (const auto& usage : device_usage(one)) EXPECT_LE(usage.memory_bytes, cluster.usable_bytes_per_device());
     ValidationResult result = validate(one, tables);
     EXPECT_TRUE(result.valid()) << devices << ": " << result.problems.front();
+  }
+}
+
+TEST(ShardingTypes, PassesSharingAMemoEndAsPassesAlone) {
+  // The search's plan and a greedy baseline's of the same tables, each through the pass alone and then
+  // both through one memo, in either order: the memo only saves summarising a piece or conversion twice.
+  auto model = testing::analytic_model();
+  std::vector<Table> tables = testing::varied_tables(60);
+  tables.push_back(make_table("hot", 2'000'000, 4, 300.0));
+  tables.push_back(make_table("hotter", 4'000'000, 4, 600.0));
+  for (int devices : {8, 32}) {
+    Cluster cluster = cluster_of(devices, 2ll << 30);
+    cluster.devices_per_host = 8;
+    NeuroShardConfig config;
+    config.sharding_types = ShardingTypeSet::table_and_column();
+    const Plan searched = make_neuroshard_planner(model, config)->plan(tables, cluster);
+    PlannerConfig greedy = testing::planner_config();
+    greedy.cost_model = model;
+    const Plan plainer = make_planner("size_greedy", greedy)->plan(tables, cluster);
+    ASSERT_NE(plan_layout_key(searched), plan_layout_key(plainer)) << devices;
+    TypePassOptions options;
+    TypePassStats stats;
+    const std::string searched_alone = plan_to_string(choose_sharding_types(searched, tables, *model, options));
+    const std::string plainer_alone = plan_to_string(choose_sharding_types(plainer, tables, *model, options, &stats));
+    EXPECT_GE(stats.moves, 1) << devices;  // the pass has something to do
+    for (bool searched_first : {true, false}) {
+      options.memo = make_type_pass_memo();
+      const Plan& first = searched_first ? searched : plainer;
+      const Plan& second = searched_first ? plainer : searched;
+      const std::string first_shared = plan_to_string(choose_sharding_types(first, tables, *model, options));
+      const std::string second_shared = plan_to_string(choose_sharding_types(second, tables, *model, options));
+      EXPECT_EQ(first_shared, searched_first ? searched_alone : plainer_alone) << devices;
+      EXPECT_EQ(second_shared, searched_first ? plainer_alone : searched_alone) << devices;
+    }
   }
 }
 

@@ -163,6 +163,7 @@ class NeuralCostModel final : public CostModel {
   Mlp head_rest_;                    // the head after its first layer
   std::vector<float> count_weight_;  // the first layer's column for log count
   std::vector<float> projection_;    // the first layer's columns for the mean embedding, [out][in]
+  std::vector<float> log_counts_;    // std::log(n) for the shard counts n a device usually holds
   CommModelSpec comm_;
   bool structure_only_ = false;  // plan_for_hardware chose hardware other than the measured one
   CommFabric planning_fabric_;   // the structure's figures when structure_only_
