@@ -131,7 +131,8 @@ void add_search_options(CLI::App& app, NeuroShardConfig& config) {
          "--sharding-types",
          [&config](const std::string& list) { config.sharding_types = parse_sharding_types(list, "--sharding-types"); },
          "Sharding types the plan may use, TorchRec's names comma-separated (must include table_wise), or all: "
-         "table_wise, column_wise, row_wise, table_row_wise, data_parallel (docs/sharding-types.md)")
+         "table_wise, column_wise, row_wise, table_row_wise, data_parallel; TorchRec's planners keep to them too "
+         "(docs/sharding-types.md)")
       ->default_str("all")
       ->group(group);
   app.add_flag_function(

@@ -79,9 +79,10 @@ std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig
   if (std::find(external.begin(), external.end(), name) != external.end()) {
     return make_torchrec_program_planner(name, config);
   }
-  if (name == "torchrec") return make_torchrec_planner(/*all_types=*/false, config.deadline);
-  if (name == "torchrec_cw32") return make_torchrec_cw32_planner(config.deadline);
-  if (name == "torchrec_all_types") return make_torchrec_planner(/*all_types=*/true, config.deadline);
+  const ShardingTypeSet types = config.neuroshard.sharding_types;
+  if (name == "torchrec") return make_torchrec_planner(/*all_types=*/false, config.deadline, types);
+  if (name == "torchrec_cw32") return make_torchrec_cw32_planner(config.deadline, types);
+  if (name == "torchrec_all_types") return make_torchrec_planner(/*all_types=*/true, config.deadline, types);
   if (name == "random") return make_random_baseline(config.seed);
   if (name == "size_greedy") {
     return make_greedy_baseline("size_greedy", [](const Table& t, const Cluster& c) {

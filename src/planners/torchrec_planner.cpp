@@ -108,14 +108,18 @@ struct Rated {
 
 class TorchRecPlanner final : public Planner {
  public:
-  TorchRecPlanner(std::string_view name, bool all_types, int min_partition, Deadline deadline)
-      : name_(name), all_types_(all_types), min_partition_(min_partition), deadline_(std::move(deadline)) {}
+  TorchRecPlanner(std::string_view name, bool all_types, int min_partition, ShardingTypeSet allowed, Deadline deadline)
+      : name_(name),
+        all_types_(all_types),
+        min_partition_(min_partition),
+        allowed_(allowed),
+        deadline_(std::move(deadline)) {}
 
   std::string_view name() const override { return name_; }
 
   Plan plan(const std::vector<Table>& tables, const Cluster& cluster) const override {
     validate_cluster(cluster);
-    check_table_constraints(tables, cluster.num_devices, ShardingTypeSet::all());
+    check_table_constraints(tables, cluster.num_devices, allowed_);
     if (all_types_) {
       check_total_capacity(tables, cluster);  // row-wise blocks can hold a table no GPU holds whole
     } else {
@@ -148,6 +152,7 @@ class TorchRecPlanner final : public Planner {
   std::string_view name_;  // a literal
   bool all_types_;
   int min_partition_;
+  ShardingTypeSet allowed_;  // the plan's sharding types (TorchRec's sharders), before each table's own
   Deadline deadline_;
 
   // Per table: table-wise first, column-wise second when TorchRec's width rule splits it, then (all types)
@@ -170,11 +175,10 @@ class TorchRecPlanner final : public Planner {
         option.constraints = &table.constraints;
         options[t].push_back(std::move(option));
       };
-      const ShardingTypeSet own = table.constraints.sharding_types;
+      const ShardingTypeSet own = table_sharding_types(table, allowed_);
       // A table kept column-wise whose width TorchRec does not split: one column-wise slice, as TorchRec's
       // enumerator offers it.
-      const bool only_columns =
-          !own.empty() && !own.allows(ShardingType::kTableWise) && own.allows(ShardingType::kColumnWise);
+      const bool only_columns = !own.allows(ShardingType::kTableWise) && own.allows(ShardingType::kColumnWise);
       add_slices(ShardingType::kTableWise, table.dim);
       const int width = torchrec_column_width(table.dim, min_partition_);
       if (width < table.dim || only_columns) add_slices(ShardingType::kColumnWise, std::min(width, table.dim));
@@ -206,10 +210,10 @@ class TorchRecPlanner final : public Planner {
     return options;
   }
 
-  // The options the table's own sharding_types allow (TorchRec's ParameterConstraints.sharding_types).
+  // The options the plan's sharding types and the table's own allow (TorchRec's sharders and its
+  // ParameterConstraints.sharding_types).
   void keep_allowed_options(const Table& table, std::vector<Option>& options) const {
-    const ShardingTypeSet own = table.constraints.sharding_types;
-    if (own.empty()) return;
+    const ShardingTypeSet own = table_sharding_types(table, allowed_);
     options.erase(std::remove_if(options.begin(), options.end(), [&](const Option& o) { return !own.allows(o.type); }),
                   options.end());
     if (options.empty()) {
@@ -473,13 +477,13 @@ class TorchRecPlanner final : public Planner {
 
 }  // namespace
 
-std::unique_ptr<Planner> make_torchrec_planner(bool all_types, Deadline deadline) {
+std::unique_ptr<Planner> make_torchrec_planner(bool all_types, Deadline deadline, ShardingTypeSet allowed) {
   return std::make_unique<TorchRecPlanner>(all_types ? "torchrec_all_types" : "torchrec", all_types,
-                                           kTorchRecMinPartition, std::move(deadline));
+                                           kTorchRecMinPartition, allowed, std::move(deadline));
 }
 
-std::unique_ptr<Planner> make_torchrec_cw32_planner(Deadline deadline) {
-  return std::make_unique<TorchRecPlanner>("torchrec_cw32", /*all_types=*/false, 32, std::move(deadline));
+std::unique_ptr<Planner> make_torchrec_cw32_planner(Deadline deadline, ShardingTypeSet allowed) {
+  return std::make_unique<TorchRecPlanner>("torchrec_cw32", /*all_types=*/false, 32, allowed, std::move(deadline));
 }
 
 }  // namespace shardplan

@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "shardplan/core/deadline.hpp"
+#include "shardplan/core/sharding_type.hpp"
 #include "shardplan/planners/planner.hpp"
 
 namespace shardplan {
@@ -12,11 +13,14 @@ int torchrec_column_width(int dim, int min_partition);
 inline constexpr int kTorchRecMinPartition = 128;  // TorchRec's default
 
 // all_types: TorchRec's default choice of sharding types ("torchrec_all_types"); otherwise table-wise and
-// column-wise only ("torchrec"). Past `deadline` it gives up, throwing DeadlinePassed.
-std::unique_ptr<Planner> make_torchrec_planner(bool all_types, Deadline deadline = {});
+// column-wise only ("torchrec"). Either within `allowed` (the sharders TorchRec is given) and each table's
+// own types. Past `deadline` it gives up, throwing DeadlinePassed.
+std::unique_ptr<Planner> make_torchrec_planner(bool all_types, Deadline deadline = {},
+                                               ShardingTypeSet allowed = ShardingTypeSet::all());
 
 // "torchrec_cw32": table-wise and column-wise as "torchrec", column-wise shards from 32 columns
 // (ParameterConstraints(min_partition=32)).
-std::unique_ptr<Planner> make_torchrec_cw32_planner(Deadline deadline = {});
+std::unique_ptr<Planner> make_torchrec_cw32_planner(Deadline deadline = {},
+                                                    ShardingTypeSet allowed = ShardingTypeSet::all());
 
 }  // namespace shardplan

@@ -2,6 +2,8 @@
 // against the cluster, honoured by every planner, and checked by the validator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "shardplan/core/errors.hpp"
@@ -131,6 +133,29 @@ TEST_P(EveryPlannerHonours, PinsAndTypes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Planners, EveryPlannerHonours, ::testing::ValuesIn(planner_names()));
+
+TEST(TableConstraints, TorchRecsImitationsKeepToThePlansShardingTypes) {
+  // As TorchRec given only some sharders: the plan's sharding types bound every table's, as its own do.
+  auto tables = varied_tables(30);
+  for (int i = 0; i < 4; ++i) tables.push_back(make_table("hot" + std::to_string(i), 4'000'000, 4, 300.0));
+  const Cluster cluster = cluster_of(8, 16ll << 30);
+  PlannerConfig config = testing::planner_config(1);
+  auto uses_only = [](const Plan& plan, ShardingTypeSet types) {
+    return std::all_of(plan.tables.begin(), plan.tables.end(),
+                       [&](const TableSharding& t) { return types.allows(t.type); });
+  };
+  const Plan unrestricted = make_planner("torchrec_all_types", config)->plan(tables, cluster);
+  ASSERT_FALSE(uses_only(unrestricted, ShardingTypeSet::table_and_column()));  // it would use other types here
+  const ShardingTypeSet cpu_types =
+      types_of({ShardingType::kTableWise, ShardingType::kColumnWise, ShardingType::kDataParallel});
+  for (ShardingTypeSet types : {cpu_types, types_of({ShardingType::kTableWise})}) {
+    config.neuroshard.sharding_types = types;
+    for (const char* name : {"torchrec", "torchrec_cw32", "torchrec_all_types"}) {
+      const Plan plan = make_planner(name, config)->plan(tables, cluster);
+      EXPECT_TRUE(uses_only(plan, types)) << name << " with " << sharding_types_string(types);
+    }
+  }
+}
 
 TEST(TableConstraints, ATableOfRowBlocksOnlyIsPlannedByTheTypesThatHoldIt) {
   auto tables = varied_tables(12);
