@@ -354,10 +354,10 @@ double NeuralCostModel::compute_from_summary(const float* summary_sum) const {
   const float count = summary_sum[1];
   if (count <= 0.0f) return 0.0;
   const float weight_sum = compute_.latency_weighted_context ? summary_sum[0] : count;
-  // Each shard counts 1, so the count is a whole number; its log from the table has the same bits.
-  const auto whole = static_cast<std::size_t>(count);
-  const float log_count =
-      whole < log_counts_.size() && static_cast<float>(whole) == count ? log_counts_[whole] : std::log(count);
+  // Each shard counts 1, so the count is a whole number; its log from the table has the same bits. The
+  // range is checked on the float first: a NaN or huge count must not reach the integer conversion.
+  const bool tabulated = count < static_cast<float>(log_counts_.size()) && std::floor(count) == count;
+  const float log_count = tabulated ? log_counts_[static_cast<std::size_t>(count)] : std::log(count);
   const float logit =
       head_logit(summary_sum, weight_sum, log_count, compute_.head.layers.front(), count_weight_.data(), head_rest_);
   // tanh from one exp: libm's tanh (through expm1) took as long as the head's sums.

@@ -306,16 +306,27 @@ TEST(ShardingTypes, RowWiseWinsForOneHotTableOnManyGpus) {
   EXPECT_TRUE(result.valid()) << result.problems.front();
 }
 
+// 2 GiB GPUs in hosts of 8, and the search's table- and column-wise plan on them: where the pass starts.
+Cluster hosts_of_eight(int devices) {
+  Cluster cluster = cluster_of(devices, 2ll << 30);
+  cluster.devices_per_host = 8;
+  return cluster;
+}
+
+Plan table_and_column_plan(const std::shared_ptr<const CostModel>& model, const std::vector<Table>& tables,
+                           const Cluster& cluster) {
+  NeuroShardConfig config;
+  config.sharding_types = ShardingTypeSet::table_and_column();
+  return make_neuroshard_planner(model, config)->plan(tables, cluster);
+}
+
 TEST(ShardingTypes, PassNeverWorsensFitsMemoryAndIgnoresThreads) {
   auto model = testing::analytic_model();
   std::vector<Table> tables = testing::varied_tables(60);
   tables.push_back(make_table("hot", 2'000'000, 4, 300.0));
   for (int devices : {8, 32}) {
-    Cluster cluster = cluster_of(devices, 2ll << 30);
-    cluster.devices_per_host = 8;
-    NeuroShardConfig config;
-    config.sharding_types = ShardingTypeSet::table_and_column();
-    Plan base = make_neuroshard_planner(model, config)->plan(tables, cluster);
+    const Cluster cluster = hosts_of_eight(devices);
+    Plan base = table_and_column_plan(model, tables, cluster);
     TypePassOptions options;
     options.threads = 1;
     Plan one = choose_sharding_types(base, tables, *model, options);
@@ -337,11 +348,8 @@ TEST(ShardingTypes, PassesSharingAMemoEndAsPassesAlone) {
   tables.push_back(make_table("hot", 2'000'000, 4, 300.0));
   tables.push_back(make_table("hotter", 4'000'000, 4, 600.0));
   for (int devices : {8, 32}) {
-    Cluster cluster = cluster_of(devices, 2ll << 30);
-    cluster.devices_per_host = 8;
-    NeuroShardConfig config;
-    config.sharding_types = ShardingTypeSet::table_and_column();
-    const Plan searched = make_neuroshard_planner(model, config)->plan(tables, cluster);
+    const Cluster cluster = hosts_of_eight(devices);
+    const Plan searched = table_and_column_plan(model, tables, cluster);
     PlannerConfig greedy = testing::planner_config();
     greedy.cost_model = model;
     const Plan plainer = make_planner("size_greedy", greedy)->plan(tables, cluster);
