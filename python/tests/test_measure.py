@@ -71,8 +71,23 @@ class MeasureTest(unittest.TestCase):
         self.check_layout(doc, plan, "step")
 
     def test_per_rank(self):
-        doc, plan = self.measure("per-rank")
+        doc, plan = self.measure("per-rank", False, "--rounds", 3)
         self.check_layout(doc, plan, "per-rank")
+        self.assertEqual(doc["measured_with"]["rounds"], 3)
+        for d in doc["devices"]:  # each rank timed in three rounds; the reported compute is their medians'
+            rounds = d["measured_compute_rounds_ms"]
+            self.assertEqual(len(rounds), 3, d)
+            self.assertTrue(all(math.isfinite(r) and r > 0 for r in rounds), d)
+            self.assertLessEqual(d["measured_compute_ms"], sum(rounds), d)
+
+    def test_rounds_must_be_positive(self):
+        # Refused as the arguments are read: the files are never opened.
+        done = subprocess.run([sys.executable, "-m", "shardplan.measure", "--plan", "plan.json", "--tables",
+                               "tables.json", "--rounds", "0"], capture_output=True, text=True, timeout=120,
+                              env={k: v for k, v in environment().items() if k != "RANK"})
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("--rounds: must be at least 1, got 0", done.stderr)
+        self.assertNotIn("torch.distributed.run", done.stderr)
 
     def test_per_rank_with_a_replica_and_uneven_column_slices(self):
         doc, plan = self.measure("per-rank", True)

@@ -11,7 +11,8 @@ Every rank builds the plan's EmbeddingBagCollections, shards them with Distribut
 plan (explicit kernels: fused, dense for data-parallel; the plan's optimizer applied in backward) and feeds
 its share of each table's batch (the traces of `shard-plan gen-traces`: pooling factor and reuse
 histogram). Then, one rank at a time, each rank's lookups are timed on the inputs TorchRec's input
-distribution gave them: the rank's compute (forward, and backward with the fused update). Then steps:
+distribution gave them: the rank's compute (forward, and backward with the fused update), in --rounds
+rounds of turns, the median over rounds reported. Then steps:
   step      whole training steps on all ranks at once (fair on this host only when each rank has a core)
   per-rank  the same steps with each lookup replaced by a sleep of its measured time: the step holds
             TorchRec's real input and output distributions and data-parallel all-reduces, and the
@@ -42,6 +43,13 @@ MODES = ("per-rank", "step")
 STACK_PACKAGES = ("torch", "torchrec", "fbgemm-gpu", "fbgemm-gpu-cpu")
 
 
+def _positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _parser():
     p = argparse.ArgumentParser(prog="python -m shardplan.measure", description=__doc__.split("\n\n")[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -52,7 +60,10 @@ def _parser():
                    help="global batch: samples per step over all ranks (the bundled model's 2048)")
     p.add_argument("--seed", type=int, default=0, help="seed of the traces")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first")
-    p.add_argument("--steps", type=int, default=10, help="timed steps; medians are reported")
+    p.add_argument("--steps", type=_positive, default=10, help="timed steps; medians are reported")
+    p.add_argument("--rounds", type=_positive, default=8,
+                   help="rounds of turns in which each rank's lookups are timed (steps each); the median "
+                        "over rounds is reported (default 8: one round alone varies by 10-40%%)")
     p.add_argument("--threads", type=int, default=1, help="intra-op threads per rank on a CPU")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="auto: CUDA when available (NCCL), else the CPU (Gloo)")
@@ -103,8 +114,8 @@ def run(args):
     from shardplan.measure.report import measurement_document
     from shardplan.measure.sharded import shard_plan_model
     from shardplan.measure.checks import check_plan
-    from shardplan.measure.timing import (capture_lookups, replace_with_sleep, time_lookups, time_output_dists,
-                                          time_steps)
+    from shardplan.measure.timing import (capture_lookups, replace_with_sleep, time_lookups_in_turns,
+                                          time_output_dists, time_steps)
     from shardplan.measure.traces import generate_traces
     from shardplan.plan_file import read_plan
 
@@ -124,17 +135,14 @@ def run(args):
     traces = generate_traces(args.tables, args.batch_size, args.seed, args.binary)
     features = traces.local_features(sharded.feature_names, rank, world, device)
     lookups = capture_lookups(sharded.model, features)
-    for turn in range(world):  # one rank at a time: the others wait at the barrier
-        dist.barrier()
-        if turn == rank:
-            time_lookups(lookups, args.warmup, args.steps, device)
+    compute_rounds = time_lookups_in_turns(lookups, args.rounds, args.warmup, args.steps, device)
     a2a_fw, a2a_bw = time_output_dists(lookups, args.warmup, args.steps, device)
     if args.mode == "per-rank":
         replace_with_sleep(lookups)
     fw, bw, total = time_steps(sharded.model, features, args.warmup, args.steps, device)
     mine = {"lookup_fw_ms": sum(lk.fw_ms for lk in lookups), "lookup_bw_ms": sum(lk.bw_ms for lk in lookups),
             "output_a2a_fw_ms": a2a_fw, "output_a2a_bw_ms": a2a_bw, "step_fw_ms": fw, "step_bw_ms": bw,
-            "step_ms": total}
+            "step_ms": total, "compute_rounds_ms": compute_rounds}
     gathered = [None] * world
     dist.all_gather_object(gathered, mine)
     dist.barrier()  # leave together: no rank tears down while another still exchanges
@@ -148,6 +156,7 @@ def run(args):
     setup = {"stack": "torchrec", "mode": args.mode, "device": _describe_device(device), "world_size": world,
              "ranks_per_core": world / cores if device.type == "cpu" else None,
              "batch_size": args.batch_size, "seed": args.seed, "warmup": args.warmup, "steps": args.steps,
+             "rounds": args.rounds,
              "threads": args.threads, "sharding_groups": "as planned" if args.separate_groups else "one",
              "versions": installed_versions(STACK_PACKAGES),
              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}

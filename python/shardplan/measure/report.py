@@ -24,6 +24,8 @@ def measurement_document(plan, ranks, setup):
             "compute_ms": predicted_compute[r] if predicted_compute else None,
             "total_ms": predicted_total[r] if predicted_total else None,
             "measured_compute_ms": compute,
+            # Each round's compute (the sum of the round's medians): how far single rounds strayed.
+            "measured_compute_rounds_ms": m["compute_rounds_ms"],
             "measured_lookup_fw_ms": m["lookup_fw_ms"],
             "measured_lookup_bw_ms": m["lookup_bw_ms"],
             # Comm as the step saw it: the forward and backward beyond this rank's own compute.

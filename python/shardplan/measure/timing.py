@@ -82,7 +82,8 @@ class _Isolated:
 
 
 def time_lookups(lookups, warmup, steps, device):
-    """Sets every lookup's median forward and backward milliseconds, timed alone, in turn."""
+    """Each lookup's median forward and backward milliseconds over `steps` steps, timed alone, in turn:
+    {id(lookup): (fw_ms, bw_ms)}."""
     runs = [_Isolated(lk) for lk in lookups if lk.features is not None]
     samples = {id(r): ([], []) for r in runs}
     for step in range(warmup + steps):
@@ -98,9 +99,29 @@ def time_lookups(lookups, warmup, steps, device):
             if step >= warmup:
                 samples[id(run)][0].append(1e3 * (middle - start))
                 samples[id(run)][1].append(1e3 * (end - middle))
-    for run in runs:
-        fw, bw = samples[id(run)]
-        run.lookup.fw_ms, run.lookup.bw_ms = statistics.median(fw), statistics.median(bw)
+    return {id(run.lookup): (statistics.median(fw), statistics.median(bw)) for run, (fw, bw) in
+            ((run, samples[id(run)]) for run in runs)}
+
+
+def time_lookups_in_turns(lookups, rounds, warmup, steps, device):
+    """Times this rank's lookups alone, one rank at a time, in `rounds` rounds of turns; sets every lookup's
+    forward and backward milliseconds to its median over the rounds, and returns each round's compute.
+
+    One round alone does not repeat: the same rank of the same plan measured 10.2 to 12.9 ms in three jobs
+    back to back on a 2-core VM, a first round now and then 70% slow and single rounds 40% slow; the median
+    of eight rounds repeated within 4% (data/measured/cpu-2core/measure-rounds)."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    per_round = []
+    for _ in range(rounds):
+        for turn in range(world):  # the other ranks wait at the barrier
+            dist.barrier()
+            if turn == rank:
+                per_round.append(time_lookups(lookups, warmup, steps, device))
+    for lk in lookups:
+        if lk.features is not None:
+            lk.fw_ms = statistics.median(r[id(lk)][0] for r in per_round)
+            lk.bw_ms = statistics.median(r[id(lk)][1] for r in per_round)
+    return [sum(fw + bw for fw, bw in r.values()) for r in per_round]
 
 
 _PENDING = []  # the emulated replica all-reduces of the step under way
