@@ -147,8 +147,9 @@ namespace {
 
 }  // namespace
 
-std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {
-  std::vector<DeviceShards> devices = device_shards(plan, tables);
+std::vector<DeviceCost> plan_costs_from_compute(const CostModel& model, const Plan& plan,
+                                                const std::vector<DeviceShards>& devices,
+                                                const std::vector<double>& compute_ms) {
   std::vector<int64_t> dim_sums;
   std::vector<double> input_ids;
   for (const auto& device : devices) {
@@ -157,9 +158,14 @@ std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& t
   }
   const std::vector<double> cache_ms =
       has_cached_tables(plan) ? devices_cache_ms(devices, plan.cluster, model) : std::vector<double>{};
+  return costs_from_compute(model, compute_ms, dim_sums, input_ids, plan_collectives_ms(model, devices),
+                            cache_ms.empty() ? nullptr : &cache_ms);
+}
+
+std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {
+  std::vector<DeviceShards> devices = device_shards(plan, tables);
   std::vector<DeviceCost> costs =
-      costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums, input_ids,
-                         plan_collectives_ms(model, devices), cache_ms.empty() ? nullptr : &cache_ms);
+      plan_costs_from_compute(model, plan, devices, model.predict_compute(compute_sets(devices)));
   for (std::size_t r = 0; r < costs.size(); ++r) {
     if (!std::isfinite(costs[r].total_ms())) refuse_device(model, plan, devices[r], r);
   }

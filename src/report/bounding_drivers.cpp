@@ -71,10 +71,9 @@ std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vect
   const double collectives = plan_collectives_ms(model, devices);
   const std::vector<double> cache =
       has_cached_tables(plan) ? devices_cache_ms(devices, plan.cluster, model) : std::vector<double>{};
-  std::vector<DeviceCost> base = scored
-                                     ? *plan.device_costs
-                                     : costs_from_compute(model, model.predict_compute(compute_sets(devices)), dim_sums,
-                                                          input_ids, collectives, cache.empty() ? nullptr : &cache);
+  std::vector<DeviceCost> base =
+      scored ? *plan.device_costs
+             : plan_costs_from_compute(model, plan, devices, model.predict_compute(compute_sets(devices)));
   std::vector<double> compute;
   for (const auto& cost : base) compute.push_back(cost.compute_ms);
   const auto rank = static_cast<std::size_t>(

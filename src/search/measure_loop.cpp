@@ -12,7 +12,6 @@
 
 #include "shardplan/core/errors.hpp"
 #include "shardplan/cost_model/cost_correction.hpp"
-#include "shardplan/cost_model/uvm_cache_cost.hpp"
 #include "shardplan/search/neuroshard_planner.hpp"
 
 namespace shardplan {
@@ -174,18 +173,11 @@ class MeasuredNeuroShardPlanner final : public Planner {
     const double margin = std::exp(state.log_error);
     for (Candidate& c : state.candidates) {
       std::vector<double> compute = model.predict_compute(compute_sets(c.devices));
-      std::vector<int64_t> widths;
-      std::vector<double> ids;
       for (std::size_t r = 0; r < c.devices.size(); ++r) {
-        widths.push_back(c.devices[r].dim_sum);
-        ids.push_back(c.devices[r].input_ids);
         auto it = state.measured.find(c.keys[r]);
         compute[r] = it != state.measured.end() ? it->second : compute[r] * margin;
       }
-      const std::vector<double> cache =
-          has_cached_tables(c.plan) ? devices_cache_ms(c.devices, c.plan.cluster, model) : std::vector<double>{};
-      c.estimate = costs_from_compute(model, compute, widths, ids, plan_collectives_ms(model, c.devices),
-                                      cache.empty() ? nullptr : &cache);
+      c.estimate = plan_costs_from_compute(model, c.plan, c.devices, compute);
       c.estimate_max_ms = max_total_ms(c.estimate);
     }
   }

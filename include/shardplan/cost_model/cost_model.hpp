@@ -98,6 +98,12 @@ double extra_collectives_ms(const CostModel& model, int64_t allreduce_bytes, int
                             int64_t host_row_wise_dim = 0, int devices_per_host = 0);
 double plan_collectives_ms(const CostModel& model, const std::vector<DeviceShards>& devices);
 
+// Every device's cost given its compute (`compute_ms`, one per device of `devices`, the plan's): the
+// costs_from_compute of their widths, input ids, the plan's other collectives and its cached tables' misses.
+std::vector<DeviceCost> plan_costs_from_compute(const CostModel& model, const Plan& plan,
+                                                const std::vector<DeviceShards>& devices,
+                                                const std::vector<double>& compute_ms);
+
 // Scores a plan: per-device compute, forward and backward communication. A table the model gives no
 // finite cost throws InputError naming it (refuse_unscorable), so no report ever shows NaN.
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model);
