@@ -54,6 +54,11 @@ void add_calibrate_options(CLI::App& app, CalibrateConfig& c, std::string& mem_c
       ->capture_default_str();
   app.add_option("--comm-plans", c.comm_plans, "With --comm-ranks, the plans whose all-to-alls are timed")
       ->capture_default_str();
+  app.add_option("--sets", c.sets_dir,
+                 "Fine-tune on the compute sets in this cost-data directory, timed elsewhere (each rank's compute "
+                 "on TorchRec: tools/torchrec-cost-data), instead of measuring any here")
+      ->type_name("DIR")
+      ->excludes("--comm-ranks");
   app.add_option("--tables", c.pool_path, "Table pool the sets are drawn from; default: the bundled data/pool.json");
   app.add_option("--samples", c.samples, "Shard sets to measure")->capture_default_str();
   app.add_option("--minutes", c.minutes, "Time for the whole run, measuring and fine-tuning")->capture_default_str();
@@ -82,8 +87,9 @@ void check_calibrate_flags(CalibrateConfig& config, const std::string& mem_cap, 
   if (config.base_dir.empty()) config.base_dir = default_base(config.bench);
   if (config.pool_path.empty()) config.pool_path = bundled_or_error("data/pool.json", "--tables");
   config.command_line = command_line("shard-plan", argc, argv);
-  check_output_directories({{"--out", config.out_dir}},
-                           {{"--base", resolve_model_dir(config.base_dir)}, {"--tables", config.pool_path}});
+  std::vector<LabelledPath> inputs = {{"--base", resolve_model_dir(config.base_dir)}, {"--tables", config.pool_path}};
+  if (!config.sets_dir.empty()) inputs.push_back({"--sets", config.sets_dir});
+  check_output_directories({{"--out", config.out_dir}}, inputs);
 }
 
 void warn_interrupted(const CalibrateConfig& config, const CalibrateOutcome& outcome) {
@@ -101,9 +107,14 @@ void warn_interrupted(const CalibrateConfig& config, const CalibrateOutcome& out
 // The errors before and after, to stdout.
 void print_calibration(const CalibrateConfig& config, const CalibrateOutcome& outcome) {
   const auto& c = outcome.meta["calibration"];
-  fmt::print("calibrated {} from {} on {} ({} sets measured, {} this run)\n", config.out_dir, config.base_dir,
-             outcome.meta["hardware"]["compute"]["device_model"].get<std::string>(), outcome.samples,
-             outcome.measured_now);
+  const std::string device_model = outcome.meta["hardware"]["compute"]["device_model"].get<std::string>();
+  if (config.sets_dir.empty()) {
+    fmt::print("calibrated {} from {} on {} ({} sets measured, {} this run)\n", config.out_dir, config.base_dir,
+               device_model, outcome.samples, outcome.measured_now);
+  } else {
+    fmt::print("calibrated {} from {} on {} sets of {} (timed on {})\n", config.out_dir, config.base_dir,
+               outcome.samples, config.sets_dir, device_model.empty() ? "an unnamed device" : device_model);
+  }
   fmt::print("compute error on {} held-out sets:\n", c["held_out_samples"].get<int64_t>());
   print_metrics_line("base model", c["before"]);
   print_metrics_line(fmt::format("scaled x{:.3f}", c["scale"].get<double>()), c["after_scale_only"]);
@@ -136,13 +147,15 @@ int run_calibrate(int argc, char** argv) {
   shard-plan calibrate --out models/this-machine
   shard-plan calibrate --out models/my-gpu --device cuda --batch-size 65536 --mem-cap 16GiB --minutes 10
   shard-plan calibrate --out models/this-host --comm-ranks 4
+  shard-plan calibrate --out models/torchrec-here --base models/this-machine --sets costs/torchrec-ranks
   shard-plan --tables tables.json --gpus 8 --model models/this-machine
 
 The measured sets go to MODEL_DIR/calibration/ (cost-data format). Ctrl-C stops after the current set and
 keeps the measured ones; re-running the same command resumes, then fine-tunes. --minutes bounds the whole
 run: measuring stops early enough to leave time to fine-tune. --comm-ranks times its plans first, in one
 run of the ranks (about 25 s for 40 plans on 4 ranks of a 2-core VM), into
-MODEL_DIR/calibration/comm-plans.json.)");
+MODEL_DIR/calibration/comm-plans.json. With --sets nothing is measured: the sets are the directory's,
+held out by their index as measured ones are.)");
   CalibrateConfig config;
   // The settings of the bundled model's compute data: five timed steps, sets up to 4 GiB (a benchmark
   // task's device).

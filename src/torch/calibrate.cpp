@@ -91,6 +91,11 @@ void check_config(const CalibrateConfig& c) {
   if (c.sampling.max_tables < 1 || c.sampling.max_tables > 1000) {
     throw SettingError("tables per set", fmt::format("must be in [1, 1000], got {}", c.sampling.max_tables));
   }
+  if (!c.sets_dir.empty() && c.comm_ranks != 0) {
+    throw SettingError("calibration sets",
+                       "are timed elsewhere, and all-to-alls timed here would correct the comm model to another "
+                       "host than theirs: calibrate the comm model in a run of its own");
+  }
   if (c.comm_ranks != 0) {
     if (c.comm_ranks < 2 || c.comm_ranks > 64)
       throw SettingError("all-to-all ranks", fmt::format("must be 0 or in [2, 64], got {}", c.comm_ranks));
@@ -454,7 +459,7 @@ nlohmann::json calibrated_meta(const CalibrateConfig& config, const CalibrationB
   meta["hardware"] = {{"compute",
                        {{"device", source_meta.value("device", "")},
                         {"device_model", source_meta.value("device_model", "")},
-                        {"kernel", config.bench.kernel},
+                        {"kernel", source_meta.value("kernel", config.bench.kernel)},
                         {"host", source_meta.value("host", "")},
                         {"date", source_meta.value("date", "")},
                         {"batch_size", config.bench.batch_size}}},
@@ -492,7 +497,8 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
   CalibrationBase base = load_base(config);
   const ComputeTimer timer = timer_or_default ? timer_or_default : compute_timer(config.bench);
   prepare_memory_for_timing();  // before the metadata records the policy
-  const fs::path data_dir = fs::path(config.out_dir) / kCalibrationDataDir;
+  const fs::path data_dir =
+      config.sets_dir.empty() ? fs::path(config.out_dir) / kCalibrationDataDir : fs::path(config.sets_dir);
   CalibrateOutcome outcome;
   std::optional<CommCalibration> comm;
   if (config.comm_ranks > 0) {
@@ -503,7 +509,7 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
       return outcome;
     }
   }
-  measure_compute_sets(pool, config, base, timer, data_dir, started, outcome);
+  if (config.sets_dir.empty()) measure_compute_sets(pool, config, base, timer, data_dir, started, outcome);
   if (outcome.interrupted) return outcome;
   if (outcome.out_of_time) {
     spdlog::warn(
@@ -512,6 +518,7 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
         outcome.samples, config.samples, config.minutes);
   }
   CostData data = load_cost_data(data_dir.string(), CostKind::kCompute);
+  if (!config.sets_dir.empty()) outcome.samples = static_cast<int64_t>(data.compute.size());
   const CalibrationSplit samples = split_samples(data, config);
   const Tuning tuning = fine_tune(base, samples, config, started);
   const double seconds = elapsed_seconds(started);

@@ -217,6 +217,44 @@ TEST(Calibrate, FineTuningCutsTheHeldOutErrorOnASyntheticMachine) {
   EXPECT_EQ(more.samples, 160);
 }
 
+// Sets timed elsewhere (--sets: TorchRec's per-rank compute, say) are fine-tuned on as measured ones are,
+// and nothing is measured here.
+TEST(Calibrate, SetsTimedElsewhereAreTunedOnWithoutMeasuring) {
+  TempDir dir;
+  SyntheticMachine machine;
+  std::vector<Table> tables = pool();
+  CalibrateConfig measuring = quick_config(dir.path("measured"), 150);
+  ComputeTimer timer = [&machine](const std::vector<Table>& s, uint64_t seed) { return machine(s, seed); };
+  const CalibrateOutcome measured = calibrate_cost_model(tables, measuring, timer);
+
+  CalibrateConfig config = quick_config(dir.path("from-sets"), 150);
+  config.sets_dir = (fs::path(measuring.out_dir) / kCalibrationDataDir).string();
+  int calls = 0;
+  ComputeTimer never = [&calls](const std::vector<Table>&, uint64_t) {
+    ++calls;
+    return ComputeTiming{1.0, {1.0}};
+  };
+  const CalibrateOutcome outcome = calibrate_cost_model(tables, config, never);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(outcome.samples, 150);
+  EXPECT_EQ(outcome.measured_now, 0);
+  const auto& c = outcome.meta["calibration"];
+  EXPECT_EQ(c["data"].get<std::string>(), config.sets_dir);
+  EXPECT_LT(c["after"]["mape_percent"].get<double>(), c["before"]["mape_percent"].get<double>() / 3);
+  // The same sets, held out by index and tuned with the same seed: the measuring run's model.
+  EXPECT_NEAR(c["after"]["mape_percent"].get<double>(),
+              measured.meta["calibration"]["after"]["mape_percent"].get<double>(), 1e-6);
+  EXPECT_FALSE(fs::exists(fs::path(config.out_dir) / kCalibrationDataDir));
+  EXPECT_NO_THROW(load_cost_model(config.out_dir));
+
+  CalibrateConfig empty = quick_config(dir.path("from-nothing"), 150);
+  empty.sets_dir = dir.path("no-sets");
+  fs::create_directories(empty.sets_dir);
+  EXPECT_THROW(calibrate_cost_model(tables, empty, never), InputError);
+  config.comm_ranks = 4;
+  EXPECT_THROW(calibrate_cost_model(tables, config, never), SettingError);
+}
+
 // A host whose all-to-all transfers take 0.3 ms + 0.6 x what the bundled model says forward, and
 // 0.2 ms + 0.7 x backward: --comm-ranks recovers that, the model directory carries it, and a resumed
 // calibration times no plan twice.

@@ -34,6 +34,9 @@ struct CalibrateConfig {
   // A hardware profile (name or file): the all-to-all becomes its links' structure alone, at bench's batch
   // (a GPU's calibration from the CPU-measured bundled model). Empty: the base's comm part is kept.
   std::string hardware;
+  // Compute sets timed elsewhere (a cost-data directory: per-rank compute timed on TorchRec, say): fine-tune
+  // on them instead of measuring any here. Empty: measure sets into out_dir/calibration.
+  std::string sets_dir;
   // Ranks of this host to time all-to-alls on (0: none, the base's comm is kept) and the plans to time.
   int comm_ranks = 0;
   int64_t comm_plans = 40;
