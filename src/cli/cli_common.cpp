@@ -164,6 +164,7 @@ std::string flag_of_setting(const std::string& setting) {
                                                            {"minutes", "--minutes"},
                                                            {"held-out fraction", "--holdout-fraction"},
                                                            {"all-to-all plans", "--comm-plans"},
+                                                           {"calibration sets", "--sets"},
                                                            {"repeats", "--repeats"},
                                                            {"timeout", "--timeout"},
                                                            {"batch size", "--batch-size"},
