@@ -51,6 +51,10 @@ struct SyntheticMachine {
     double ms = 2.0 * base->predict_compute({set}).front() * (1.0 + 0.8 * wide / static_cast<double>(shards.size()));
     return ComputeTiming{ms, {ms, ms * 1.01}};
   }
+  // Times sets on this machine, which must outlive the timer.
+  ComputeTimer timer() {
+    return [this](const std::vector<Table>& s, uint64_t seed) { return (*this)(s, seed); };
+  }
 };
 
 // A machine exactly as `base` predicts it.
@@ -176,7 +180,7 @@ TEST(Calibrate, FineTuningCutsTheHeldOutErrorOnASyntheticMachine) {
   SyntheticMachine machine;
   std::vector<Table> tables = pool();
   CalibrateConfig config = quick_config(dir.path("calibrated"), 150);
-  ComputeTimer timer = [&machine](const std::vector<Table>& s, uint64_t seed) { return machine(s, seed); };
+  ComputeTimer timer = machine.timer();
   CalibrateOutcome outcome = calibrate_cost_model(tables, config, timer);
   EXPECT_EQ(outcome.samples, 150);
   EXPECT_EQ(outcome.measured_now, 150);
@@ -224,7 +228,7 @@ TEST(Calibrate, SetsTimedElsewhereAreTunedOnWithoutMeasuring) {
   SyntheticMachine machine;
   std::vector<Table> tables = pool();
   CalibrateConfig measuring = quick_config(dir.path("measured"), 150);
-  ComputeTimer timer = [&machine](const std::vector<Table>& s, uint64_t seed) { return machine(s, seed); };
+  ComputeTimer timer = machine.timer();
   const CalibrateOutcome measured = calibrate_cost_model(tables, measuring, timer);
 
   CalibrateConfig config = quick_config(dir.path("from-sets"), 150);

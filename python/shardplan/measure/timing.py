@@ -85,7 +85,7 @@ def time_lookups(lookups, warmup, steps, device):
     """Each lookup's median forward and backward milliseconds over `steps` steps, timed alone, in turn:
     {id(lookup): (fw_ms, bw_ms)}."""
     runs = [_Isolated(lk) for lk in lookups if lk.features is not None]
-    samples = {id(r): ([], []) for r in runs}
+    samples = {id(run.lookup): ([], []) for run in runs}
     for step in range(warmup + steps):
         for run in runs:
             synchronize(device)
@@ -97,10 +97,9 @@ def time_lookups(lookups, warmup, steps, device):
             synchronize(device)
             end = time.perf_counter()
             if step >= warmup:
-                samples[id(run)][0].append(1e3 * (middle - start))
-                samples[id(run)][1].append(1e3 * (end - middle))
-    return {id(run.lookup): (statistics.median(fw), statistics.median(bw)) for run, (fw, bw) in
-            ((run, samples[id(run)]) for run in runs)}
+                samples[id(run.lookup)][0].append(1e3 * (middle - start))
+                samples[id(run.lookup)][1].append(1e3 * (end - middle))
+    return {key: (statistics.median(fw), statistics.median(bw)) for key, (fw, bw) in samples.items()}
 
 
 def time_lookups_in_turns(lookups, rounds, warmup, steps, device):
