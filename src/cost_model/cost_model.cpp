@@ -156,10 +156,9 @@ std::vector<DeviceCost> plan_costs_from_compute(const CostModel& model, const Pl
     dim_sums.push_back(device.dim_sum);
     input_ids.push_back(device.input_ids);
   }
-  const std::vector<double> cache_ms =
-      has_cached_tables(plan) ? devices_cache_ms(devices, plan.cluster, model) : std::vector<double>{};
+  const std::vector<double> cache_ms = plan_cache_ms(plan, devices, model);
   return costs_from_compute(model, compute_ms, dim_sums, input_ids, plan_collectives_ms(model, devices),
-                            cache_ms.empty() ? nullptr : &cache_ms);
+                            cache_or_none(cache_ms));
 }
 
 std::vector<DeviceCost> score_plan(const Plan& plan, const std::vector<Table>& tables, const CostModel& model) {

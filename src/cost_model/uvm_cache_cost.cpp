@@ -94,4 +94,8 @@ std::vector<double> devices_cache_ms(const std::vector<DeviceShards>& devices, c
   return ms;
 }
 
+std::vector<double> plan_cache_ms(const Plan& plan, const std::vector<DeviceShards>& devices, const CostModel& model) {
+  return has_cached_tables(plan) ? devices_cache_ms(devices, plan.cluster, model) : std::vector<double>{};
+}
+
 }  // namespace shardplan

@@ -13,8 +13,7 @@ namespace {
 double total_on(const CostModel& model, const std::vector<double>& compute, const std::vector<int64_t>& dim_sums,
                 const std::vector<double>& input_ids, double collectives_ms, const std::vector<double>& cache_ms,
                 std::size_t rank) {
-  return costs_from_compute(model, compute, dim_sums, input_ids, collectives_ms,
-                            cache_ms.empty() ? nullptr : &cache_ms)[rank]
+  return costs_from_compute(model, compute, dim_sums, input_ids, collectives_ms, cache_or_none(cache_ms))[rank]
       .total_ms();
 }
 
@@ -69,8 +68,7 @@ std::optional<BoundingDevice> bounding_drivers(const Plan& plan, const std::vect
   const bool scored =
       plan.device_costs && plan.device_costs->size() == devices.size() && plan.cost_model == model.name();
   const double collectives = plan_collectives_ms(model, devices);
-  const std::vector<double> cache =
-      has_cached_tables(plan) ? devices_cache_ms(devices, plan.cluster, model) : std::vector<double>{};
+  const std::vector<double> cache = plan_cache_ms(plan, devices, model);
   std::vector<DeviceCost> base =
       scored ? *plan.device_costs
              : plan_costs_from_compute(model, plan, devices, model.predict_compute(compute_sets(devices)));

@@ -316,7 +316,7 @@ class TypePass {
         cache_ms());
   }
 
-  const std::vector<double>* cache_ms() const { return cache_ms_.empty() ? nullptr : &cache_ms_; }
+  const std::vector<double>* cache_ms() const { return cache_or_none(cache_ms_); }
 
   void apply(std::size_t t, Layout next) {
     add(layouts_[t], -1);

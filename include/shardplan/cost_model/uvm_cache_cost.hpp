@@ -34,4 +34,11 @@ int64_t cost_model_batch(const CostModel& model);
 std::vector<double> devices_cache_ms(const std::vector<DeviceShards>& devices, const Cluster& cluster,
                                      const CostModel& model);
 
+// devices_cache_ms of the plan's devices, or empty when the plan caches no table (costs_from_compute's
+// "no cache" is then cache_or_none's null).
+std::vector<double> plan_cache_ms(const Plan& plan, const std::vector<DeviceShards>& devices, const CostModel& model);
+inline const std::vector<double>* cache_or_none(const std::vector<double>& cache_ms) {
+  return cache_ms.empty() ? nullptr : &cache_ms;
+}
+
 }  // namespace shardplan
