@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """How far the model and FBGEMM's kernel timed alone are off each rank of a plan on the real stack.
 
-  python3 error_floor.py [../rounds-41]      (standard library only; reads what rounds-41 and
-                                               loop-and-all-types measured, times nothing)
+  python3 error_floor.py [../rounds-41 [MEASURED.json ...]]   (standard library only; reads what rounds-41
+                  and loop-and-all-types measured, and part 1 for each further MEASURED.json; times nothing)
 
 1. Per planner, within each plan (the plan's mean log ratio removed, so the VM's whole-job drift is out):
    the per-pass noise of a rank's measured compute (from the two passes' difference) and the spread of
@@ -142,9 +142,10 @@ def main():
     rounds = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "rounds-41")
     stack = json.load(open(os.path.join(rounds, "pm4", "measured.json")))
     print("1. within a plan, per rank (log sd): per-pass noise, measured/predicted spread, the model's share")
-    for planner in stack["algorithms"]:
-        noise, spread, model, n = noise_and_model_spread(stack, planner)
-        print(f"   {planner:10s} {n:3d} ranks  noise {noise:.3f}  spread {spread:.3f}  model {model:.3f}")
+    for path, measured in [(os.path.join(rounds, "pm4"), stack)] + [(p, json.load(open(p))) for p in sys.argv[2:]]:
+        for planner in measured["algorithms"]:
+            noise, spread, model, n = noise_and_model_spread(measured, planner)
+            print(f"   {path}: {planner:10s} {n:3d} ranks  noise {noise:.3f}  spread {spread:.3f}  model {model:.3f}")
     tc4 = os.path.join(rounds, "..", "loop-and-all-types", "tc4", "measured.json")
     off_kernel, off_model, n = kernel_alone_against_stack(stack, json.load(open(tc4)), ("inputids", "loop", "cw32"))
     print(f"2. the real stack's ranks against FBGEMM's TBE timed alone, within a plan ({n} ranks): "

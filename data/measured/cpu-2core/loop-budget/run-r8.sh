@@ -7,13 +7,10 @@
 set -euo pipefail
 here="$(dirname "$0")"
 out="${1:-$here}"
-B="${SHARDPLAN_BINARY:-build/shard-plan}"
-cal=data/measured/cpu-2core/search-picks/cal
-types=table_wise,column_wise,data_parallel
-profile=data/hardware/cpu-2core-torchrec.json
+source "$here/common.sh"
 mkdir -p "$out/pm4-r8"
 for i in 1 2 3 4 5 6 7 8; do cp -n "$here/pm4/loop32-$i.json" "$here/pm4/tables-$i.json" "$out/pm4-r8/"; done
 tools/paired-measure --tasks "$out/fresh-4gpu.json" --out "$out/pm4-r8" --passes 1 --resume --measurer torchrec-per-rank \
   --first 9 --leave-out 0 --binary "$B" \
-  --planner "loop32=--model $cal --hardware $profile --sharding-types $types --measure-loop 32 --measure-loop-rivals torchrec_cw32 --kernel fbgemm-tbe" \
-  --planner "loopr8=--model $cal --hardware $profile --sharding-types $types --measure-loop 32 --measure-loop-rivals torchrec_cw32 --kernel fbgemm-tbe --measure-rounds 8"
+  --planner "loop32=$loop32" \
+  --planner "loopr8=$loop32 --measure-rounds 8"

@@ -16,10 +16,7 @@
 set -euo pipefail
 here="$(dirname "$0")"
 out="${1:-$here}"
-B="${SHARDPLAN_BINARY:-build/shard-plan}"
-cal=data/measured/cpu-2core/search-picks/cal
-types=table_wise,column_wise,data_parallel
-profile=data/hardware/cpu-2core-torchrec.json
+source "$here/common.sh"
 mkdir -p "$out/pm4"
 lscpu | grep -E "Model name|Vendor ID|^CPU\(s\)" >"$out/cpu.txt"
 [ -s "$out/fresh-4gpu.json" ] || "$B" gen-tasks --pool data/pool.json --protocol paper-4gpu --seed 6314 --num-tasks 23 \
@@ -27,7 +24,7 @@ lscpu | grep -E "Model name|Vendor ID|^CPU\(s\)" >"$out/cpu.txt"
 date -u >"$out/started"
 tools/paired-measure --tasks "$out/fresh-4gpu.json" --out "$out/pm4" --passes 2 --resume --measurer torchrec-per-rank \
   --leave-out 0 --leave-out 22 --binary "$B" \
-  --planner "inputids=--model $cal --hardware $profile --sharding-types $types" \
-  --planner "loop32=--model $cal --hardware $profile --sharding-types $types --measure-loop 32 --measure-loop-rivals torchrec_cw32 --kernel fbgemm-tbe" \
-  --planner "cw32=--algo torchrec_cw32 --model $cal --sharding-types $types"
+  --planner "$inputids" \
+  --planner "loop32=$loop32" \
+  --planner "$cw32"
 date -u >"$out/finished"

@@ -7,17 +7,14 @@
 set -euo pipefail
 here="$(dirname "$0")"
 out="${1:-$here}"
-B="${SHARDPLAN_BINARY:-build/shard-plan}"
-cal=data/measured/cpu-2core/search-picks/cal
-types=table_wise,column_wise,data_parallel
-profile=data/hardware/cpu-2core-torchrec.json
+source "$here/common.sh"
 mkdir -p "$out/pm8"
 [ -s "$out/fresh-8gpu.json" ] || "$B" gen-tasks --pool data/pool.json --protocol paper-8gpu --seed 6315 --num-tasks 10 \
   -o "$out/fresh-8gpu.json" >/dev/null
 date -u >"$out/started8"
 tools/paired-measure --tasks "$out/fresh-8gpu.json" --out "$out/pm8" --passes 2 --resume --measurer torchrec-per-rank \
   --leave-out 0 --leave-out 3 --leave-out 4 --leave-out 6 --binary "$B" \
-  --planner "inputids=--model $cal --hardware $profile --sharding-types $types" \
-  --planner "loop32=--model $cal --hardware $profile --sharding-types $types --measure-loop 32 --measure-loop-rivals torchrec_cw32 --kernel fbgemm-tbe" \
-  --planner "cw32=--algo torchrec_cw32 --model $cal --sharding-types $types"
+  --planner "$inputids" \
+  --planner "loop32=$loop32" \
+  --planner "$cw32"
 date -u >"$out/finished8"
