@@ -263,6 +263,35 @@ class BinaryPlansTest(unittest.TestCase):
         self.assertEqual(done.returncode, 3, done.stderr)
         self.assertIn(f'table "{tables[2]["name"]}" is pinned to ranks [1]', done.stderr)
 
+    def test_torchrecs_own_planner_with_32_column_shards(self):
+        # The _cw32 names give TorchRec ParameterConstraints(min_partition=32): a 128-column table forced
+        # column-wise comes back in four 32-column shards, where TorchRec's default keeps it whole.
+        doc = json.loads((ROOT / "data/examples/tables-4gpu.json").read_text())
+        tables = doc["tables"] if isinstance(doc, dict) else doc
+        wide = next(t for t in tables if t["dim"] == 128)
+        wide["sharding_types"] = ["column_wise"]
+        widths = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "tables.json"
+            path.write_text(json.dumps({"tables": tables}))
+            for algo in ("torchrec_planner_cpu", "torchrec_planner_cpu_cw32"):
+                plan = self.plan("--tables", str(path), "--gpus", "4", "--mem-per-gpu", "4GiB", "--algo", algo,
+                                 "--sharding-types", "table_wise,column_wise,data_parallel")
+                self.assertEqual(plan["algorithm"], algo)
+                entry = next(t for t in plan["tables"] if t["name"] == wide["name"])
+                self.assertEqual(entry["sharding_type"], "column_wise")
+                widths[algo] = [s["shard_sizes"][1] for s in entry["shards"]]
+        self.assertEqual(widths, {"torchrec_planner_cpu": [128], "torchrec_planner_cpu_cw32": [32, 32, 32, 32]})
+
+    def test_torchrecs_own_planner_as_a_measure_loop_rival(self):
+        # The loop plans with TorchRec's own planner too, and measures its plan's bounding sets.
+        plan = self.plan("--tables", str(ROOT / "data/examples/tables-4gpu.json"), "--gpus", "4", "--mem-per-gpu",
+                         "4GiB", "--sharding-types", "table_wise,column_wise,data_parallel", "--measure-loop", "6",
+                         "--measure-loop-rivals", "torchrec_planner_cpu_cw32")
+        loop = plan["measure_loop"]
+        self.assertGreater(loop["rival_sets_measured"], 0, loop)
+        self.assertIn(loop["chosen_from"], ("neuroshard", "torchrec_planner_cpu_cw32"))
+
     def test_plans_with_cached_tables(self):
         # A binary that plans UVM caching (--ddr-per-host): a table too large for HBM is cached, and the
         # bridge builds it with the plan's kernel and load factor.

@@ -107,8 +107,10 @@ void add_plan_options(CLI::App& app, PlanFlags& f) {
   app.add_option("--tables", f.tables_path, "Tables file: a JSON array of tables or {\"tables\": [...]}")->required();
   add_cluster_options(app, f.cluster_flags, /*gpus_required=*/true);
   app.add_option("--algo", f.algorithm,
-                 fmt::format("Planner: {}; {} (what --measure-loop runs)", fmt::join(planner_names(), ", "),
-                             fmt::join(measuring_planner_names(), ", ")))
+                 fmt::format("Planner: {}; {} (what --measure-loop runs); {} (TorchRec 1.x's own planner, "
+                             "through the Python stack; _cw32: column-wise shards from 32 columns)",
+                             fmt::join(planner_names(), ", "), fmt::join(measuring_planner_names(), ", "),
+                             fmt::join(external_planner_names(), ", ")))
       ->capture_default_str();
   app.add_option("--seed", f.seed, "Seed for randomised planners; same input and seed give the same plan")
       ->capture_default_str();
@@ -183,7 +185,9 @@ PlannerConfig planner_config(PlanFlags& f, const Cluster& cluster, const std::op
     config.measure_sets = shard_set_measurer(f.measure_flags, measure_loop_trace_seed(f.seed));
     warn_if_measuring_other_hardware(*config.cost_model, f.measure_flags);
   }
-  config.torchrec_program = torchrec_program_for({f.algorithm});
+  std::vector<std::string> planners = {f.algorithm};
+  planners.insert(planners.end(), f.loop.rivals.begin(), f.loop.rivals.end());
+  config.torchrec_program = torchrec_program_for(planners);
   config.global_batch_size = f.measure_flags.bench.batch_size;
   return config;
 }

@@ -63,12 +63,12 @@ ExternalProgram python_module_program(const std::string& module, const std::stri
 
 }  // namespace
 
-ExternalProgram torchrec_program_for(const std::vector<std::string>& algorithms) {
+ExternalProgram torchrec_program_for(const std::vector<std::string>& planners) {
   const auto& external = external_planner_names();
-  const auto needed = std::find_first_of(algorithms.begin(), algorithms.end(), external.begin(), external.end());
-  if (needed == algorithms.end()) return {};
+  const auto needed = std::find_first_of(planners.begin(), planners.end(), external.begin(), external.end());
+  if (needed == planners.end()) return {};
   return python_module_program("shardplan.torchrec.baseline", "torchrec, shardplan.torchrec.baseline",
-                               "--algos/--algo " + *needed, "TorchRec's own planner");
+                               "planner " + *needed, "TorchRec's own planner");
 }
 
 ExternalProgram tbe_worker_program() {

@@ -28,19 +28,24 @@ const std::vector<std::string>& measuring_planner_names() {
 }
 
 const std::vector<std::string>& external_planner_names() {
-  static const std::vector<std::string> names = {"torchrec_planner", "torchrec_planner_cpu"};
+  static const std::vector<std::string> names = {"torchrec_planner", "torchrec_planner_cpu", "torchrec_planner_cw32",
+                                                 "torchrec_planner_cpu_cw32"};
   return names;
 }
 
 namespace {
 
-// TorchRec's planner plans for a compute device, and offers the sharding types its sharders have there.
+// TorchRec's planner plans for a compute device, and offers the sharding types its sharders have there. The
+// _cw32 names give every table ParameterConstraints(min_partition=32): column-wise shards from 32 columns.
 std::unique_ptr<Planner> make_torchrec_program_planner(std::string_view name, const PlannerConfig& config) {
   if (config.torchrec_program.command.empty()) {
     throw InputError(
         fmt::format("planner \"{}\" runs TorchRec's own planner, and no program to run it was given", name));
   }
-  std::vector<std::string> arguments = {"--compute-device", name == "torchrec_planner_cpu" ? "cpu" : "cuda"};
+  const bool on_cpu = name == "torchrec_planner_cpu" || name == "torchrec_planner_cpu_cw32";
+  const bool cw32 = name == "torchrec_planner_cw32" || name == "torchrec_planner_cpu_cw32";
+  std::vector<std::string> arguments = {"--compute-device", on_cpu ? "cpu" : "cuda"};
+  if (cw32) arguments.insert(arguments.end(), {"--min-partition", "32"});
   // A time limit bounds TorchRec's search too: its own timeout returns the best plan proposed by then.
   // TorchRec checks it only between proposals and partitions after it (856 tables on 128 GPUs: 50 s past
   // a 60 s timeout), so it gets half the limit, and its plan comes back before the program is killed.
@@ -65,10 +70,14 @@ std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig
   if (name == "neuroshard_measured") {
     std::vector<std::shared_ptr<const Planner>> rivals;
     for (const std::string& rival : config.measure_loop.rivals) {
+      // TorchRec's own planner is a rival too: the loop then never hands over a plan slower, measured, than it.
       const auto& known = planner_names();
-      if (rival == "neuroshard" || std::find(known.begin(), known.end(), rival) == known.end()) {
-        throw SettingError("measure loop rivals", fmt::format("\"{}\" is not a baseline planner (known: {})", rival,
-                                                              fmt::join(known.begin() + 1, known.end(), ", ")));
+      const auto& external = external_planner_names();
+      if (rival == "neuroshard" || (std::find(known.begin(), known.end(), rival) == known.end() &&
+                                    std::find(external.begin(), external.end(), rival) == external.end())) {
+        throw SettingError("measure loop rivals",
+                           fmt::format("\"{}\" is not a baseline planner (known: {}, {})", rival,
+                                       fmt::join(known.begin() + 1, known.end(), ", "), fmt::join(external, ", ")));
       }
       rivals.push_back(make_planner(rival, config));
     }

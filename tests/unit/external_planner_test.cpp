@@ -9,6 +9,9 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "../support/message_of.hpp"
 #include "../support/temp_dir.hpp"
@@ -114,6 +117,22 @@ TEST_F(ExternalPlannerTest, TorchRecsOwnTimeoutIsHalfTheTimeLimit) {
   const std::string args = read_text(dir.path("args"));
   EXPECT_NE(args.find("--compute-device cpu"), std::string::npos) << args;
   EXPECT_NE(args.find("--timeout-seconds 60"), std::string::npos) << args;
+}
+
+TEST_F(ExternalPlannerTest, TheCw32NamesAskTorchRecFor32ColumnShards) {
+  PlannerConfig config;
+  config.torchrec_program = {{"/bin/sh", dir.write("fake.sh", kScript)},
+                             {"ARGS_FILE=" + dir.path("args"), "PLAN=" + dir.write("plan.json", kPlan)}};
+  for (const auto& [name, device, min_partition] :
+       std::vector<std::tuple<std::string, std::string, bool>>{{"torchrec_planner", "cuda", false},
+                                                               {"torchrec_planner_cw32", "cuda", true},
+                                                               {"torchrec_planner_cpu", "cpu", false},
+                                                               {"torchrec_planner_cpu_cw32", "cpu", true}}) {
+    make_planner(name, config)->plan(tables, cluster);
+    const std::string args = read_text(dir.path("args"));
+    EXPECT_NE(args.find("--compute-device " + device), std::string::npos) << name << ": " << args;
+    EXPECT_EQ(args.find("--min-partition 32") != std::string::npos, min_partition) << name << ": " << args;
+  }
 }
 
 TEST_F(ExternalPlannerTest, APlanPastItsTimeLimitIsStopped) {

@@ -274,6 +274,10 @@ TEST(MeasureLoop, RivalsAreBaselinePlannersByName) {
   };
   config.measure_loop.rivals = {"torchrec", "size_lookup_greedy"};
   EXPECT_NO_THROW(make_planner("neuroshard_measured", config));
+  // TorchRec's own planner too, once there is a program to run it.
+  config.torchrec_program = {{"/bin/true"}, {}};
+  config.measure_loop.rivals = {"torchrec_planner_cpu_cw32"};
+  EXPECT_NO_THROW(make_planner("neuroshard_measured", config));
   for (const char* bad : {"neuroshard", "neuroshard_measured", "no_such_planner"}) {
     config.measure_loop.rivals = {bad};
     try {
