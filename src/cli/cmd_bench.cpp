@@ -94,9 +94,7 @@ PlannerConfig bench_planner_config(BenchFlags& f, const TaskSet& set) {
     config.measure_loop = f.loop;
     config.measure_sets = shard_set_measurer(f.measure_flags, measure_loop_trace_seed(f.seed));
   }
-  std::vector<std::string> planners = f.algorithms;
-  planners.insert(planners.end(), f.loop.rivals.begin(), f.loop.rivals.end());
-  config.torchrec_program = torchrec_program_for(planners);
+  config.torchrec_program = torchrec_program_for(f.algorithms, f.loop.rivals);
   config.global_batch_size = f.measure_flags.bench.batch_size;
   return config;
 }

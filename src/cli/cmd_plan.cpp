@@ -185,9 +185,7 @@ PlannerConfig planner_config(PlanFlags& f, const Cluster& cluster, const std::op
     config.measure_sets = shard_set_measurer(f.measure_flags, measure_loop_trace_seed(f.seed));
     warn_if_measuring_other_hardware(*config.cost_model, f.measure_flags);
   }
-  std::vector<std::string> planners = {f.algorithm};
-  planners.insert(planners.end(), f.loop.rivals.begin(), f.loop.rivals.end());
-  config.torchrec_program = torchrec_program_for(planners);
+  config.torchrec_program = torchrec_program_for({f.algorithm}, f.loop.rivals);
   config.global_batch_size = f.measure_flags.bench.batch_size;
   return config;
 }

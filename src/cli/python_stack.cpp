@@ -63,7 +63,8 @@ ExternalProgram python_module_program(const std::string& module, const std::stri
 
 }  // namespace
 
-ExternalProgram torchrec_program_for(const std::vector<std::string>& planners) {
+ExternalProgram torchrec_program_for(std::vector<std::string> planners, const std::vector<std::string>& rivals) {
+  planners.insert(planners.end(), rivals.begin(), rivals.end());
   const auto& external = external_planner_names();
   const auto needed = std::find_first_of(planners.begin(), planners.end(), external.begin(), external.end());
   if (needed == planners.end()) return {};

@@ -27,25 +27,33 @@ const std::vector<std::string>& measuring_planner_names() {
   return names;
 }
 
-const std::vector<std::string>& external_planner_names() {
-  static const std::vector<std::string> names = {"torchrec_planner", "torchrec_planner_cpu", "torchrec_planner_cw32",
-                                                 "torchrec_planner_cpu_cw32"};
-  return names;
-}
-
 namespace {
 
-// TorchRec's planner plans for a compute device, and offers the sharding types its sharders have there. The
-// _cw32 names give every table ParameterConstraints(min_partition=32): column-wise shards from 32 columns.
+// TorchRec's own planner, as each external name runs it: the compute device it plans for (its sharding
+// types depend on it) and ParameterConstraints.min_partition (none: TorchRec's default, 128 columns).
+struct TorchRecProgramVariant {
+  const char* name;
+  const char* compute_device;
+  const char* min_partition;
+};
+constexpr TorchRecProgramVariant kTorchRecProgramVariants[] = {{"torchrec_planner", "cuda", nullptr},
+                                                               {"torchrec_planner_cpu", "cpu", nullptr},
+                                                               {"torchrec_planner_cw32", "cuda", "32"},
+                                                               {"torchrec_planner_cpu_cw32", "cpu", "32"}};
+
+bool named(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 std::unique_ptr<Planner> make_torchrec_program_planner(std::string_view name, const PlannerConfig& config) {
   if (config.torchrec_program.command.empty()) {
     throw InputError(
         fmt::format("planner \"{}\" runs TorchRec's own planner, and no program to run it was given", name));
   }
-  const bool on_cpu = name == "torchrec_planner_cpu" || name == "torchrec_planner_cpu_cw32";
-  const bool cw32 = name == "torchrec_planner_cw32" || name == "torchrec_planner_cpu_cw32";
-  std::vector<std::string> arguments = {"--compute-device", on_cpu ? "cpu" : "cuda"};
-  if (cw32) arguments.insert(arguments.end(), {"--min-partition", "32"});
+  const auto& variant = *std::find_if(std::begin(kTorchRecProgramVariants), std::end(kTorchRecProgramVariants),
+                                      [&](const auto& v) { return name == v.name; });
+  std::vector<std::string> arguments = {"--compute-device", variant.compute_device};
+  if (variant.min_partition != nullptr) arguments.insert(arguments.end(), {"--min-partition", variant.min_partition});
   // A time limit bounds TorchRec's search too: its own timeout returns the best plan proposed by then.
   // TorchRec checks it only between proposals and partitions after it (856 tables on 128 GPUs: 50 s past
   // a 60 s timeout), so it gets half the limit, and its plan comes back before the program is killed.
@@ -61,6 +69,15 @@ std::unique_ptr<Planner> make_torchrec_program_planner(std::string_view name, co
 
 }  // namespace
 
+const std::vector<std::string>& external_planner_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all;
+    for (const auto& variant : kTorchRecProgramVariants) all.emplace_back(variant.name);
+    return all;
+  }();
+  return names;
+}
+
 std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig& config) {
   if (name == "neuroshard") {
     auto search = make_neuroshard_planner(config.cost_model, config.neuroshard);
@@ -73,8 +90,7 @@ std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig
       // TorchRec's own planner is a rival too: the loop then never hands over a plan slower, measured, than it.
       const auto& known = planner_names();
       const auto& external = external_planner_names();
-      if (rival == "neuroshard" || (std::find(known.begin(), known.end(), rival) == known.end() &&
-                                    std::find(external.begin(), external.end(), rival) == external.end())) {
+      if (rival == "neuroshard" || (!named(known, rival) && !named(external, rival))) {
         throw SettingError("measure loop rivals",
                            fmt::format("\"{}\" is not a baseline planner (known: {}, {})", rival,
                                        fmt::join(known.begin() + 1, known.end(), ", "), fmt::join(external, ", ")));
@@ -85,9 +101,7 @@ std::unique_ptr<Planner> make_planner(std::string_view name, const PlannerConfig
                                             config.measure_sets, std::move(rivals));
   }
   const auto& external = external_planner_names();
-  if (std::find(external.begin(), external.end(), name) != external.end()) {
-    return make_torchrec_program_planner(name, config);
-  }
+  if (named(external, name)) return make_torchrec_program_planner(name, config);
   const ShardingTypeSet types = config.neuroshard.sharding_types;
   if (name == "torchrec") return make_torchrec_planner(/*all_types=*/false, config.deadline, types);
   if (name == "torchrec_cw32") return make_torchrec_cw32_planner(config.deadline, types);

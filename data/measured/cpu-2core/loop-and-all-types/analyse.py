@@ -45,11 +45,16 @@ def compare(algos, a, b, key, predicted_key):
     print(line)
 
 
-path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "pm4", "measured.json")
-pairs = sys.argv[2:] or ["inputids:cw32", "inputids:alltypes", "loop:cw32", "loop:alltypes", "loop:inputids",
-                         "alltypes:cw32"]
-algos = json.load(open(path))["algorithms"]
-for pair in pairs:
-    a, b = pair.split(":")
-    compare(algos, a, b, "max_compute_ms", "predicted_max_compute_ms")
-    compare(algos, a, b, "max_step_ms", None)
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "pm4", "measured.json")
+    pairs = sys.argv[2:] or ["inputids:cw32", "inputids:alltypes", "loop:cw32", "loop:alltypes", "loop:inputids",
+                             "alltypes:cw32"]
+    algos = json.load(open(path))["algorithms"]
+    for pair in pairs:
+        a, b = pair.split(":")
+        compare(algos, a, b, "max_compute_ms", "predicted_max_compute_ms")
+        compare(algos, a, b, "max_step_ms", None)
+
+
+if __name__ == "__main__":
+    main()

@@ -11,13 +11,14 @@ import sys
 
 
 def task_log_ratios(path, a, b, key):
+    """{task: mean over the passes of log(a / b)}, for the tasks both planners were timed on."""
     algos = json.load(open(path))["algorithms"]
-    logs = []
+    logs = {}
     for task, runs_a in algos[a]["passes"].items():
         runs_b = algos[b]["passes"].get(task, [])
         passes = min(len(runs_a), len(runs_b))
         if passes:
-            logs.append(st.mean(math.log(runs_a[p][key] / runs_b[p][key]) for p in range(passes)))
+            logs[task] = st.mean(math.log(runs_a[p][key] / runs_b[p][key]) for p in range(passes))
     return logs
 
 
@@ -26,7 +27,7 @@ def main():
     key = sys.argv[2]
     logs = []
     for path in sys.argv[3:]:
-        mine = task_log_ratios(path, a, b, key)
+        mine = list(task_log_ratios(path, a, b, key).values())
         print(f"{path}: {len(mine)} tasks, {a} / {b} {key} {math.exp(st.mean(mine)):.3f}")
         logs += mine
     t = st.mean(logs) / (st.stdev(logs) / math.sqrt(len(logs)))

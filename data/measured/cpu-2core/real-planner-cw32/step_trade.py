@@ -3,24 +3,15 @@
 the planners change is left), of the step on the slowest rank's compute and the ids per sample the input
 all-to-all carries (each column-wise piece receives all of its table's ids), measured and as the model
 predicts it (`shard-plan evaluate` with ../search-picks/cal and the real stack's profile).
-  step_trade.py BINARY PM_DIR ...   (from the repository root; e.g. build/shard-plan ../rounds-41/pm8 pm8)"""
-import json, math, os, statistics as st, subprocess, sys
+  step_trade.py BINARY PM_DIR ...   (from this directory; e.g. ../../../../build/shard-plan ../rounds-41/pm8 pm8)"""
+import json, math, os, statistics as st, sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-MODEL = os.path.join(HERE, "..", "search-picks", "cal")
-PROFILE = os.path.join(HERE, "..", "..", "..", "hardware", "cpu-2core-torchrec.json")
+from rescore import predicted
 
 
 def ids_per_sample(plan, tables):
     return sum(tables[t["name"]]["pooling_factor"] * len(t["shards"]) for t in plan["tables"]
                if t["sharding_type"] != "data_parallel")
-
-
-def predicted(binary, plan_path, tables_path):
-    cmd = [binary, "evaluate", "--plan", plan_path, "--tables", tables_path, "--model", MODEL, "--hardware", PROFILE,
-           "--json", "-q"]
-    doc = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["predicted"]
-    return doc["max_compute_ms"], doc["max_total_ms"]
 
 
 def fit(groups):
@@ -60,4 +51,5 @@ def main():
               f"{c2:.4f} (se {se2:.4f}) ms per id per sample; {c2 / c1:.4f} ms of compute per id")
 
 
-main()
+if __name__ == "__main__":
+    main()
