@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up (installs packages and the Python stack, builds) and runs the whole test suite: unit,
 # end-to-end, LibTorch, Python package (TorchRec on 2 Gloo ranks) and plan-quality regression tests,
-# then the sanitizer build and the fuzzers, then prints plan quality measured on this machine's kernels
+# then the pip install of the README in a fresh venv (scripts/test-pip-install.sh), then the sanitizer
+# build and the fuzzers, then prints plan quality measured on this machine's kernels
 # (not asserted: timings on shared machines are noisy). This is the command CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,8 @@ export SHARDPLAN_WERROR=ON  # CI builds with warnings as errors (the asan preset
 cmake --build build -j"$(nproc)"  # the test suites, beyond what setup builds
 # The package's TorchRec tests fail here, rather than skip, if the pinned stack does not import.
 SHARDPLAN_REQUIRE_TORCHREC=1 ctest --test-dir build --output-on-failure -j"$(nproc)"
+# The TorchRec user's path: the README's pip install in a fresh venv, tested from outside the checkout.
+./scripts/test-pip-install.sh
 ./scripts/sanitize-and-fuzz.sh
 
 if grep -q '^SHARDPLAN_WITH_TORCH:BOOL=ON' build/CMakeCache.txt; then

@@ -6,7 +6,7 @@ add_executable(shardplan_comm_tests
   ${CMAKE_CURRENT_LIST_DIR}/comm/comm_workload_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/comm/comm_cli_test.cpp
 )
-target_link_libraries(shardplan_comm_tests PRIVATE shardplan_torch shardplan_test_support GTest::gtest_main ${TORCH_LIBRARIES}
+target_link_libraries(shardplan_comm_tests PRIVATE shardplan_torch shardplan_test_support GTest::gtest_main shardplan_libtorch
                       nlohmann_json::nlohmann_json shardplan_warnings shardplan_options)
 target_compile_definitions(shardplan_comm_tests PRIVATE SHARDPLAN_BINARY="$<TARGET_FILE:shard-plan>"
                            SHARDPLAN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

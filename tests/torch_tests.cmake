@@ -6,7 +6,7 @@ add_executable(shardplan_torch_tests
   torch/dlrm_import_test.cpp
   torch/import_cli_test.cpp
 )
-target_link_libraries(shardplan_torch_tests PRIVATE shardplan_torch shardplan_test_support GTest::gtest_main ${TORCH_LIBRARIES}
+target_link_libraries(shardplan_torch_tests PRIVATE shardplan_torch shardplan_test_support GTest::gtest_main shardplan_libtorch
                       ZLIB::ZLIB nlohmann_json::nlohmann_json shardplan_warnings shardplan_options)
 target_compile_definitions(shardplan_torch_tests PRIVATE
   SHARDPLAN_BINARY="$<TARGET_FILE:shard-plan>"
@@ -17,7 +17,7 @@ gtest_discover_tests(shardplan_torch_tests PROPERTIES LABELS torch DISCOVERY_TIM
 # A generator of large files in the same format, for measuring the importer at the real file's scale
 # (see its header); built on request only.
 add_executable(shardplan_make_dlrm_file EXCLUDE_FROM_ALL torch/make_dlrm_file.cpp)
-target_link_libraries(shardplan_make_dlrm_file PRIVATE ${TORCH_LIBRARIES} shardplan_warnings shardplan_options)
+target_link_libraries(shardplan_make_dlrm_file PRIVATE shardplan_libtorch shardplan_warnings shardplan_options)
 
 # The plan-quality regression on data/tasks/ with the bundled model (tests/regression/regression_test.cpp).
 add_executable(shardplan_regression_tests regression/regression_test.cpp)

@@ -2,6 +2,10 @@
 
 Tests that need TorchRec are skipped without it, unless SHARDPLAN_REQUIRE_TORCHREC=1 (what CI sets): then
 its absence fails them, so CI cannot pass with the stack missing.
+
+With SHARDPLAN_TEST_INSTALLED=1 (scripts/test-pip-install.sh, on a copy of these tests outside the checkout)
+they test the installed package as a user has it: its own shardplan and binary, no source tree on the path,
+no SHARDPLAN_BINARY handed to what they run.
 """
 
 import importlib.util
@@ -13,9 +17,11 @@ import unittest
 import warnings
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+INSTALLED = os.environ.get("SHARDPLAN_TEST_INSTALLED") == "1"
+TESTS_DIR = Path(__file__).resolve().parent
+ROOT = TESTS_DIR.parents[1]  # the checkout, when not INSTALLED
 PYTHON_DIR = ROOT / "python"
-if str(PYTHON_DIR) not in sys.path:
+if not INSTALLED and str(PYTHON_DIR) not in sys.path:
     sys.path.insert(0, str(PYTHON_DIR))
 
 # TorchRec warns at length about topologies built directly and dry-run storage estimates.
@@ -25,8 +31,14 @@ logging.getLogger().setLevel(logging.ERROR)
 
 REQUIRE_TORCHREC = os.environ.get("SHARDPLAN_REQUIRE_TORCHREC") == "1"
 HAVE_TORCHREC = all(importlib.util.find_spec(m) is not None for m in ("torch", "torchrec", "fbgemm_gpu"))
-BINARY = os.environ.get("SHARDPLAN_BINARY") or str(ROOT / "build" / "shard-plan")
+if INSTALLED:
+    from shardplan.binary import find_binary  # noqa: E402  the installed package's search
+    BINARY = find_binary()
+else:
+    BINARY = os.environ.get("SHARDPLAN_BINARY") or str(ROOT / "build" / "shard-plan")
 HAVE_BINARY = os.path.isfile(BINARY) and os.access(BINARY, os.X_OK)
+# What the tests hand ShardPlanPlanner: the installed package finds its binary itself.
+PLANNER_BINARY = None if INSTALLED else BINARY
 
 
 def needs_torchrec(cls):
@@ -42,8 +54,10 @@ def needs_binary(cls):
 
 def environment(**extra):
     """This process's environment with the package and the binary found, for subprocesses."""
-    path = os.pathsep.join(filter(None, [str(PYTHON_DIR), os.environ.get("PYTHONPATH")]))
     # Faulthandler: a rank that aborts prints every thread's Python stack, so a failure says where.
+    if INSTALLED:
+        return dict(os.environ, PYTHONFAULTHANDLER="1", **extra)
+    path = os.pathsep.join(filter(None, [str(PYTHON_DIR), os.environ.get("PYTHONPATH")]))
     return dict(os.environ, PYTHONPATH=path, SHARDPLAN_BINARY=BINARY, PYTHONFAULTHANDLER="1", **extra)
 
 

@@ -4,7 +4,7 @@ the binary's refusals reach a TorchRec user (PlannerError)."""
 import unittest
 from unittest import mock
 
-from support import BINARY, needs_binary, needs_torchrec
+from support import PLANNER_BINARY, needs_binary, needs_torchrec
 
 # What the binary says when the tables cannot fit (src/core/capacity.cpp).
 BINARY_SAYS_INFEASIBLE = "the tables need"
@@ -41,7 +41,7 @@ class PlannerTest(unittest.TestCase):
     def planner(self, world=4, device="cuda", **kw):
         topology = self.Topology(world_size=world, local_world_size=min(world, 8), compute_device=device,
                                  hbm_cap=kw.pop("hbm", 1 << 30), ddr_cap=kw.pop("ddr", 1 << 30))
-        return self.Planner(topology=topology, binary=BINARY, **kw)
+        return self.Planner(topology=topology, binary=PLANNER_BINARY, **kw)
 
     def test_several_collections_by_module_path(self):
         planner = self.planner(constraints={"t1": self.Constraints(pooling_factors=[3.0, 5.0])})
@@ -150,7 +150,7 @@ class PlannerTest(unittest.TestCase):
 
     def test_embedding_sharding_planners_arguments_are_taken(self):
         planner = self.Planner(self.Topology(world_size=2, local_world_size=2, compute_device="cuda"), 64, None,
-                               None, object(), None, None, None, None, True, None, 30, binary=BINARY)
+                               None, object(), None, None, None, None, True, None, 30, binary=PLANNER_BINARY)
         self.assertEqual(planner._timeout_seconds, 30)  # shard-plan's --time-limit
         plan = planner.plan(two_collections(), self.sharders)
         self.assertEqual(sorted(plan.plan), ["second", "sparse.first"])

@@ -8,9 +8,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import ROOT, failure_text, needs_binary, needs_torchrec, torchrun
+from support import TESTS_DIR, failure_text, needs_binary, needs_torchrec, torchrun
 
-SCRIPT = ROOT / "python" / "tests" / "scripts" / "train_two_collections.py"
+SCRIPT = TESTS_DIR / "scripts" / "train_two_collections.py"
 # The script's tables (rows, dim), as its model configures them.
 SHAPES = {"sparse.user": {"big": (60000, 52), "hot": (40, 16), "tiny": (4, 128), "a": (5000, 16)},
           "sparse.item": {"a": (3000, 32), "c": (8000, 24)}}

@@ -29,6 +29,10 @@
 #include "shardplan/report/cached_tables.hpp"
 #include "shardplan/report/report.hpp"
 #include "shardplan/report/svg_report.hpp"
+#if SHARDPLAN_WITH_TORCH
+#include "shardplan/torch/comm_benchmark.hpp"
+#include "shardplan/torch/compute_benchmark.hpp"
+#endif
 
 namespace shardplan::cli {
 
@@ -230,13 +234,24 @@ void write_plan(const Plan& plan, const PlanAnalysis& analysis, const PlanFlags&
   }
 }
 
+// --version: the version, then what this build links and can measure with.
+std::string version_text() {
+#if SHARDPLAN_WITH_TORCH
+  std::vector<std::string> backends = compiled_comm_backends();
+  return fmt::format("shard-plan {}\nLibTorch {}; all-to-all collectors: {}", kVersion, torch_version(),
+                     backends.empty() ? "none" : fmt::format("{}", fmt::join(backends, ", ")));
+#else
+  return fmt::format("shard-plan {}\nwithout LibTorch (the analytic cost model only)", kVersion);
+#endif
+}
+
 }  // namespace
 
 int run_plan(int argc, char** argv) {
   CLI::App app{"Plans how a DLRM's embedding tables are sharded across GPUs and writes the plan as JSON.",
                "shard-plan"};
   configure_app(app);
-  app.set_version_flag("--version", kVersion);
+  app.set_version_flag("--version", version_text());
   app.footer(footer());
   PlanFlags f;
   add_plan_options(app, f);

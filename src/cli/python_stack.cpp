@@ -53,9 +53,10 @@ ExternalProgram python_module_program(const std::string& module, const std::stri
   }
   if (check.exit_code != 0) {
     throw InputError(fmt::format(
-        "{}: needs {}, and {} cannot import it ({}). Install shard-plan's Python stack with ./scripts/setup-python.sh "
-        "(a virtual environment in .venv, found beside this build), or set SHARDPLAN_PYTHON to a Python that has "
-        "torch, fbgemm-gpu, torchrec and the shardplan package (docs/torchrec.md)",
+        "{}: needs {}, and {} cannot import it ({}). Install TorchRec 1.9 and its fbgemm-gpu into that Python's "
+        "environment beside the shardplan package (docs/torchrec.md), or, in a checkout, the pinned stack with "
+        "./scripts/setup-python.sh (.venv, found beside this build); or set SHARDPLAN_PYTHON to a Python that has "
+        "torch, fbgemm-gpu, torchrec and the shardplan package",
         who, needs, program.command.front(), last_line(check.errors)));
   }
   return program;

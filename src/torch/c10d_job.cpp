@@ -6,8 +6,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#if defined(SHARDPLAN_WITH_GLOO)
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 
 #if defined(SHARDPLAN_WITH_NCCL)
 #include <c10/cuda/CUDAFunctions.h>
@@ -21,6 +24,7 @@ namespace shardplan::collector {
 
 namespace {
 
+#if defined(SHARDPLAN_WITH_GLOO)
 bool is_loopback(const std::string& address) {
   return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
 }
@@ -36,6 +40,7 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const CommRendezvous& whe
   if (is_loopback(where.master_addr)) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
+#endif
 
 std::chrono::milliseconds timeout_of(const CommCollectConfig& config) {
   return std::chrono::milliseconds(static_cast<int64_t>(config.timeout_s * 1000.0));
@@ -53,10 +58,15 @@ c10::intrusive_ptr<CollectiveGroup> process_group(const Job& job, const c10::int
     return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, options);
 #endif
   }
+#if defined(SHARDPLAN_WITH_GLOO)
   auto options = c10d::ProcessGroupGloo::Options::create(timeout_of(config));
   options->devices.push_back(gloo_device(config.rendezvous));
   options->threads = kGlooThreads;
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
+#else
+  (void)store, (void)rank, (void)size, (void)config;
+  throw RuntimeFailure("this build has no Gloo collector");  // resolve_comm_backend refuses gloo first
+#endif
 }
 
 // The tensors' device: the rank's GPU with NCCL, else the CPU.
@@ -86,6 +96,14 @@ std::string message_of(const std::exception& e) {
 
 bool nccl_compiled() {
 #if defined(SHARDPLAN_WITH_NCCL)
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool gloo_compiled() {
+#if defined(SHARDPLAN_WITH_GLOO)
   return true;
 #else
   return false;

@@ -32,8 +32,10 @@ inline constexpr int kGlooThreads = 2;  // c10d's default worker threads per Glo
 // LibTorch's errors carry a C++ backtrace in what(); users need the message only.
 std::string message_of(const std::exception& e);
 
-// Whether this build has c10d's NCCL backend (SHARDPLAN_WITH_NCCL).
+// Whether this build has c10d's NCCL backend (SHARDPLAN_WITH_NCCL) and its Gloo backend (SHARDPLAN_WITH_GLOO):
+// each is built where its headers were found (cmake/Collectors.cmake).
 bool nccl_compiled();
+bool gloo_compiled();
 
 struct Job {
   int rank = 0;

@@ -188,18 +188,34 @@ class Collection {
 }  // namespace
 
 std::string resolve_comm_backend(const std::string& requested) {
-  if (requested == "gloo") return "gloo";
-  if (requested == "nccl") {
-    if (!nccl_compiled()) {
-      throw SettingError("backend",
-                         "nccl needs shard-plan built against a LibTorch with CUDA and NCCL "
-                         "(-DSHARDPLAN_WITH_NCCL=ON); this build has only Gloo (CPU): use gloo");
-    }
-    if (!torch::cuda::is_available()) throw SettingError("backend", "nccl requested but no CUDA device is visible");
-    return "nccl";
+  const bool cuda = nccl_compiled() && torch::cuda::is_available();
+  std::string backend = requested;
+  if (requested == "auto") {
+    backend = cuda || !gloo_compiled() ? "nccl" : "gloo";
+  } else if (requested != "gloo" && requested != "nccl") {
+    throw SettingError("backend", fmt::format("must be gloo, nccl or auto, got '{}'", requested));
   }
-  if (requested == "auto") return nccl_compiled() && torch::cuda::is_available() ? "nccl" : "gloo";
-  throw SettingError("backend", fmt::format("must be gloo, nccl or auto, got '{}'", requested));
+  if (backend == "gloo" && !gloo_compiled()) {
+    throw SettingError("backend",
+                       "gloo: this build has no Gloo collector, because Gloo's headers (gloo/algorithm.h) "
+                       "were not found when it was built. Install them (Debian: libgloo-dev; conda: "
+                       "conda install -c conda-forge gloo) and build shard-plan again");
+  }
+  if (backend == "nccl" && !nccl_compiled()) {
+    throw SettingError("backend",
+                       "nccl: this build has no NCCL collector. It is built against a CUDA build of torch when "
+                       "NCCL's header (nccl.h: the CUDA toolkit's, pip's nvidia-nccl wheel's or conda's nccl) is "
+                       "found; build shard-plan again in such an environment (docs/torchrec.md)");
+  }
+  if (backend == "nccl" && !cuda) throw SettingError("backend", "nccl requested but no CUDA device is visible");
+  return backend;
+}
+
+std::vector<std::string> compiled_comm_backends() {
+  std::vector<std::string> out;
+  if (gloo_compiled()) out.emplace_back("gloo");
+  if (nccl_compiled()) out.emplace_back("nccl");
+  return out;
 }
 
 void validate_comm_timing(int repeats, double timeout_s, int64_t batch_size) {

@@ -16,6 +16,7 @@
 #include "shardplan/cost_model/cost_data.hpp"
 #include "shardplan/costs/comm_spawn.hpp"
 #include "shardplan/costs/comm_workload.hpp"
+#include "shardplan/torch/comm_benchmark.hpp"
 
 namespace shardplan {
 namespace {
@@ -455,15 +456,29 @@ TEST(EvaluateMeasureComm, EveryDeviceGetsItsMeasuredStep) {
   EXPECT_NE(err.find("--measure-comm-rounds: must be in [1, 1000], got 0"), std::string::npos) << err;
 }
 
-TEST(CommCollect, NcclIsRefusedClearlyWithoutCuda) {
+TEST(CommCollect, NcclIsRefusedClearlyWithoutItOrWithoutAGpu) {
   TempDir dir;
   std::string err;
+  const std::vector<std::string> built = compiled_comm_backends();
+  const bool has_nccl = std::find(built.begin(), built.end(), "nccl") != built.end();
   int code = run(spawn_args(dir.path("w2"), 3, {"--backend", "nccl"}), &err);
-  // This LibTorch may have CUDA; where it has none, the refusal names the flag.
-  if (code != 0) {
+  if (!has_nccl) {
+    // Debian's CPU LibTorch: the refusal says how to get a build with it.
     EXPECT_EQ(code, 2);
-    EXPECT_NE(err.find("--backend"), std::string::npos) << err;
+    EXPECT_NE(err.find("--backend: nccl: this build has no NCCL collector"), std::string::npos) << err;
+    EXPECT_NE(err.find("nccl.h"), std::string::npos) << err;
+  } else if (code != 0) {
+    EXPECT_EQ(code, 2);
+    EXPECT_NE(err.find("--backend: nccl requested but no CUDA device is visible"), std::string::npos) << err;
   }
+}
+
+TEST(CommCollect, VersionNamesTheCollectorsBuilt) {
+  Process process({"--version"}, {});
+  ASSERT_EQ(process.wait_for(kRunLimit).value_or(-1), 0);
+  const std::vector<std::string> built = compiled_comm_backends();
+  const std::string want = built.empty() ? "none" : built.front();
+  EXPECT_NE(process.out().find("all-to-all collectors: " + want), std::string::npos) << process.out();
 }
 
 }  // namespace

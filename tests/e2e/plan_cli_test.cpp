@@ -361,7 +361,10 @@ TEST(PlanCli, HelpAndVersion) {
   EXPECT_NE(help.out.find("validate"), std::string::npos);
   CliResult version = run_cli({"--version"});
   EXPECT_EQ(version.exit_code, 0);
-  EXPECT_NE(version.out.find("0."), std::string::npos);
+  EXPECT_EQ(version.out.rfind("shard-plan 0.", 0), 0u) << version.out;
+  EXPECT_TRUE(version.out.find("LibTorch ") != std::string::npos ||
+              version.out.find("without LibTorch") != std::string::npos)
+      << version.out;
   CliResult validate_help = run_cli({"validate", "--help"});
   EXPECT_EQ(validate_help.exit_code, 0);
   EXPECT_NE(validate_help.out.find("Example:"), std::string::npos);

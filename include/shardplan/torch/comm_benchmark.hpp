@@ -64,6 +64,9 @@ CollectSummary run_comm_collection(const CommCollectConfig& config);
 // "gloo" or "nccl" for `requested` (gloo, nccl, auto) on this build; SettingError("backend") otherwise.
 std::string resolve_comm_backend(const std::string& requested);
 
+// The collector's backends this build has ("gloo", "nccl"): each is built where its headers were found.
+std::vector<std::string> compiled_comm_backends();
+
 // How errors name the given workloads: their file, or "the given workloads".
 std::string given_workloads_source(const CommCollectConfig& config);
 

@@ -16,6 +16,8 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from torchrec.distributed.embeddingbag import ShardedEmbeddingBagCollection
 
+from shardplan.versions import installed_versions, supported_torchrec_text
+
 
 @dataclasses.dataclass
 class Lookup:
@@ -42,11 +44,32 @@ def synchronize(device):
         torch.cuda.synchronize(device)
 
 
+# What the timing reads of TorchRec's private state: a ShardedEmbeddingBagCollection's lookup modules and
+# output distributions, one of each per sharding type (read in TorchRec 1.9's embeddingbag.py).
+_INTERNALS = ("_lookups", "_output_dists")
+
+
+def check_torchrec_internals(owner):
+    """Raises RuntimeError naming the TorchRec version when `owner` lacks what this module reads of it."""
+    lookups, dists = (getattr(owner, name, None) for name in _INTERNALS)
+    lists = (list, tuple, torch.nn.ModuleList)
+    if isinstance(lookups, lists) and isinstance(dists, lists) and len(lookups) == len(dists):
+        return
+    have = {name: type(getattr(owner, name, None)).__name__ for name in _INTERNALS}
+    raise RuntimeError(f"shardplan.measure times each sharding type through ShardedEmbeddingBagCollection's "
+                       f"{' and '.join(_INTERNALS)} (two lists of modules of one length, as in TorchRec "
+                       f"{supported_torchrec_text()}); torchrec {installed_versions(('torchrec',)).get('torchrec')} "
+                       f"has {have}")
+
+
 def capture_lookups(model, features):
     """This rank's lookups, each with the input and output shape of one real forward of `model`."""
     lookups = []
     handles = []
-    for owner in (m for m in model.modules() if isinstance(m, ShardedEmbeddingBagCollection)):
+    owners = [m for m in model.modules() if isinstance(m, ShardedEmbeddingBagCollection)]
+    if owners:
+        check_torchrec_internals(owners[0])
+    for owner in owners:
         for i, module in enumerate(owner._lookups):
             entry = Lookup(owner, i)
 
