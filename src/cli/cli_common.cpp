@@ -85,11 +85,26 @@ void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required)
                  "Host memory (DDR) per host that tables may live in, behind an HBM cache (TorchRec's "
                  "fused_uvm_caching kernel), shared by the host's GPUs: a size with a unit (2TB, 1536GiB). Used only "
                  "when HBM alone cannot hold the tables. Default: none, every table in HBM")
-      ->type_name("SIZE");
+      ->type_name("SIZE")
+      ->each([&flags](const std::string&) { flags.ddr_per_host_given = true; });
   app.add_option("--host-link-GBps", flags.host_link_gbps,
                  "Each GPU's link to host memory, GB/s each way, as cache misses cross it. Default: the --hardware "
                  "profile's host_link, else TorchRec's HBM_TO_DDR_MEM_BW (32 GiB/s)")
-      ->type_name("GB/S");
+      ->type_name("GB/S")
+      ->each([&flags](const std::string& text) {
+        flags.host_link_given = true;
+        flags.host_link_text = text;
+      });
+}
+
+CLI::Validator non_negative_integer() {
+  return CLI::Validator(
+      [](std::string& text) {
+        const auto first = text.find_first_not_of(" \t");
+        return first != std::string::npos && text[first] == '-' ? "must be a non-negative integer, got " + text
+                                                                : std::string();
+      },
+      "", "non-negative");
 }
 
 void add_hardware_option(CLI::App& app, std::string& hardware) {
@@ -103,6 +118,20 @@ void add_hardware_option(CLI::App& app, std::string& hardware) {
 
 // TorchRec's HBM_TO_DDR_MEM_BW, 32 GiB/s (planner/constants.py), in decimal GB/s.
 constexpr double kTorchRecHostLinkGBps = 32.0 * 1.073741824;
+
+namespace {
+
+// --host-link-GBps as given: a number of GB/s within what a plan file may carry.
+double given_host_link(const ClusterFlags& flags) {
+  const double link = flags.host_link_gbps;
+  if (flags.host_link_text.empty() || !(link >= kMinHostLinkGBps && link <= kMaxHostLinkGBps)) {
+    throw InputError(fmt::format("--host-link-GBps: must be a number of GB/s in [{:g}, {:g}], got '{}'",
+                                 kMinHostLinkGBps, kMaxHostLinkGBps, flags.host_link_text));
+  }
+  return link;
+}
+
+}  // namespace
 
 Cluster cluster_from_flags(const ClusterFlags& flags, std::optional<HardwareProfile>* profile) {
   std::optional<HardwareProfile> loaded;
@@ -123,8 +152,8 @@ Cluster cluster_from_flags(const ClusterFlags& flags, std::optional<HardwareProf
         fmt::format("--optimizer: must be sgd, rowwise_adagrad, adagrad or adam, got '{}'", flags.optimizer));
   }
   cluster.optimizer = *optimizer;
-  if (!flags.ddr_per_host.empty()) cluster.ddr_per_host_bytes = parse_byte_size(flags.ddr_per_host, "--ddr-per-host");
-  cluster.host_link_gb_per_s = flags.host_link_gbps > 0 ? flags.host_link_gbps : profile_link;
+  if (flags.ddr_per_host_given) cluster.ddr_per_host_bytes = parse_byte_size(flags.ddr_per_host, "--ddr-per-host");
+  cluster.host_link_gb_per_s = flags.host_link_given ? given_host_link(flags) : profile_link;
   if (cluster.offers_host_memory() && cluster.host_link_gb_per_s <= 0.0) {
     cluster.host_link_gb_per_s = kTorchRecHostLinkGBps;
     spdlog::warn(

@@ -40,8 +40,11 @@ struct ClusterFlags {
   std::string hardware;  // --hardware NAME|FILE; empty: none
   double reserve = 0.0;
   std::string optimizer = "sgd";
-  std::string ddr_per_host;     // --ddr-per-host; empty: none (every table in HBM)
-  double host_link_gbps = 0.0;  // --host-link-GBps; 0: the profile's, else TorchRec's default
+  std::string ddr_per_host;  // --ddr-per-host; not given: none (every table in HBM)
+  bool ddr_per_host_given = false;
+  double host_link_gbps = 0.0;  // --host-link-GBps; not given: the profile's, else TorchRec's default
+  std::string host_link_text;   // as given: CLI11 reads "" as 0
+  bool host_link_given = false;
 };
 
 // "shard-plan collect-costs compute --samples 10": how a command was run, for data and model provenance.
@@ -52,6 +55,15 @@ std::string command_line(std::string_view prefix, int argc, char** argv);
 void print_metrics_line(std::string_view what, const nlohmann::json& metrics);
 
 void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required);
+
+// Refuses a negative number for an unsigned option: CLI11 would read "-1" as 2^64 - 1.
+CLI::Validator non_negative_integer();
+
+// --seed, a non-negative integer, its default shown.
+template <typename Seed>
+CLI::Option* add_seed_option(CLI::App& app, Seed& seed, const std::string& description) {
+  return app.add_option("--seed", seed, description)->check(non_negative_integer())->capture_default_str();
+}
 
 // The flag that sets a library setting (Error::setting(), of a SettingError, SettingFailure or
 // InfeasibleSetting: "beam width" -> "--beam-width"); the setting itself when no flag does.

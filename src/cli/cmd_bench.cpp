@@ -41,11 +41,11 @@ struct BenchFlags {
 void add_bench_command_options(CLI::App& app, BenchFlags& f) {
   app.add_option("--tasks", f.tasks_path, "Task set file (gen-tasks writes them; data/tasks/ has the benchmark's)")
       ->required();
-  app.add_option("--algos", f.algorithms, "Comma-separated planners")
+  app.add_option("--algos", f.algorithms, "Comma-separated planners: " + planners_help())
       ->delimiter(',')
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->capture_default_str();
-  app.add_option("--seed", f.seed, "Seed for randomised planners")->capture_default_str();
+  add_seed_option(app, f.seed, "Seed for randomised planners");
   app.add_flag("--json", f.json, "Print the results as JSON on stdout");
   app.add_flag("--per-task", f.per_task, "With --json, list every task's cost per algorithm");
   add_model_option(app, f.model);

@@ -65,8 +65,7 @@ void add_calibrate_options(CLI::App& app, CalibrateConfig& c, std::string& mem_c
   app.add_option("--mem-cap", mem_cap, "A device's memory share: no measured set's weights exceed it")
       ->capture_default_str();
   app.add_option("--max-tables", c.sampling.max_tables, "Tables per random draw")->capture_default_str();
-  app.add_option("--seed", c.sampling.seed, "Seed; set i depends only on (seed, i) and the base model")
-      ->capture_default_str();
+  add_seed_option(app, c.sampling.seed, "Seed; set i depends only on (seed, i) and the base model");
   app.add_option("--holdout-fraction", c.holdout_fraction, "Share of the sets kept out of fine-tuning to measure it")
       ->capture_default_str();
   add_bench_options(app, c.bench);

@@ -116,7 +116,7 @@ keeps the rates the model predicts. Exit codes: 0 success (whatever the differen
   CheckFlags f;
   app.add_option("--tables", f.tables_path, "Tables file (e.g. data/pool.json)")->required();
   app.add_option("--count", f.count, "Tables to check")->capture_default_str();
-  app.add_option("--seed", f.seed, "Seed of the table choice and of the traces")->capture_default_str();
+  add_seed_option(app, f.seed, "Seed of the table choice and of the traces");
   app.add_option("--batch-size", f.batch_size, "Samples per step (the cost model's batch; h100: 65536)")
       ->capture_default_str();
   app.add_option("--load-factors", f.load_factors, "Comma-separated cache load factors in (0, 1)")
@@ -195,6 +195,15 @@ keeps the rates the model predicts. Exit codes: 0 success (whatever the differen
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       entry["scale"] = run.scale;
       entry["simulated_rows"] = run.simulated_rows;
+      entry["scale_capped_for_memory"] = run.capped;
+      if (run.capped) {
+        spdlog::warn(
+            "{}: simulated at 1/{} of its {} rows to bound the simulation's memory ({} rows at most); "
+            "its simulated batches touch {} rows, fewer than the {} the check aims for, so its rates "
+            "are noisier",
+            table.name, run.scale, table.rows, options.max_simulated_rows, run.simulated_distinct,
+            options.min_scaled_distinct);
+      }
       nlohmann::json run_json = {{"persistence", sigma},
                                  {"measured_batches", run.measured_batches},
                                  {"simulated_distinct", run.simulated_distinct},

@@ -74,7 +74,7 @@ int run_evaluate(int argc, char** argv) {
   add_model_option(app, model);
   app.add_flag("--measure", measure, "Also time each device's shard set on this machine's device");
   app.add_flag("--json", json, "Print the evaluation as JSON on stdout");
-  app.add_option("--seed", seed, "Seed of the measured index traces")->capture_default_str();
+  add_seed_option(app, seed, "Seed of the measured index traces");
   add_measure_options(app, measure_flags);
   add_comm_measure_options(app, comm_flags);
   std::string hardware;

@@ -28,7 +28,7 @@ The same seed and options give the same file, byte for byte, on every platform.)
   PoolConfig config;
   std::string output;
   LogOptions log_options;
-  app.add_option("--seed", config.seed, "Seed of every random draw")->capture_default_str();
+  add_seed_option(app, config.seed, "Seed of every random draw");
   app.add_option("-o,--output", output, "Pool file to write (tables format)")->required();
   app.add_option("--num-tables", config.num_tables, "Tables in the pool")->capture_default_str();
   app.add_option("--batch", config.reference_batch, "Batch size the reuse histograms describe")->capture_default_str();

@@ -60,7 +60,7 @@ int run_gen_tasks(int argc, char** argv) {
   LogOptions log_options;
   app.add_option("--pool", pool_path, "Table pool (tables format), e.g. data/pool.json")->required();
   app.add_option("--protocol", protocol_name, "paper-4gpu, paper-8gpu or all-128gpu")->required();
-  app.add_option("--seed", seed, "Seed of every random draw")->capture_default_str();
+  add_seed_option(app, seed, "Seed of every random draw");
   app.add_option("-o,--output", output, "Task set file to write")->required();
   auto* name_opt = app.add_option("--name", name, "Task set name (default: the protocol's)");
   auto* tasks_opt = app.add_option("--num-tasks", num_tasks, "Number of tasks");

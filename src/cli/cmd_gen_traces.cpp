@@ -42,7 +42,7 @@ Exit codes: 0 success, 1 write failure, 2 bad usage or input.)");
   LogOptions log_options;
   app.add_option("--tables", tables_path, "Tables file")->required();
   app.add_option("--batch-size", batch_size, "Samples per trace (a measurement's global batch)")->capture_default_str();
-  app.add_option("--seed", seed, "Seed of the traces")->capture_default_str();
+  add_seed_option(app, seed, "Seed of the traces");
   app.add_option("-o,--output", output, "Trace file to write")->required();
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;

@@ -69,7 +69,7 @@ int run_pretrain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--lr", config.learning_rate, "Adam learning rate")->capture_default_str();
   app.add_option("--batch-size", config.batch_size, "Devices (samples) per step")->capture_default_str();
-  app.add_option("--seed", config.seed, "Seed for initialisation, splits and shuffling")->capture_default_str();
+  add_seed_option(app, config.seed, "Seed for initialisation, splits and shuffling");
   app.add_option("--threads", config.threads, "CPU threads")->capture_default_str();
   app.add_option("--val-fraction", config.validation_fraction, "Share of samples for validation")
       ->capture_default_str();

@@ -91,7 +91,7 @@ void add_collect_comm_options(CLI::App& app, CollectCommFlags& flags) {
       ->capture_default_str();
   app.add_option("--backend", config.backend, "gloo (CPU tensors), nccl (CUDA tensors) or auto (nccl when available)")
       ->capture_default_str();
-  app.add_option("--seed", config.seed, "Seed; sample i depends only on (seed, i)")->capture_default_str();
+  add_seed_option(app, config.seed, "Seed; sample i depends only on (seed, i)");
   app.add_option("--max-delay", config.workload.max_delay_ms, "Largest start delay of a rank, in milliseconds")
       ->capture_default_str();
   app.add_option("--repeats", config.repeats,

@@ -34,7 +34,7 @@ Ctrl-C or SIGTERM stops after the current sample; only complete samples are kept
   app.add_option("--out", config.out_dir, "Cost-data directory (created, or resumed when it exists)")->required();
   app.add_option("--max-tables", config.max_tables, "Shards per sample: 1 to this many")->capture_default_str();
   app.add_option("--mem-cap", mem_cap, "Largest total weight size of one sample's shards")->capture_default_str();
-  app.add_option("--seed", config.seed, "Seed; sample i depends only on (seed, i)")->capture_default_str();
+  add_seed_option(app, config.seed, "Seed; sample i depends only on (seed, i)");
   add_bench_options(app, config.bench);
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;

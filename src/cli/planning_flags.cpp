@@ -1,12 +1,14 @@
 #include "planning_flags.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
 
 #include "shardplan/core/errors.hpp"
 #include "shardplan/cost_model/model_location.hpp"
+#include "shardplan/planners/planner.hpp"
 #include "shardplan/torch/model_files.hpp"
 
 namespace shardplan::cli {
@@ -84,6 +86,14 @@ std::shared_ptr<const CostModel> load_model_flag(const std::string& model, int d
   throw InputError(
       fmt::format("--model {}: this build has no LibTorch to read model files; use --model analytic", model));
 #endif
+}
+
+std::string planners_help() {
+  return fmt::format(
+      "{}; {} (what --measure-loop runs); {} (TorchRec 1.x's own planner, through the Python "
+      "stack; _cw32: column-wise shards from 32 columns)",
+      fmt::join(planner_names(), ", "), fmt::join(measuring_planner_names(), ", "),
+      fmt::join(external_planner_names(), ", "));
 }
 
 void add_search_options(CLI::App& app, NeuroShardConfig& config) {

@@ -45,4 +45,7 @@ std::vector<LabelledPath> model_flag_inputs(const std::string& model);
 
 void add_search_options(CLI::App& app, NeuroShardConfig& config);
 
+// Every planner a command takes, for its help: the registry's, the measuring one and TorchRec's own.
+std::string planners_help();
+
 }  // namespace shardplan::cli

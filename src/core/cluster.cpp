@@ -50,9 +50,10 @@ void validate_cluster(const Cluster& cluster) {
   if (cluster.ddr_per_host_bytes < 0) {
     throw SettingError("host memory", fmt::format("must not be negative, got {}", cluster.ddr_per_host_bytes));
   }
-  if (!(cluster.host_link_gb_per_s >= 0.0 && std::isfinite(cluster.host_link_gb_per_s))) {
-    throw SettingError("host link bandwidth",
-                       fmt::format("must be a positive number of GB/s, got {}", cluster.host_link_gb_per_s));
+  const double link = cluster.host_link_gb_per_s;
+  if (!(link == 0.0 || (link >= kMinHostLinkGBps && link <= kMaxHostLinkGBps))) {
+    throw SettingError("host link bandwidth", fmt::format("must be a number of GB/s in [{:g}, {:g}], got {}",
+                                                          kMinHostLinkGBps, kMaxHostLinkGBps, link));
   }
   if (cluster.offers_host_memory() && cluster.host_link_gb_per_s <= 0.0) {
     throw SettingError("host link bandwidth", "must be given with host memory: cache misses cross it");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -47,12 +48,10 @@ std::optional<CacheParams> read_cache(const nlohmann::json& entry, std::string_v
                         "must be \"LRU\" (shard-plan plans FBGEMM's LRU cache only)", *algorithm);
     }
   }
+  // Its rule is the validator's (load_factor_problem), which every plan read passes through.
   const double load_factor = read_double(require_member(params, "load_factor", source, path + ".cache_params"), source,
-                                         path + ".cache_params.load_factor", 0.0, 1.0);
-  if (!valid_load_factor(load_factor)) {
-    throw_field_error(source, path + ".cache_params.load_factor", "must lie strictly between 0 and 1",
-                      params["load_factor"]);
-  }
+                                         path + ".cache_params.load_factor", std::numeric_limits<double>::lowest(),
+                                         std::numeric_limits<double>::max());
   return CacheParams{load_factor};
 }
 
@@ -86,7 +85,7 @@ Cluster plan_cluster_from_json(const nlohmann::json& plan, std::string_view sour
   if (const auto* ddr = find_member(plan, "ddr_per_host_bytes"))
     cluster.ddr_per_host_bytes = read_int64(*ddr, source, "ddr_per_host_bytes", 0, INT64_MAX);
   if (const auto* link = find_member(plan, "host_link_GBps"))
-    cluster.host_link_gb_per_s = read_double(*link, source, "host_link_GBps", 1e-9, 1e9);
+    cluster.host_link_gb_per_s = read_double(*link, source, "host_link_GBps", kMinHostLinkGBps, kMaxHostLinkGBps);
   return cluster;
 }
 

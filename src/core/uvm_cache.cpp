@@ -1,5 +1,7 @@
 #include "shardplan/core/uvm_cache.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -13,6 +15,16 @@ int64_t uvm_cache_slots(int64_t rows, double load_factor) {
   const auto wanted_rows = static_cast<int64_t>(std::min(wanted, kCap));
   const int64_t sets = std::max<int64_t>(1, (wanted_rows + kUvmCacheWays - 1) / kUvmCacheWays);
   return sets * kUvmCacheWays;
+}
+
+std::string load_factor_problem(double load_factor, int64_t rows) {
+  if (!valid_load_factor(load_factor)) return fmt::format("must lie strictly between 0 and 1, got {}", load_factor);
+  const double cached = std::floor(static_cast<double>(rows) * load_factor);
+  if (cached < static_cast<double>(kUvmCacheWays)) {
+    return fmt::format("{} caches {:g} of a piece's {} rows, under one of FBGEMM's {}-way sets (it would cache {})",
+                       load_factor, cached, rows, kUvmCacheWays, kUvmCacheWays);
+  }
+  return "";
 }
 
 PieceMemory cached_piece_memory(int64_t rows, int64_t cols, DType dtype, Optimizer optimizer, double load_factor) {

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -59,6 +60,7 @@ class Validator {
     check_memory();
     check_host_memory();
     check_reported_devices();
+    check_reported_summary();
     return std::move(result_);
   }
 
@@ -107,6 +109,8 @@ class Validator {
     check_geometry(rects, type, rows, dim, path, name);
     if (table != nullptr) check_constraints(*table, type, rects, path);
     const std::optional<double> load_factor = check_kernel(entry, type, path);
+    // Its memory is still counted as the plan states it, so its devices' figures raise no second problem.
+    if (load_factor) check_load_factor(*load_factor, rects, path);
     if (table != nullptr) {
       for (const auto& r : rects) {
         if (r.rank >= 0 && r.rank < cluster_.num_devices) {
@@ -125,6 +129,14 @@ class Validator {
         }
       }
     }
+  }
+
+  // A cached table's load factor, for every piece of it (the smallest piece first fails); one message.
+  void check_load_factor(double load_factor, const std::vector<Rect>& rects, const std::string& path) {
+    int64_t fewest = std::numeric_limits<int64_t>::max();
+    for (const auto& r : rects) fewest = std::min(fewest, r.rows);
+    const std::string why = load_factor_problem(load_factor, rects.empty() ? 0 : fewest);
+    if (!why.empty()) problem("{}.cache_params.load_factor: {}", path, why);
   }
 
   // The compute kernel TorchRec will run: a known one, and a cached table's cache a valid one (TorchRec
@@ -156,12 +168,10 @@ class Validator {
       problem("{}.cache_params.algorithm: \"{}\" is not planned (shard-plan plans FBGEMM's LRU cache)", path,
               algorithm->get<std::string>());
     }
+    // Any number here; its rule (load_factor_problem) is checked against each cached piece's rows.
     const double load_factor = read_double(require_member(*params, "load_factor", source_, path + ".cache_params"),
-                                           source_, path + ".cache_params.load_factor", 0.0, 1.0);
-    if (!valid_load_factor(load_factor)) {
-      problem("{}.cache_params.load_factor: {} must lie strictly between 0 and 1", path, load_factor);
-      return std::nullopt;
-    }
+                                           source_, path + ".cache_params.load_factor",
+                                           std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max());
     any_cached_ = true;
     return load_factor;
   }
@@ -368,10 +378,29 @@ class Validator {
     const auto per_host = static_cast<std::size_t>(cluster_.devices_per_host);
     std::vector<int64_t> hosts((ddr_.size() + per_host - 1) / per_host, 0);
     for (std::size_t r = 0; r < ddr_.size(); ++r) hosts[r / per_host] = saturating_add(hosts[r / per_host], ddr_[r]);
+    max_host_ddr_ = hosts.empty() ? 0 : *std::max_element(hosts.begin(), hosts.end());
     for (std::size_t h = 0; h < hosts.size(); ++h) {
       if (hosts[h] > cluster_.ddr_per_host_bytes) {
         problem("host {}: its devices' cached tables need {} of host memory, over its {}", h, format_bytes(hosts[h]),
                 format_bytes(cluster_.ddr_per_host_bytes));
+      }
+    }
+  }
+
+  // The plan's summary of its memory must agree with its shards, as its devices' must.
+  void check_reported_summary() {
+    const auto* summary = find_member(plan_, "summary");
+    if (summary == nullptr || !summary->is_object()) return;
+    if (const auto* stated = find_member(*summary, "max_memory_bytes")) {
+      const int64_t needed = memory_.empty() ? 0 : *std::max_element(memory_.begin(), memory_.end());
+      if (json_as_int64(*stated) != needed) {
+        problem("summary.max_memory_bytes: says {}, the busiest device's shards need {}", stated->dump(), needed);
+      }
+    }
+    if (const auto* stated = find_member(*summary, "max_host_ddr_bytes")) {
+      if (json_as_int64(*stated) != max_host_ddr_) {
+        problem("summary.max_host_ddr_bytes: says {}, the fullest host's cached shards need {}", stated->dump(),
+                max_host_ddr_);
       }
     }
   }
@@ -408,6 +437,7 @@ class Validator {
   std::vector<bool> covered_;
   std::vector<int64_t> memory_;
   std::vector<int64_t> ddr_;  // per device: its cached shards' host memory
+  int64_t max_host_ddr_ = 0;  // the fullest host's cached shards' DDR (check_host_memory)
   bool any_cached_ = false;
   ValidationResult result_;
 };

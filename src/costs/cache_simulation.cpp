@@ -190,6 +190,12 @@ CacheCheckRun check_cache_model(const Table& table, int64_t batch, const std::ve
   run.persistence = persistence;
   const int64_t distinct = trace_bin_plan(table, batch).distinct;
   run.scale = std::max<int64_t>(1, distinct / std::max<int64_t>(1, options.min_scaled_distinct));
+  const int64_t most_rows = std::max<int64_t>(1, options.max_simulated_rows);
+  const int64_t scale_for_memory = table.rows / most_rows + (table.rows % most_rows != 0 ? 1 : 0);
+  if (scale_for_memory > run.scale) {
+    run.scale = scale_for_memory;
+    run.capped = true;
+  }
   Table simulated = table;
   if (run.scale > 1) {
     simulated.rows =

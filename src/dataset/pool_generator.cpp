@@ -132,8 +132,8 @@ int realistic_width(int64_t rows, double pooling_factor) {
 }
 
 std::vector<Table> generate_pool(const PoolConfig& config) {
-  if (config.num_tables < 1) {
-    throw SettingError("pool tables", fmt::format("must be at least 1, got {}", config.num_tables));
+  if (config.num_tables < 1 || config.num_tables > kMaxPoolTables) {
+    throw SettingError("pool tables", fmt::format("must be in [1, {}], got {}", kMaxPoolTables, config.num_tables));
   }
   if (config.reference_batch < 1) {
     throw SettingError("reference batch", fmt::format("must be at least 1, got {}", config.reference_batch));

@@ -198,7 +198,7 @@ class TorchRecPlanner final : public Planner {
         options[t].push_back(std::move(option));
       };
       add_blocks(ShardingType::kRowWise, world);
-      if (world > per_host && world % per_host == 0) add_blocks(ShardingType::kTableRowWise, per_host);
+      if (cluster.offers_table_row_wise()) add_blocks(ShardingType::kTableRowWise, per_host);
       Option replicas;
       replicas.type = ShardingType::kDataParallel;
       replicas.ranks = replicas.blocks = world;

@@ -127,6 +127,9 @@ Placement GridPlacer::place_points(const std::vector<Piece>& pieces, std::size_t
   // preferred device that smaller cap turned away: that point resumes from there.
   Checkpoint resume;
   Checkpoint reached;
+  // The first trial is the best so far whatever it is: an empty Placement would rank as "nothing
+  // unplaced" above every infeasible one, and be returned with no ranks and 0 B short.
+  bool placed = false;
   for (std::size_t k = first; k < last; ++k) {
     const double s = grid_[k];
     std::size_t start = 0;
@@ -143,14 +146,15 @@ Placement GridPlacer::place_points(const std::vector<Piece>& pieces, std::size_t
                       s * static_cast<double>(prepared.total_width) / devices_, start, scratch, trial, &reached);
     std::swap(resume, reached);
     trial.width_cap_multiplier = s;
-    if (better_placement(trial, best)) std::swap(best, trial);
+    if (!placed || better_placement(trial, best)) std::swap(best, trial);
+    placed = true;
     if (!cap_bound) break;  // every larger s places identically
   }
   if (!best.feasible) {
     scratch.reset(devices_, catalog_.summary_size(), 0);
     place_by_memory(pieces, scratch, trial);
     trial.width_cap_multiplier = 0.0;
-    if (better_placement(trial, best)) std::swap(best, trial);
+    if (!placed || better_placement(trial, best)) std::swap(best, trial);
   }
   return best;
 }

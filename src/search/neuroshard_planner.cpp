@@ -233,7 +233,7 @@ class NeuroShardPlanner final : public Planner {
     const int threads = resolve_threads(config_.threads);
     ShardCatalog catalog(tables, cluster, *model_, threads, config_.sharding_types);
     const RowWiseStart rows = row_wise_start(tables, cluster, catalog, packing_margin);
-    refuse_tables_off_the_search(tables, rows.tables);
+    refuse_tables_off_the_search(tables, rows.tables, cluster);
     const Cluster& room = rows.search_cluster;  // the memory the row-wise blocks leave the other tables
     GridPlacer placer(catalog, *model_, room, GridOptions{config_.grid_points, config_.grid_min, config_.grid_max});
 
@@ -453,14 +453,21 @@ class NeuroShardPlanner final : public Planner {
 
   // The search places tables whole, in column slices or (its starts) as row-wise blocks: a table that may
   // take none of them is for the baselines' plans (table-row-wise, data-parallel) and the type pass.
-  void refuse_tables_off_the_search(const std::vector<Table>& tables, const std::vector<char>& row_wise) const {
+  void refuse_tables_off_the_search(const std::vector<Table>& tables, const std::vector<char>& row_wise,
+                                    const Cluster& cluster) const {
     for (std::size_t t = 0; t < tables.size(); ++t) {
       const ShardingTypeSet types = table_sharding_types(tables[t], config_.sharding_types);
       if (!row_wise[t] && (types & ShardingTypeSet::table_and_column()).empty()) {
-        throw InfeasibleError(
-            fmt::format("neuroshard: table \"{}\" may only be {}, and the search places tables whole, "
-                        "in column slices or as row-wise blocks",
-                        tables[t].name, sharding_types_string(types)));
+        // Such a table is planned from a baseline's plan only where one offers its type.
+        const bool whole_hosts = !types.allows(ShardingType::kTableRowWise) || cluster.offers_table_row_wise();
+        throw InfeasibleError(fmt::format(
+            "neuroshard: table \"{}\" may only be {}, and the search places tables whole, in column slices or as "
+            "row-wise blocks{}",
+            tables[t].name, sharding_types_string(types),
+            whole_hosts ? ""
+                        : fmt::format("; table_row_wise spans whole hosts, so it needs more than one host and GPUs a "
+                                      "multiple of the {} per host (on one host allow row_wise, its equivalent)",
+                                      cluster.devices_per_host)));
       }
     }
   }

@@ -392,7 +392,7 @@ class TypePass {
         out.push_back({t, &conversion(t, ShardingType::kDataParallel, 0), {}});
       }
       // On one host, table-row-wise is row-wise; TorchRec shards it over whole hosts only.
-      if (types.allows(ShardingType::kTableRowWise) && hosts > 1 && devices_ % per_host == 0 && !offered) {
+      if (types.allows(ShardingType::kTableRowWise) && plan_.cluster.offers_table_row_wise() && !offered) {
         out.push_back({t, &conversion(t, ShardingType::kTableRowWise, source / per_host), {}});
         if (calmest_host != source / per_host) {
           out.push_back({t, &conversion(t, ShardingType::kTableRowWise, calmest_host), {}});

@@ -903,6 +903,8 @@ nlohmann::json evaluate_cost_model(const std::string& model_dir, const std::stri
   }
   nlohmann::json out = nlohmann::json::object();
   if (std::optional<CostData> data = find_cost_data(data_dir, CostKind::kCompute)) {
+    // Metrics over no samples would read as a perfect model.
+    if (data->compute.empty()) throw InputError(fmt::format("{}: its compute cost data holds no samples", data_dir));
     std::vector<std::vector<ShardFeatures>> sets;
     std::vector<double> measured;
     for (const auto& s : data->compute) {
@@ -912,6 +914,7 @@ nlohmann::json evaluate_cost_model(const std::string& model_dir, const std::stri
     out["compute"] = compute_metrics(model->predict_compute(sets), measured).to_json();
   }
   if (std::optional<CostData> data = find_cost_data(data_dir, CostKind::kComm)) {
+    if (data->comm.empty()) throw InputError(fmt::format("{}: its comm cost data holds no samples", data_dir));
     out["comm"] = comm_metrics(*model, data->comm);
     if (fabric) out["comm_structure_alone"] = structure_metrics(*fabric, data->comm);
   }

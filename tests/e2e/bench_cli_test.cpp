@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "shardplan/planners/planner.hpp"
 
 namespace shardplan::e2e {
 namespace {
@@ -34,6 +35,17 @@ TEST(BenchCli, UnknownAlgorithmIsBadUsage) {
   CliResult r = run_cli({"bench", "--tasks", kTasks, "--algos", "neuroshard,magic"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--algos: unknown planner \"magic\""), std::string::npos) << r.err;
+}
+
+// Every entry point lists every planner it takes (#62): bench takes TorchRec's own planner too.
+TEST(BenchCli, HelpListsEveryPlannerItTakes) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"bench", "--help"}, {"plan", "--help"}}) {
+    CliResult r = run_cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const auto* names : {&planner_names(), &measuring_planner_names(), &external_planner_names()}) {
+      for (const std::string& name : *names) EXPECT_NE(r.out.find(name), std::string::npos) << args[0] << ": " << name;
+    }
+  }
 }
 
 TEST(PlanCliSearch, SameInputSamePlanForAnyThreadCount) {

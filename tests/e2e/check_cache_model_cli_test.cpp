@@ -120,5 +120,20 @@ TEST(CheckCacheModelCli, BadFlagsAreBadUsageNamingFlagAndValue) {
   EXPECT_NE(r.err.find("--tables: no table of"), std::string::npos) << r.err;
 }
 
+// A table of 1e11 rows whose batches touch few of them: simulated at 1/k its rows would still need gigabytes
+// (#62: killed past 4 GB). It is scaled further to bound the memory, and says so.
+TEST(CheckCacheModelCli, AHugeTableIsSimulatedWithinBoundedMemory) {
+  TempDir dir;
+  const std::string tables =
+      dir.write("huge.json", R"([{"name": "h", "rows": 100000000000, "dim": 16, "pooling_factor": 500}])");
+  CliResult r = run_cli(check_args(tables, {"--count", "1", "--load-factors", "0.5", "--persistence", "1", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("to bound the simulation's memory"), std::string::npos) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& entry = doc["tables"][0];
+  EXPECT_TRUE(entry["scale_capped_for_memory"].get<bool>());
+  EXPECT_LE(entry["simulated_rows"].get<int64_t>(), int64_t{1} << 24);
+}
+
 }  // namespace
 }  // namespace shardplan::e2e

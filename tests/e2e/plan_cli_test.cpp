@@ -165,6 +165,9 @@ TEST(PlanCli, KeepsHugeCtrs470BInHostMemoryWhenHbmIsShort) {
   EXPECT_LE(plan["summary"]["max_host_ddr_bytes"].get<int64_t>(), 2'000'000'000'000);
   EXPECT_NE(r.out.find("host memory: max"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cached \"g3_t0\""), std::string::npos) << r.out;
+  // The packing attempts that fell short say by how much (#62: they said "0 B").
+  EXPECT_EQ(r.err.find(" 0 B of the tables' memory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("GiB of the tables' memory found no device"), std::string::npos) << r.err;
 
   // Too little host memory: exit 3, naming both memories.
   r = run_cli({"--tables", tables, "--gpus", "16", "--mem-per-gpu", "80GB", "--optimizer", "rowwise_adagrad", "--model",

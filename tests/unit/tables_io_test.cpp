@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_file.hpp"
 #include "shardplan/core/tables_io.hpp"
 
 namespace shardplan {
@@ -148,4 +149,24 @@ TEST(TablesIo, LoadTablesReportsFileProblems) {
 }
 
 }  // namespace
+// A key twice in one object: the last would silently win, so the document is refused, naming the key, where
+// it is and the object's name; the same key in different objects is fine.
+TEST(JsonFile, DuplicateKeysAreRefusedWhereverTheyAre) {
+  auto message = [](const std::string& text) {
+    try {
+      parse_json_text(text, "t.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(message(R"({"tables": [{"name": "a", "rows": 1}, {"name": "b", "dim": 4, "dim": 8}]})"),
+            "t.json: duplicate key \"dim\" in tables[1] (\"b\"): refused, as the last would silently win");
+  EXPECT_EQ(message(R"({"a": 1, "a": 2})"),
+            "t.json: duplicate key \"a\" in the top-level object: refused, as the last would silently win");
+  EXPECT_EQ(message(R"([[1, {"x": {"y": 1, "y": 1}}]])"),
+            "t.json: duplicate key \"y\" in [0][1].x: refused, as the last would silently win");
+  EXPECT_EQ(message(R"([{"name": "a", "rows": 1}, {"name": "b", "rows": 1}, {"rows": {"rows": 2}}])"), "(accepted)");
+}
+
 }  // namespace shardplan

@@ -92,8 +92,30 @@ TEST_F(CachedPlanTest, ValidateNamesEveryBadCache) {
     return false;
   };
   json d = doc();
-  d["tables"][0]["cache_params"]["load_factor"] = 1.0;
-  EXPECT_TRUE(has(d, "load_factor: 1 must lie strictly between 0 and 1"));
+  // One rule, one message, for every load factor a plan may not give (#62): problems of the plan, never an
+  // unreadable file, whether 0, 1, out of [0, 1] or too small for FBGEMM's smallest cache.
+  for (const auto& [bad, says] : std::vector<std::pair<double, std::string>>{
+           {1.0, "must lie strictly between 0 and 1, got 1"},
+           {0.0, "must lie strictly between 0 and 1, got 0"},
+           {1.5, "must lie strictly between 0 and 1, got 1.5"},
+           {-0.1, "must lie strictly between 0 and 1, got -0.1"},
+           {1e-300, "1e-300 caches 0 of a piece's 25000 rows, under one of FBGEMM's 32-way sets"},
+           {0.001, "0.001 caches 25 of a piece's 25000 rows, under one of FBGEMM's 32-way sets"}}) {
+    d = doc();
+    d["tables"][0]["cache_params"]["load_factor"] = bad;
+    EXPECT_TRUE(has(d, "tables[0].cache_params.load_factor: " + says)) << bad << ": " << problems(d).front();
+    EXPECT_THROW(plan_from_json(d, tables_, "p.json"), InputError) << bad;
+  }
+  plan_.tables[0].cache = CacheParams{0.00128};  // 32 rows of 25,000: FBGEMM's smallest cache
+  d = doc();
+  EXPECT_TRUE(problems(d).empty()) << problems(d).front();
+  plan_.tables[0].cache = CacheParams{0.2};
+  d = doc();
+  d["summary"]["max_host_ddr_bytes"] = 7;
+  EXPECT_TRUE(has(d, "summary.max_host_ddr_bytes: says 7, the fullest host's cached shards need"));
+  d = doc();
+  d["summary"]["max_memory_bytes"] = 7;
+  EXPECT_TRUE(has(d, "summary.max_memory_bytes: says 7"));
   d = doc();
   d["tables"][0]["cache_params"]["algorithm"] = "LFU";
   EXPECT_TRUE(has(d, "\"LFU\" is not planned"));

@@ -1,6 +1,7 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <fmt/format.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "shardplan/core/errors.hpp"
@@ -63,6 +64,7 @@ class ValidateTest : public ::testing::Test {
       }
     }
     for (std::size_t r = 0; r < bytes.size(); ++r) plan_["devices"][r]["memory_bytes"] = bytes[r];
+    plan_["summary"]["max_memory_bytes"] = *std::max_element(bytes.begin(), bytes.end());
   }
 
   std::vector<Table> tables_;

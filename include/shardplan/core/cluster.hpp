@@ -23,6 +23,9 @@ std::optional<Optimizer> parse_optimizer(std::string_view name);
 inline constexpr int kMaxDevices = 65'536;
 inline constexpr int64_t kDefaultMemoryPerDevice = 80ll << 30;  // an 80 GB A100/H100
 
+inline constexpr double kMinHostLinkGBps = 1e-9;
+inline constexpr double kMaxHostLinkGBps = 1e9;
+
 struct Cluster {
   int num_devices = 0;
   int devices_per_host = 8;
@@ -33,13 +36,17 @@ struct Cluster {
   // Host memory (DDR) each host offers to tables kept in UVM with an HBM cache, shared by its devices;
   // 0: none, every table lives in HBM.
   int64_t ddr_per_host_bytes = 0;
-  // Each device's link to its host's memory, GB/s each way (what a cache miss crosses); 0: none given.
+  // Each device's link to its host's memory, GB/s each way (what a cache miss crosses); 0: none given,
+  // else within [kMinHostLinkGBps, kMaxHostLinkGBps], the range a plan file may carry.
   double host_link_gb_per_s = 0.0;
 
   // Memory each device offers to embedding shards.
   int64_t usable_bytes_per_device() const;
   int num_hosts() const { return (num_devices + devices_per_host - 1) / devices_per_host; }
   bool offers_host_memory() const { return ddr_per_host_bytes > 0; }
+  // Table-row-wise blocks span one whole host each, as TorchRec shards them: with more than one host, all
+  // full (on one host table-row-wise is row-wise).
+  bool offers_table_row_wise() const { return num_devices > devices_per_host && num_devices % devices_per_host == 0; }
 };
 
 // Throws SettingError naming the setting when one is out of range.

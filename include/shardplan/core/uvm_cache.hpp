@@ -4,6 +4,7 @@
 // FBGEMM's buffers (docs/design/uvm-caching.md 3.1-3.2), not TorchRec's storage estimate, which counts
 // rowwise state in DDR and ignores the 32-way rounding.
 #include <cstdint>
+#include <string>
 
 #include "shardplan/core/cluster.hpp"
 #include "shardplan/core/table.hpp"
@@ -30,5 +31,10 @@ PieceMemory cached_piece_memory(int64_t rows, int64_t cols, DType dtype, Optimiz
 // Load factors a plan may give a cache: strictly between 0 and 1, as TorchRec's validate_compute_kernels
 // requires (1 would be the fused kernel with extra work).
 inline bool valid_load_factor(double load_factor) { return load_factor > 0.0 && load_factor < 1.0; }
+
+// Why a plan may not give a cached piece of `rows` rows `load_factor`, or "" when it may: a valid load
+// factor that caches at least one of FBGEMM's 32-way sets (floor(rows x load factor) >= 32; below it FBGEMM
+// makes a cache of 32 rows, not the one the plan says).
+std::string load_factor_problem(double load_factor, int64_t rows);
 
 }  // namespace shardplan

@@ -91,6 +91,10 @@ struct CacheCheckOptions {
   // Big tables are simulated at 1/k of their rows and lookups, k = max(1, floor(D / this)) (the model is
   // scale-free in C/R, the persisting rows' share of R, n_b/D and D/S).
   int64_t min_scaled_distinct = 2000;
+  // And at most this many rows: the simulator keeps 12 bytes per cache slot and the traces some per row, so
+  // a table of 1e11 rows whose batches touch few of them would need gigabytes. Past it k grows further
+  // (CacheCheckRun::capped), and the simulated batches touch fewer than min_scaled_distinct rows.
+  int64_t max_simulated_rows = 1 << 24;
 };
 
 enum class WarmupEnd {
@@ -112,7 +116,8 @@ struct CacheCheckLevel {
 
 struct CacheCheckRun {
   double persistence = 1.0;
-  int64_t scale = 1;  // k: the simulated table has rows / k rows and pooling factor / k
+  int64_t scale = 1;    // k: the simulated table has rows / k rows and pooling factor / k
+  bool capped = false;  // k raised to keep the simulated table within max_simulated_rows
   int64_t simulated_rows = 0;
   int64_t simulated_distinct = 0;  // D of the simulated batches
   int64_t measured_batches = 0;

@@ -9,6 +9,10 @@
 
 namespace shardplan {
 
+// The most tables a pool may have: about 240 MB of tables file and a minute to write, well within what a
+// tables file may be (kMaxJsonFileBytes).
+inline constexpr int kMaxPoolTables = 1'000'000;
+
 struct PoolConfig {
   uint64_t seed = 1;
   int num_tables = 856;
