@@ -1,10 +1,14 @@
 """ShardPlanPlanner.plan in one process: what it reads from TorchRec, what it hands the binary, and how
 the binary's refusals reach a TorchRec user (PlannerError)."""
 
+import json
+import os
+import subprocess
+import tempfile
 import unittest
 from unittest import mock
 
-from support import PLANNER_BINARY, needs_binary, needs_torchrec
+from support import BINARY, PLANNER_BINARY, needs_binary, needs_torchrec
 
 # What the binary says when the tables cannot fit (src/core/capacity.cpp).
 BINARY_SAYS_INFEASIBLE = "the tables need"
@@ -96,6 +100,20 @@ class PlannerTest(unittest.TestCase):
             planner.plan(two_collections(), self.sharders)
         self.assertEqual(seen["t1"]["pooling_factor"], 8.0)
         self.assertEqual((seen["t2"]["rows"], seen["t2"]["dim"], seen["t2"]["dtype"]), (300, 64, "fp32"))
+
+    def test_the_plan_and_the_tables_it_came_from_are_kept_where_asked(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            plan_path, tables_path = os.path.join(tmp, "plan.json"), os.path.join(tmp, "tables.json")
+            planner = self.planner(plan_path=plan_path, tables_path=tables_path)
+            planner.plan(two_collections(), self.sharders)
+            with open(tables_path, encoding="utf-8") as f:
+                self.assertEqual(json.load(f), planner.last_tables)
+            # What shardplan.measure --plan --tables is given: the same plan, valid for those tables.
+            done = subprocess.run([BINARY, "validate", "--plan", plan_path, "--tables", tables_path],
+                                  capture_output=True, text=True, timeout=120)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        with self.assertRaises(ValueError):
+            self.planner(plan_path="same.json", tables_path="./same.json")
 
     def test_validators_run(self):
         planner = self.planner()

@@ -45,14 +45,16 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
     Beyond them, by keyword: `model` (a model directory or bundled name; None: the binary's default),
     `hardware` (a profile name or file), `optimizer` ("sgd", "adagrad", "rowwise_adagrad", "adam"; None:
     read from the optimizer applied in backward, else the sharders' fused_params), `seed`, `extra_args`
-    (more shard-plan flags), `binary` (None: shardplan.binary's search) and `plan_path` (where to keep the
-    shard-plan plan file). After plan(): `last_plan`, `last_report`, and get_selected_options().
+    (more shard-plan flags), `binary` (None: shardplan.binary's search), `plan_path` (where to keep the
+    shard-plan plan file) and `tables_path` (where to keep the tables file it was planned from, so that
+    `python -m shardplan.measure --plan PLAN --tables TABLES` times the same plan). After plan():
+    `last_plan`, `last_tables`, `last_report`, and get_selected_options().
     """
 
     def __init__(self, topology=None, batch_size=None, enumerator=None, storage_reservation=None, proposer=None,
                  partitioner=None, performance_model=None, stats=None, constraints=None, debug=True, callbacks=None,
                  timeout_seconds=None, plan_loader=None, *, model=None, hardware=None, optimizer=None, seed=0,
-                 extra_args=(), binary=None, plan_path=None):
+                 extra_args=(), binary=None, plan_path=None, tables_path=None):
         super().__init__(topology=topology, batch_size=batch_size, enumerator=enumerator,
                          storage_reservation=storage_reservation, stats=stats, constraints=constraints, debug=debug,
                          timeout_seconds=timeout_seconds)
@@ -64,8 +66,10 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
                            "itself and ignores them", ", ".join(ignored))
         self.model, self.hardware, self.optimizer = model, hardware, optimizer
         self.seed, self.extra_args = seed, list(extra_args)
-        self.binary, self.plan_path = binary, plan_path
-        self.last_plan, self.last_report = None, None
+        if plan_path and tables_path and os.path.abspath(plan_path) == os.path.abspath(tables_path):
+            raise ValueError(f"ShardPlanPlanner: plan_path and tables_path are the same file ({plan_path})")
+        self.binary, self.plan_path, self.tables_path = binary, plan_path, tables_path
+        self.last_plan, self.last_tables, self.last_report = None, None, None
         self._selected = None
 
     def get_selected_options(self):
@@ -155,8 +159,9 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
         with tempfile.TemporaryDirectory(prefix="shardplan-") as work:
             tables_path = os.path.join(work, "tables.json")
             plan_path = os.path.join(work, "plan.json")
+            self.last_tables = tables_document(tables)
             with open(tables_path, "w", encoding="utf-8") as f:
-                json.dump(tables_document(tables), f)
+                json.dump(self.last_tables, f)
             # No comparison with shard-plan's own baselines: a training job wants its plan.
             args = ["plan", "--tables", tables_path, "-o", plan_path, "--log-level", "warn", "--no-compare"]
             self.last_report = run_binary(args + self._cluster_args(topology, memory, optimizer, tables),
@@ -166,4 +171,6 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
                 self.last_plan = json.load(f)
         if self.plan_path:
             write_json_atomically(self.plan_path, self.last_plan)
+        if self.tables_path:
+            write_json_atomically(self.tables_path, self.last_tables)
         return self.last_plan
