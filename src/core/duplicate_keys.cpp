@@ -31,8 +31,10 @@ bool DuplicateKeyCheck::operator()(int /*depth*/, nlohmann::json::parse_event_t 
       break;
     }
     case Event::value: {
-      Container& parent = open_.back();
-      if (parent.object && parent.key == "name" && parsed.is_string()) parent.name = parsed.get<std::string>();
+      // A document may be a single value, in no container.
+      if (!open_.empty() && open_.back().object && open_.back().key == "name" && parsed.is_string()) {
+        open_.back().name = parsed.get<std::string>();
+      }
       element_done();
       break;
     }

@@ -167,6 +167,10 @@ TEST(JsonFile, DuplicateKeysAreRefusedWhereverTheyAre) {
   EXPECT_EQ(message(R"([[1, {"x": {"y": 1, "y": 1}}]])"),
             "t.json: duplicate key \"y\" in [0][1].x: refused, as the last would silently win");
   EXPECT_EQ(message(R"([{"name": "a", "rows": 1}, {"name": "b", "rows": 1}, {"rows": {"rows": 2}}])"), "(accepted)");
+  // A document that is one value, in no object (the fuzzer's find: 4e44 then bytes).
+  EXPECT_EQ(message("4e44"), "(accepted)");
+  EXPECT_EQ(message("\"name\""), "(accepted)");
+  EXPECT_NE(message("4E44\xff\xff 44 \" 4\"").find("invalid JSON"), std::string::npos);
 }
 
 }  // namespace shardplan
