@@ -62,7 +62,9 @@ nlohmann::json parse_json_text(std::string_view text, std::string_view source) {
     throw InputError(fmt::format("{}: invalid JSON: nested more than {} levels deep", source, kMaxJsonDepth));
   }
   try {
-    return nlohmann::json::parse(text, DuplicateKeyCheck(std::string(source)));
+    nlohmann::json doc = nlohmann::json::parse(text);
+    check_duplicate_keys(text, source);
+    return doc;
   } catch (const nlohmann::json::exception& e) {
     // parse_error, and out_of_range for a number too large for a double ("1e999"), found by fuzzing.
     throw InputError(fmt::format("{}: invalid JSON: {}", source, strip_exception_tag(e.what())));

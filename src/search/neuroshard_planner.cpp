@@ -242,7 +242,11 @@ class NeuroShardPlanner final : public Planner {
     start.pieces = fitting_pieces(tables, room, catalog, config_.sharding_types, rows.tables);
     start.splits = static_cast<int>(start.pieces.size()) - (static_cast<int>(tables.size()) - rows.count());
     for (const Piece& p : start.pieces) start.hash += piece_hash(p);
+    const auto placing = Clock::now();
     start.placement = placer.place(start.pieces);
+    // A step costs at least a placement; past the first, what the last one took. A step the deadline
+    // would cut is not started: its estimates and placements would overrun the limit for nothing.
+    double step_seconds = seconds_since(placing);
 
     const int steps = !may_split          ? 0
                       : config_.steps > 0 ? config_.steps
@@ -274,10 +278,11 @@ class NeuroShardPlanner final : public Planner {
         if (progress)
           progress->update(step - 1, fmt::format("stopped: the time limit of {} s", config_.time_limit_seconds));
       };
-      if (deadline.passed()) {
+      if (deadline.set() && *deadline.seconds_left() < step_seconds) {
         stop_at_deadline();
         break;
       }
+      const auto step_start = Clock::now();
       std::vector<SplitState> children = expand(beam, catalog, large);
       if (children.empty()) {
         summary.stopped = "nothing to split";
@@ -305,6 +310,7 @@ class NeuroShardPlanner final : public Planner {
       }
       spdlog::debug("neuroshard step {}/{}: beam best {:.4f} ms, best {:.4f} ms ({} splits)", step, steps,
                     children.front().placement.max_cost, best.placement.max_cost, best.splits);
+      step_seconds = seconds_since(step_start);
       beam = std::move(children);
       summary.steps = step;
       if (config_.show_progress && !progress && seconds_since(search_start) >= kProgressDelaySeconds) {
@@ -315,9 +321,10 @@ class NeuroShardPlanner final : public Planner {
       }
     }
     if (progress) progress->finish();
-    if (large && summary.steps > 0 && !deadline.passed()) {
-      // The steps tried three grid points each; the chosen pieces get the whole grid once (when there is
-      // time: at 4,096 GPUs it costs about two steps).
+    // The steps tried three grid points each; the chosen pieces get the whole grid once, when there is
+    // time: at 4,096 GPUs it costs about two steps.
+    const bool time_for_full_grid = !deadline.set() || *deadline.seconds_left() >= 2.0 * step_seconds;
+    if (large && summary.steps > 0 && time_for_full_grid) {
       Placement full = placer.place(best.pieces);
       if (better_placement(full, best.placement)) best.placement = std::move(full);
     }

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -167,6 +168,15 @@ TEST(JsonFile, DuplicateKeysAreRefusedWhereverTheyAre) {
   EXPECT_EQ(message(R"([[1, {"x": {"y": 1, "y": 1}}]])"),
             "t.json: duplicate key \"y\" in [0][1].x: refused, as the last would silently win");
   EXPECT_EQ(message(R"([{"name": "a", "rows": 1}, {"name": "b", "rows": 1}, {"rows": {"rows": 2}}])"), "(accepted)");
+  // Strings holding JSON's punctuation, a key spelt with an escape, an object of many keys, a byte order mark.
+  EXPECT_EQ(message(R"([{"name": "a{[\",:", "x": "}]"}, {"name": "b", "rows": 1, "\u0072ows": 2}])"),
+            "t.json: duplicate key \"rows\" in [1] (\"b\"): refused, as the last would silently win");
+  std::string many = "{";
+  for (int k = 0; k < 40; ++k) many += fmt::format("\"k{}\": {}, ", k, k);
+  EXPECT_EQ(message(many + "\"k7\": 0}"),
+            "t.json: duplicate key \"k7\" in the top-level object: refused, as the last would silently win");
+  EXPECT_EQ(message("\xEF\xBB\xBF{\"a\": [1, {\"b\": 2, \"b\": 3}]}"),
+            "t.json: duplicate key \"b\" in a[1]: refused, as the last would silently win");
   // A document that is one value, in no object (the fuzzer's find: 4e44 then bytes).
   EXPECT_EQ(message("4e44"), "(accepted)");
   EXPECT_EQ(message("\"name\""), "(accepted)");

@@ -20,7 +20,8 @@ struct NeuroShardConfig {
   int threads = 0;                // 0: every core; plans are identical for any count
   double time_limit_seconds = 0;  // stop the search (then the refinement) at this many seconds; 0: none
   // When the time limit's clock started; unset: when the search starts. A command that reads large
-  // inputs first starts it itself, so that the limit bounds the whole run.
+  // inputs first starts it itself, so that the limit bounds the whole run, and earlier still by what
+  // follows the search (plan: scoring, the report, writing).
   std::optional<std::chrono::steady_clock::time_point> time_limit_start;
   bool show_progress = false;  // progress on stderr once the search has run for a second (the CLI's plan)
   // Types the plan may use: the search splits columns (when column_wise is allowed), then converts tables
