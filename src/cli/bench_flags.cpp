@@ -45,7 +45,8 @@ void check_bench_options(ComputeBenchConfig& config, const std::string& prefix, 
   } catch (const SettingError& e) {
     throw InputError(fmt::format("{}: {}", bench_flag(e.setting(), prefix), e.rule()));
   }
-  if (measuring && config.kernel == ComputeBenchConfig::kFbgemmTbeKernel) config.tbe_worker = tbe_worker_program();
+  const bool tbe = config.kernel == ComputeBenchConfig::kFbgemmTbeKernel;
+  if (measuring && tbe && config.tbe_worker.command.empty()) config.tbe_worker = tbe_worker_program();
 }
 
 PlanMeasureConfig plan_measure_config(const MeasureFlags& flags, uint64_t trace_seed, bool quiet) {

@@ -5,6 +5,8 @@
 #include "bench_flags.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "launcher_env.hpp"
+#include "python_stack.hpp"
 #include "shardplan/core/bundled_path.hpp"
 #include "shardplan/core/errors.hpp"
 #include "shardplan/core/output_paths.hpp"
@@ -12,6 +14,7 @@
 #include "shardplan/core/units.hpp"
 #include "shardplan/cost_model/model_location.hpp"
 #include "shardplan/torch/calibrate.hpp"
+#include "shardplan/torch/calibration_job.hpp"
 #include "shardplan/torch/local_comm_timer.hpp"
 
 namespace shardplan::cli {
@@ -79,8 +82,19 @@ void add_calibrate_options(CLI::App& app, CalibrateConfig& c, std::string& mem_c
   app.add_option("--train-threads", c.threads, "CPU threads for fine-tuning")->capture_default_str()->group(tuning);
 }
 
-// The defaults the bundled files give, and what the flags alone decide, before minutes of measuring.
-void check_calibrate_flags(CalibrateConfig& config, const std::string& mem_cap, int argc, char** argv) {
+// A job times with the kernel it trains with: FBGEMM's TBE where this rank's Python imports it.
+void choose_job_kernel(ComputeBenchConfig& bench) {
+  try {
+    bench.tbe_worker = tbe_worker_program();
+    bench.kernel = ComputeBenchConfig::kFbgemmTbeKernel;
+  } catch (const InputError& e) {
+    spdlog::warn("{}; timing with LibTorch's embedding_bag instead", e.what());
+  }
+}
+
+// The defaults the bundled files give, and what the flags alone decide, before minutes of measuring. Only
+// rank 0 of a job writes, so only it checks --out.
+void check_calibrate_flags(CalibrateConfig& config, const std::string& mem_cap, int argc, char** argv, bool writes) {
   check_bench_options(config.bench);
   config.sampling.memory_cap_bytes = parse_byte_size(mem_cap, "--mem-cap");
   if (config.base_dir.empty()) config.base_dir = default_base(config.bench);
@@ -88,7 +102,7 @@ void check_calibrate_flags(CalibrateConfig& config, const std::string& mem_cap, 
   config.command_line = command_line("shard-plan", argc, argv);
   std::vector<LabelledPath> inputs = {{"--base", resolve_model_dir(config.base_dir)}, {"--tables", config.pool_path}};
   if (!config.sets_dir.empty()) inputs.push_back({"--sets", config.sets_dir});
-  check_output_directories({{"--out", config.out_dir}}, inputs);
+  if (writes) check_output_directories({{"--out", config.out_dir}}, inputs);
 }
 
 void warn_interrupted(const CalibrateConfig& config, const CalibrateOutcome& outcome) {
@@ -132,6 +146,40 @@ void print_calibration(const CalibrateConfig& config, const CalibrateOutcome& ou
              (*fit)["kept_base"].get<bool>() ? " (not kept)" : "");
 }
 
+// The collector's protocol, as bench --measure-comm times it.
+LocalCommTimerConfig comm_protocol(bool quiet) {
+  LocalCommTimerConfig protocol;
+  protocol.quiet = quiet;
+  return protocol;
+}
+
+// One rank of `torchrun ... --no-python shard-plan calibrate`: rank 0 prints what a single calibration does.
+int run_calibration_job(const CLI::App& app, CalibrateConfig& config, const std::string& mem_cap, int argc,
+                        char** argv) {
+  CalibrationJob job;
+  job.where = rendezvous_from_environment(0, 1);
+  job.gpus_per_host = local_world_size_from_environment(job.where.world_size);
+  job.comm = comm_protocol(config.quiet);
+  job.comm.max_ranks = job.where.world_size;
+  job.comm.launch_command = command_line("shard-plan", argc, argv);
+  if (app.count("--kernel") == 0) choose_job_kernel(config.bench);
+  const bool leader = job.where.rank == 0;
+  check_calibrate_flags(config, mem_cap, argc, argv, leader);
+  if (!leader) config.quiet = true;
+  std::vector<Table> pool = load_tables(config.pool_path);
+  CalibrationJobOutcome outcome = calibrate_as_job(pool, config, job);
+  if (!leader) {
+    spdlog::info("rank {}: timed {} compute sets; rank 0 writes the model", job.where.rank, outcome.sets_timed);
+    return 0;
+  }
+  if (outcome.calibration.interrupted) {
+    warn_interrupted(config, outcome.calibration);
+    return static_cast<int>(ExitCode::kRuntimeFailure);
+  }
+  if (!config.quiet) print_calibration(config, outcome.calibration);
+  return 0;
+}
+
 int run_calibrate(int argc, char** argv) {
   CLI::App app{
       "Adapts a cost model to this machine: measures plan-like shard sets on this device (devices of "
@@ -146,6 +194,9 @@ int run_calibrate(int argc, char** argv) {
   shard-plan calibrate --out models/this-machine
   shard-plan calibrate --out models/my-gpu --device cuda --batch-size 65536 --mem-cap 16GiB --minutes 10
   shard-plan calibrate --out models/this-host --comm-ranks 4
+  # a model of a cluster: every rank times sets on its own device, all of them the all-to-alls
+  torchrun --nnodes 2 --nproc-per-node 8 --rdzv-endpoint HOST0:29500 --rdzv-backend c10d \
+    --no-python shard-plan calibrate --out models/my-cluster --device cuda --batch-size 65536
   shard-plan calibrate --out models/torchrec-here --base models/this-machine --sets costs/torchrec-ranks
   shard-plan --tables tables.json --gpus 8 --model models/this-machine
 
@@ -154,7 +205,9 @@ keeps the measured ones; re-running the same command resumes, then fine-tunes. -
 run: measuring stops early enough to leave time to fine-tune. --comm-ranks times its plans first, in one
 run of the ranks (about 25 s for 40 plans on 4 ranks of a 2-core VM), into
 MODEL_DIR/calibration/comm-plans.json. With --sets nothing is measured: the sets are the directory's,
-held out by their index as measured ones are.)");
+held out by their index as measured ones are. Launched by torchrun (WORLD_SIZE set), every rank runs the
+same command: the kernel defaults to fbgemm-tbe where FBGEMM imports, the all-to-alls are the job's (Gloo on
+CPU ranks, NCCL with --device cuda) and rank 0 writes --out (docs/cluster-model.md).)");
   CalibrateConfig config;
   // The settings of the bundled model's compute data: five timed steps, sets up to 4 GiB (a benchmark
   // task's device).
@@ -166,12 +219,12 @@ held out by their index as measured ones are.)");
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
   config.quiet = log_options.quiet;
-  check_calibrate_flags(config, mem_cap, argc, argv);
+  if (launched_as_rank()) return run_calibration_job(app, config, mem_cap, argc, argv);
+  check_calibrate_flags(config, mem_cap, argc, argv, true);
 
   std::vector<Table> pool = load_tables(config.pool_path);
-  LocalCommTimerConfig comm_timer;  // the collector's protocol, as bench --measure-comm times it
+  LocalCommTimerConfig comm_timer = comm_protocol(log_options.quiet);
   comm_timer.max_ranks = 64;
-  comm_timer.quiet = log_options.quiet;
   comm_timer.launch_command = "shard-plan calibrate --comm-ranks";
   CalibrateOutcome outcome = calibrate_cost_model(pool, config, {}, local_comm_timer(comm_timer));
   if (outcome.interrupted) {

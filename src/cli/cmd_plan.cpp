@@ -176,6 +176,10 @@ PlannerConfig planner_config(PlanFlags& f, const Cluster& cluster, const std::op
       !beyond.empty()) {
     spdlog::warn("{}", beyond);
   }
+  if (std::string layout = host_layout_warning(config.cost_model->hardware(), cluster.devices_per_host);
+      !layout.empty()) {
+    spdlog::warn("{}", layout);
+  }
   f.search.show_progress = !f.log_options.quiet;
   config.neuroshard = f.search;
   if (f.algorithm == kMeasuredAlgorithm) {

@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <optional>
 
 #include "cli_common.hpp"
 #include "collect_commands.hpp"
+#include "launcher_env.hpp"
 #include "shardplan/core/errors.hpp"
 #include "shardplan/core/output_paths.hpp"
 #include "shardplan/costs/comm_spawn.hpp"
@@ -17,52 +16,6 @@
 namespace shardplan::cli {
 
 namespace {
-
-// An integer launcher variable: InputError names the variable when it is missing or malformed.
-std::optional<int64_t> env_int(const char* name, bool required, int64_t low, int64_t high) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') {
-    if (!required) return std::nullopt;
-    throw InputError(fmt::format(
-        "environment variable {} is not set: launch one process per rank with RANK, WORLD_SIZE, MASTER_ADDR and "
-        "MASTER_PORT set (as torchrun or a cluster scheduler does), or use --spawn to run every rank here",
-        name));
-  }
-  char* end = nullptr;
-  errno = 0;
-  long long value = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || value < low || value > high) {
-    throw InputError(
-        fmt::format("environment variable {}: must be an integer in [{}, {}], got '{}'", name, low, high, text));
-  }
-  return value;
-}
-
-std::string env_string(const char* name) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') {
-    throw InputError(
-        fmt::format("environment variable {} is not set: it names the host of rank 0, which serves the "
-                    "TCP store (use --spawn to run every rank here)",
-                    name));
-  }
-  return text;
-}
-
-// The rank's place in the job from the variables torchrun sets; --world-size, when given, must agree.
-CommRendezvous rendezvous_from_environment(int flag_world_size) {
-  CommRendezvous where;
-  where.world_size = static_cast<int>(*env_int("WORLD_SIZE", true, 2, 4096));
-  if (flag_world_size != 0 && flag_world_size != where.world_size) {
-    throw InputError(fmt::format("--world-size {} disagrees with the environment's WORLD_SIZE={}", flag_world_size,
-                                 where.world_size));
-  }
-  where.rank = static_cast<int>(*env_int("RANK", true, 0, where.world_size - 1));
-  where.master_addr = env_string("MASTER_ADDR");
-  where.master_port = static_cast<int>(*env_int("MASTER_PORT", true, 1, 65535));
-  where.local_rank = static_cast<int>(env_int("LOCAL_RANK", false, 0, 4095).value_or(where.rank));
-  return where;
-}
 
 // The flags of collect-comm: the collection's settings and how the ranks start.
 struct CollectCommFlags {
@@ -118,7 +71,7 @@ void check_collect_comm_flags(CollectCommFlags& flags) {
   if (flags.workloads_path.empty() && !samples_given) throw InputError("--samples: required (or give --workloads)");
   if (flags.spawn && flags.world_size == 0) throw InputError("--world-size: required with --spawn");
   if (flags.workloads_path.empty()) return;
-  const int expected = flags.spawn ? flags.world_size : static_cast<int>(*env_int("WORLD_SIZE", true, 2, 4096));
+  const int expected = flags.spawn ? flags.world_size : rendezvous_from_environment(0).world_size;
   config.given_workloads = read_comm_workloads(flags.workloads_path, expected);
   config.workloads_path = flags.workloads_path;
   if (!samples_given) config.samples = static_cast<int64_t>(config.given_workloads.size());

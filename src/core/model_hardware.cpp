@@ -67,6 +67,7 @@ nlohmann::ordered_json hardware_to_json(const ModelHardware& h) {
   if (!h.compute_device_model.empty() || !h.compute_device.empty()) {
     doc["compute"] = {{"device", h.compute_device}, {"device_model", h.compute_device_model}};
     if (!h.compute_kernel.empty()) doc["compute"]["kernel"] = h.compute_kernel;
+    if (h.compute_batch > 0) doc["compute"]["batch_size"] = h.compute_batch;
   }
   if (!h.comm_world_sizes.empty() || !h.comm_device_model.empty()) {
     doc["comm"] = {
@@ -74,6 +75,7 @@ nlohmann::ordered_json hardware_to_json(const ModelHardware& h) {
     if (!h.comm_fabric.empty()) doc["comm"]["profile"] = h.comm_fabric;
     // A correction describes its host's links: planned on a profile's structure, it is not applied.
     if (!h.comm_corrected_on.empty() && !h.comm_structure_only) doc["comm"]["corrected_on"] = h.comm_corrected_on;
+    if (h.comm_gpus_per_host > 0) doc["comm"]["gpus_per_host"] = h.comm_gpus_per_host;
   }
   if (!h.planning_hardware.empty()) {
     doc["planned_for"] = {{"profile", h.planning_hardware},
@@ -106,10 +108,15 @@ ModelHardware hardware_from_model_meta(const nlohmann::json& meta) {
     h.compute_device = string_at(compute, "device");
     h.compute_device_model = string_at(compute, "device_model");
     h.compute_kernel = string_at(compute, "kernel");
+    if (const auto batch = compute.find("batch_size"); batch != compute.end() && batch->is_number_integer())
+      h.compute_batch = batch->get<int64_t>();  // a calibration's, which may differ from its base's data
     default_kernel(h);
     h.comm_device_model = string_at(comm, "device_model");
     h.comm_backend = string_at(comm, "backend");
     if (comm.contains("world_sizes")) h.comm_world_sizes = world_sizes_at(comm["world_sizes"]);
+    const nlohmann::json& job = object_at(comm, "timed_on");
+    if (const auto g = job.find("gpus_per_host"); g != job.end() && g->is_number_integer() && g->get<int>() > 0)
+      h.comm_gpus_per_host = g->get<int>();
     h.comm_fabric = string_at(object_at(object_at(meta, "comm"), "fabric"), "name");
     // Only while the model still carries the correction it names.
     if (object_at(meta, "comm").contains("correction")) h.comm_corrected_on = string_at(comm, "corrected_on");
@@ -131,6 +138,16 @@ bool same_compute_hardware(const ModelHardware& hardware, const std::string& dev
   if (hardware.compute_device_model.empty() || device_model.empty()) return true;
   if (!hardware.compute_device.empty() && !device.empty() && hardware.compute_device != device) return false;
   return hardware.compute_device_model == device_model;
+}
+
+std::string host_layout_warning(const ModelHardware& hardware, int devices_per_host) {
+  const int measured = hardware.comm_gpus_per_host;
+  if (measured == 0 || devices_per_host == measured || hardware.comm_structure_only) return "";
+  return fmt::format(
+      "the cost model's all-to-alls were timed with {} GPUs per host and this plan has {}: the share of its "
+      "traffic that crosses hosts differs, so its communication costs are those of another cluster; calibrate "
+      "on this layout (docs/cluster-model.md)",
+      measured, devices_per_host);
 }
 
 std::string comm_extrapolation_warning(const ModelHardware& hardware, int devices) {

@@ -125,7 +125,7 @@ int64_t time_plans(std::vector<TimedPlan>& to_time, std::map<int64_t, TimedPlan>
     w.compute_ms = p.observation.compute_ms;
     workloads.push_back(std::move(w));
   }
-  spdlog::info("timing the all-to-alls of {} plans on {} ranks of this host", workloads.size(), config.world_size);
+  spdlog::info("timing the all-to-alls of {} plans on {} ranks", workloads.size(), config.world_size);
   std::vector<std::optional<MeasuredComm>> results = timer(workloads, config.batch_size);
   int64_t timed_now = 0;
   for (std::size_t k = 0; k < to_time.size() && k < results.size(); ++k) {

@@ -37,6 +37,10 @@ void validate_compute_bench(const ComputeBenchConfig& config) {
   if (config.device != "cpu" && config.device != "cuda") {
     throw SettingError("device", fmt::format("must be cpu or cuda, got '{}'", config.device));
   }
+  if (config.device_index < 0 || (config.device == "cpu" && config.device_index != 0)) {
+    throw SettingError("device index",
+                       fmt::format("must be 0 on the CPU and non-negative on a GPU, got {}", config.device_index));
+  }
 }
 
 }  // namespace shardplan

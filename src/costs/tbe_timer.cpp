@@ -95,12 +95,14 @@ ComputeTiming measure_with_tbe(const std::vector<Table>& shards, const ComputeBe
   }
   const std::string path = worker().scratch() + "/set.traces";
   write_file_atomically(path, format_trace_file(shards, traces, config.batch_size, seed));
-  nlohmann::json answer = worker().ask(config.tbe_worker, {{"traces", path},
-                                                           {"optimizer", "sgd"},
-                                                           {"device", config.device},
-                                                           {"warmup", config.warmup_iterations},
-                                                           {"iterations", config.timed_iterations},
-                                                           {"threads", config.threads}});
+  nlohmann::json answer =
+      worker().ask(config.tbe_worker,
+                   {{"traces", path},
+                    {"optimizer", "sgd"},
+                    {"device", config.device == "cuda" ? fmt::format("cuda:{}", config.device_index) : config.device},
+                    {"warmup", config.warmup_iterations},
+                    {"iterations", config.timed_iterations},
+                    {"threads", config.threads}});
   ComputeTiming timing;
   for (const auto& ms : answer.at("samples_ms")) {
     const double value = ms.get<double>();

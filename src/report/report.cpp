@@ -145,6 +145,8 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
       out += fmt::format("cost model measured on: {}\n", describe_hardware(*plan.cost_model_hardware));
       std::string beyond = comm_extrapolation_warning(*plan.cost_model_hardware, c.num_devices);
       if (!beyond.empty()) out += fmt::format("note: {}\n", beyond);
+      std::string layout = host_layout_warning(*plan.cost_model_hardware, c.devices_per_host);
+      if (!layout.empty()) out += fmt::format("note: {}\n", layout);
     }
     if (analysis.bound) {
       out += format_bounding_device(*analysis.bound, costs.at(static_cast<std::size_t>(analysis.bound->rank)));

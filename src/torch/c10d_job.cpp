@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #if defined(SHARDPLAN_WITH_GLOO)
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -18,6 +17,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "launch_store.hpp"
 #include "shardplan/core/errors.hpp"
 
 namespace shardplan::collector {
@@ -126,18 +126,12 @@ Job connect(const CommCollectConfig& config, const std::string& backend, Watchdo
   job.long_options = at::TensorOptions().dtype(at::kLong).device(device);
   job.double_options = at::TensorOptions().dtype(at::kDouble).device(device);
 
-  std::string endpoint = fmt::format("{}:{}", where.master_addr, where.master_port);
+  std::string endpoint = fmt::format("{}:{}", where.master_addr, launch_store_port(where));
   try {
     Watched watched(dog, fmt::format("the rendezvous at {}", endpoint));
-    c10d::TCPStoreOptions store_options;
-    store_options.port = static_cast<std::uint16_t>(where.master_port);
-    store_options.isServer = where.rank == 0;
-    store_options.numWorkers = static_cast<std::size_t>(where.world_size);
-    // The process group's own rendezvous waits for every rank (bounded by the timeout); waiting for the
-    // workers here as well would double the time a missing rank takes to be reported.
-    store_options.waitWorkers = false;
-    store_options.timeout = timeout_of(config);
-    job.store = c10::make_intrusive<c10d::TCPStore>(where.master_addr, store_options);
+    // The process group's own rendezvous waits for every rank (bounded by the timeout); the store does not
+    // wait for the workers as well, which would double the time a missing rank takes to be reported.
+    job.store = connect_launch_store(where, config.timeout_s);
     job.group = process_group(job, job.store, where.rank, where.world_size, config);
   } catch (const std::exception& e) {
     throw RuntimeFailure(fmt::format(

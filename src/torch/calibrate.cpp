@@ -78,6 +78,37 @@ void check_fine_tuning(const CalibrateConfig& c) {
   if (c.threads < 1) throw SettingError("fine-tuning threads", fmt::format("must be at least 1, got {}", c.threads));
 }
 
+// The ranks on which the all-to-alls are timed: the job's, or --comm-ranks of this host; 0: none.
+int comm_world_size(const CalibrateConfig& c) {
+  if (c.job.launched()) return c.job.world_size > 1 ? c.job.world_size : 0;
+  return c.comm_ranks;
+}
+
+// Where the all-to-alls were timed, as the model's meta and messages say it.
+std::string comm_ranks_text(const CalibrateConfig& c, const std::string& host) {
+  if (!c.job.launched()) return fmt::format("{} ranks of {}", c.comm_ranks, host);
+  return fmt::format("{} ranks, {} per host on {} host{} ({})", c.job.world_size, c.job.gpus_per_host, c.job.hosts(),
+                     c.job.hosts() == 1 ? "" : "s", c.job.backend);
+}
+
+void check_job(const CalibrateConfig& c) {
+  if (c.comm_ranks != 0) {
+    throw SettingError("all-to-all ranks",
+                       "a launched job times its own ranks' all-to-alls; --comm-ranks spawns "
+                       "ranks of one host: drop it");
+  }
+  if (!c.sets_dir.empty()) {
+    throw SettingError("calibration sets", "were timed elsewhere: fine-tune on them in one process, not a job");
+  }
+  if (c.job.world_size > 1 && !c.hardware.empty()) {
+    throw SettingError("hardware profile", "a job times its own all-to-alls: a profile's links would replace them");
+  }
+  if (c.job.gpus_per_host < 1 || c.job.world_size % c.job.gpus_per_host != 0) {
+    throw SettingError("GPUs per host",
+                       fmt::format("must divide the world size {}, got {}", c.job.world_size, c.job.gpus_per_host));
+  }
+}
+
 void check_config(const CalibrateConfig& c) {
   if (c.samples < kMinTrainSamples + kMinHeldOutSamples || c.samples > 1'000'000) {
     throw SettingError(
@@ -96,6 +127,7 @@ void check_config(const CalibrateConfig& c) {
                        "are timed elsewhere, and all-to-alls timed here would correct the comm model to another "
                        "host than theirs: calibrate the comm model in a run of its own");
   }
+  if (c.job.launched()) check_job(c);
   if (c.comm_ranks != 0) {
     if (c.comm_ranks < 2 || c.comm_ranks > 64)
       throw SettingError("all-to-all ranks", fmt::format("must be 0 or in [2, 64], got {}", c.comm_ranks));
@@ -149,7 +181,7 @@ struct CommCalibration {
 CommCalibrationConfig comm_calibration_config(const CalibrateConfig& config, const CalibrationBase& base,
                                               const fs::path& data_dir) {
   CommCalibrationConfig comm;
-  comm.world_size = config.comm_ranks;
+  comm.world_size = comm_world_size(config);
   // The batch the base's comm net predicts at (a scale-free net's is fixed), not the compute sets' batch:
   // a batch ratio must not pass for a correction.
   const CommModelSpec& spec = base.files.comm_spec;
@@ -165,6 +197,7 @@ CommCalibrationConfig comm_calibration_config(const CalibrateConfig& config, con
                    {"memory_cap_bytes", config.sampling.memory_cap_bytes},
                    {"world_size", comm.world_size},
                    {"batch_size", comm.batch_size}};
+  if (config.job.launched()) comm.settings["gpus_per_host"] = config.job.gpus_per_host;
   return comm;
 }
 
@@ -225,6 +258,7 @@ void measure_samples(const std::vector<Table>& pool, const CalibrateConfig& conf
     sample.iterations_ms = timing.iterations_ms;
     nlohmann::json line = compute_sample_to_json(sample);
     line["origin"] = set.origin;
+    if (!timing.timed_on.empty()) line["timed_on"] = timing.timed_on;
     writer.append(line);
     ++outcome.samples;
     ++outcome.measured_now;
@@ -378,6 +412,20 @@ Tuning fine_tune(CalibrationBase& base, const CalibrationSplit& samples, const C
 
 // ---- the new model directory ----
 
+// The job's world and host layout, and with `ranks` who measured: what a model of the cluster was made on.
+nlohmann::json job_section(const CalibrationJobLayout& job, bool ranks) {
+  nlohmann::json j = {{"launcher", "torchrun"},
+                      {"world_size", job.world_size},
+                      {"gpus_per_host", job.gpus_per_host},
+                      {"hosts", job.hosts()},
+                      {"backend", job.backend}};
+  if (ranks) {
+    j["ranks"] = job.ranks;
+    j["compute_sets"] = "set k of a run is timed by rank k mod world_size, one rank at a time";
+  }
+  return j;
+}
+
 // The base's comm part in `meta`: on the profile's links, or the base's at the bench's batch, corrected by
 // this host's timings with comm_ranks. Fills the comm hardware and returns how the comm part was made.
 std::string calibrated_comm(nlohmann::json& meta, nlohmann::json& comm_hardware, const CalibrateConfig& config,
@@ -398,18 +446,19 @@ std::string calibrated_comm(nlohmann::json& meta, nlohmann::json& comm_hardware,
                       : fmt::format("kept from the base model {}: compute-only calibration cannot time all-to-alls",
                                     config.base_dir);
   }
+  if (config.job.launched()) comm_hardware["timed_on"] = job_section(config.job, false);
   if (!comm->fit.kept_base) {
     meta["comm"]["correction"] = comm_correction_to_json(comm->fit.correction);
-    comm_hardware["corrected_on"] = fmt::format("{} ranks of {} ({})", config.comm_ranks, source_meta.value("host", ""),
+    comm_hardware["corrected_on"] = fmt::format("{} ({})", comm_ranks_text(config, source_meta.value("host", "")),
                                                 source_meta.value("device_model", ""));
   }
   const std::size_t plans = comm->data.tuning.size() + comm->data.held_out.size();
   return comm->fit.kept_base ? fmt::format(
                                    "the base model {}'s net, kept: a correction fitted to {} plans timed on {} "
-                                   "ranks here did no better on the held-out ones",
-                                   config.base_dir, plans, config.comm_ranks)
-                             : fmt::format("the base model {}'s net, corrected by {} plans timed on {} ranks here",
-                                           config.base_dir, plans, config.comm_ranks);
+                                   "did no better on the held-out ones",
+                                   config.base_dir, plans, comm_ranks_text(config, "this host"))
+                             : fmt::format("the base model {}'s net, corrected by {} plans timed on {}",
+                                           config.base_dir, plans, comm_ranks_text(config, "this host"));
 }
 
 nlohmann::json calibration_section(const CalibrateConfig& config, const CalibrationBase& base,
@@ -438,7 +487,8 @@ nlohmann::json calibration_section(const CalibrateConfig& config, const Calibrat
 
 nlohmann::json comm_fit_section(const CalibrateConfig& config, const CommCalibration& comm) {
   nlohmann::json fit = comm.fit.to_json();
-  fit["world_size"] = config.comm_ranks;
+  fit["world_size"] = comm_world_size(config);
+  if (config.job.launched()) fit["gpus_per_host"] = config.job.gpus_per_host;
   fit["batch_size"] = comm.config.batch_size;
   fit["tuning_plans"] = comm.data.tuning.size();
   fit["held_out_plans"] = comm.data.held_out.size();
@@ -470,6 +520,7 @@ nlohmann::json calibrated_meta(const CalibrateConfig& config, const CalibrationB
   meta["metrics"]["compute"] = t.after;
   meta["metrics"]["compute_note"] = "on the calibration's held-out sets";
   if (comm) meta["calibration"]["comm_fit"] = comm_fit_section(config, *comm);
+  if (config.job.launched()) meta["calibration"]["job"] = job_section(config.job, true);
   return meta;
 }
 
@@ -501,7 +552,13 @@ CalibrateOutcome calibrate_cost_model(const std::vector<Table>& pool, const Cali
       config.sets_dir.empty() ? fs::path(config.out_dir) / kCalibrationDataDir : fs::path(config.sets_dir);
   CalibrateOutcome outcome;
   std::optional<CommCalibration> comm;
-  if (config.comm_ranks > 0) {
+  if (config.job.launched() && comm_world_size(config) > 0 && base.files.comm_spec.structure_only) {
+    spdlog::warn(
+        "calibrate: the all-to-all of {} is a hardware profile's structure, not a timed net to correct: the job "
+        "times compute only (to time this cluster's all-to-alls, collect-costs comm and pretrain a comm net: "
+        "docs/cluster-model.md)",
+        config.base_dir);
+  } else if (comm_world_size(config) > 0) {
     comm = calibrate_comm(pool, config, base, data_dir, comm_timer);
     if (!comm) {
       outcome.interrupted = true;

@@ -29,18 +29,22 @@ struct WidthGroup {
 };
 
 // The device of a validated config ("cpu" or "cuda"), when this machine has it.
-torch::Device parse_device(const std::string& name) {
+torch::Device parse_device(const std::string& name, int index) {
   if (name != "cuda") return torch::kCPU;
   if (!torch::cuda::is_available()) {
     throw SettingError("device",
                        "cuda requested but this LibTorch has no CUDA device (it was built without CUDA or no GPU is "
                        "visible)");
   }
-  return torch::kCUDA;
+  if (index >= static_cast<int>(torch::cuda::device_count())) {
+    throw SettingError("device", fmt::format("cuda:{} requested but {} CUDA device(s) are visible", index,
+                                             torch::cuda::device_count()));
+  }
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
 void synchronize(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize();
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
 
 std::vector<WidthGroup> build_groups(const std::vector<Table>& shards, const ComputeBenchConfig& config, uint64_t seed,
@@ -108,7 +112,7 @@ ComputeTiming measure_compute_step(const std::vector<Table>& shards, const Compu
   if (shards.empty()) throw InputError("measure_compute_step: no shards");
   validate_compute_bench(config);
   if (config.kernel == ComputeBenchConfig::kFbgemmTbeKernel) return measure_with_tbe(shards, config, seed);
-  torch::Device device = parse_device(config.device);
+  torch::Device device = parse_device(config.device, config.device_index);
   at::set_num_threads(config.threads);
   prepare_memory_for_timing();
   try {

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
 
+#include "scratch_dir.hpp"
 #include "shardplan/core/errors.hpp"
 #include "shardplan/cost_model/cost_data.hpp"
 #include "shardplan/costs/comm_spawn.hpp"
@@ -24,26 +24,6 @@ constexpr double kMaxHostAllreduceBytes = 8.0 * (1ull << 30);
 constexpr double kGiB = 1ull << 30;
 constexpr int kMaxRounds = 1000;
 constexpr int kMaxRanks = 4096;
-
-// A private directory that is removed with everything in it.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "shard-plan-comm-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw RuntimeFailure("cannot create a scratch directory in " + pattern);
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::string path(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
 
 // The plans as given workloads, every plan once per round.
 std::vector<CommWorkload> workloads_of(const std::vector<const CommToMeasure*>& plans, int rounds) {
@@ -85,37 +65,49 @@ std::vector<std::optional<MeasuredComm>> fastest_rounds(const std::optional<Cost
   return results;
 }
 
-// Times `plans` (all of `world_size` devices) in one spawned collection at the global batch; one result per
-// plan. Plans with table-row-wise tables run their host's collectives in groups of `devices_per_host` ranks.
-std::vector<std::optional<MeasuredComm>> time_world(const LocalCommTimerConfig& config, int64_t batch_size,
-                                                    int world_size, int devices_per_host,
-                                                    const std::vector<const CommToMeasure*>& plans) {
-  ScratchDir scratch;
-  const std::string workloads_path = scratch.path("workloads.json");
-  const std::string out = scratch.path("timed");
-  write_comm_workloads(workloads_path, world_size, workloads_of(plans, config.rounds));
-
+// Every rank of `run` as a child process of this one, on this host.
+int spawn_ranks(const CommRanksRun& run) {
   SpawnConfig spawn;
   spawn.executable = current_executable();
-  spawn.world_size = world_size;
+  spawn.world_size = run.world_size;
   spawn.args = {"collect-costs", "comm",
-                "--workloads",   workloads_path,
-                "--out",         out,
-                "--batch-size",  std::to_string(batch_size),
-                "--repeats",     std::to_string(config.repeats),
-                "--timeout",     fmt::format("{}", config.timeout_s)};
-  if (devices_per_host > 0) {
+                "--workloads",   run.workloads_path,
+                "--out",         run.out_dir,
+                "--batch-size",  std::to_string(run.batch_size),
+                "--repeats",     std::to_string(run.repeats),
+                "--timeout",     fmt::format("{}", run.timeout_s)};
+  if (run.devices_per_host > 0) {
     spawn.args.emplace_back("--gpus-per-host");
-    spawn.args.push_back(std::to_string(devices_per_host));
+    spawn.args.push_back(std::to_string(run.devices_per_host));
   }
-  if (config.quiet) spawn.args.emplace_back("--quiet");
-  spawn.launch_command = config.launch_command;
+  if (run.quiet) spawn.args.emplace_back("--quiet");
+  spawn.launch_command = run.launch_command;
+  return spawn_local_ranks(spawn);
+}
+
+// Times `plans` (all of `world_size` devices) in one collection at the global batch; one result per
+// plan. Plans with table-row-wise tables run their host's collectives in groups of `devices_per_host` ranks.
+std::vector<std::optional<MeasuredComm>> time_world(const LocalCommTimerConfig& config, const CommRanksRunner& runner,
+                                                    int64_t batch_size, int world_size, int devices_per_host,
+                                                    const std::vector<const CommToMeasure*>& plans) {
+  ScratchDir scratch;
+  CommRanksRun run;
+  run.workloads_path = scratch.path("workloads.json");
+  run.out_dir = scratch.path("timed");
+  run.world_size = world_size;
+  run.devices_per_host = devices_per_host;
+  run.batch_size = batch_size;
+  run.repeats = config.repeats;
+  run.timeout_s = config.timeout_s;
+  run.quiet = config.quiet;
+  run.launch_command = config.launch_command;
+  write_comm_workloads(run.workloads_path, world_size, workloads_of(plans, config.rounds));
   spdlog::info("timing the collectives of {} plans on {} ranks, {} rounds", plans.size(), world_size, config.rounds);
-  if (int status = spawn_local_ranks(spawn); status != 0) {
+  if (int status = runner(run); status != 0) {
     spdlog::warn("timing the collectives on {} ranks failed (exit {}); their steps are not measured", world_size,
                  status);
   }
-  return fastest_rounds(find_cost_data(out, CostKind::kComm), plans.size());
+  return fastest_rounds(find_cost_data(run.out_dir, CostKind::kComm), plans.size());
 }
 
 // The plans of one layout that can be timed here: those whose data-parallel gradients fit this host.
@@ -151,7 +143,7 @@ bool times_world(const LocalCommTimerConfig& config, int64_t batch_size, int wor
   return true;
 }
 
-std::vector<std::optional<MeasuredComm>> time_plans(const LocalCommTimerConfig& config,
+std::vector<std::optional<MeasuredComm>> time_plans(const LocalCommTimerConfig& config, const CommRanksRunner& runner,
                                                     const std::vector<CommToMeasure>& plans, int64_t batch_size) {
   std::vector<std::optional<MeasuredComm>> results(plans.size());
   // One collection per world size and host size (0: no table-row-wise tables, no host groups needed).
@@ -171,7 +163,7 @@ std::vector<std::optional<MeasuredComm>> time_plans(const LocalCommTimerConfig& 
     std::vector<const CommToMeasure*> group;
     for (std::size_t i : timed_indices) group.push_back(&plans[i]);
     std::vector<std::optional<MeasuredComm>> timed =
-        time_world(config, batch_size, world_size, devices_per_host, group);
+        time_world(config, runner, batch_size, world_size, devices_per_host, group);
     for (std::size_t k = 0; k < timed_indices.size(); ++k) results[timed_indices[k]] = std::move(timed[k]);
   }
   return results;
@@ -189,9 +181,11 @@ void validate_local_comm_timer(const LocalCommTimerConfig& config, int64_t batch
   }
 }
 
-CommTimer local_comm_timer(const LocalCommTimerConfig& config) {
-  return [config](const std::vector<CommToMeasure>& plans, int64_t batch_size) {
-    return time_plans(config, plans, batch_size);
+CommTimer local_comm_timer(const LocalCommTimerConfig& config) { return comm_timer_with(config, spawn_ranks); }
+
+CommTimer comm_timer_with(const LocalCommTimerConfig& config, CommRanksRunner runner) {
+  return [config, runner = std::move(runner)](const std::vector<CommToMeasure>& plans, int64_t batch_size) {
+    return time_plans(config, runner, plans, batch_size);
   };
 }
 

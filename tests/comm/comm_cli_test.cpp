@@ -2,7 +2,11 @@
 // a launcher would), small batches, a handful of samples.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
@@ -207,6 +211,41 @@ TEST(CommCollect, PeerDeathFailsTheOtherRankQuickly) {
   EXPECT_NE(rank0.err().find("rank 0:"), std::string::npos) << rank0.err();
   EXPECT_NE(rank0.err().find("peer died"), std::string::npos) << rank0.err();
   EXPECT_NO_THROW(samples_in(out));
+}
+
+// torchrun's agent holds MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True): rank 0 serves the collector's
+// store on the next port instead of failing to bind, as every torchrun launch did before.
+TEST(CommCollect, UnderTorchrunTheStoreTakesTheNextPort) {
+  TempDir dir;
+  const std::string out = dir.path("w2");
+  int agent = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(agent, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(::bind(agent, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(::listen(agent, 4), 0);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(::getsockname(agent, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string port = std::to_string(ntohs(address.sin_port));
+  std::vector<std::string> args{"collect-costs", "comm", "--samples", "2", "--out", out,
+                                "--batch-size",  "16",   "--timeout", "20"};
+  auto env = [&](const char* rank) {
+    return std::map<std::string, std::string>{{"RANK", rank},
+                                              {"WORLD_SIZE", "2"},
+                                              {"MASTER_ADDR", "127.0.0.1"},
+                                              {"MASTER_PORT", port},
+                                              {"TORCHELASTIC_USE_AGENT_STORE", "True"}};
+  };
+  Process rank0(args, env("0"));
+  Process rank1(args, env("1"));
+  auto code0 = rank0.wait_for(60s);
+  auto code1 = rank1.wait_for(10s);
+  ::close(agent);
+  ASSERT_TRUE(code0.has_value() && code1.has_value()) << rank0.err() << rank1.err();
+  EXPECT_EQ(*code0, 0) << rank0.err();
+  EXPECT_EQ(*code1, 0) << rank1.err();
+  EXPECT_EQ(samples_in(out).size(), 2u);
 }
 
 TEST(CommCollect, SpawnFailsWhenARankDies) {

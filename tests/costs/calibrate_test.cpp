@@ -9,6 +9,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -49,7 +50,7 @@ struct SyntheticMachine {
       if (s.dim >= 64) wide += 1.0;
     }
     double ms = 2.0 * base->predict_compute({set}).front() * (1.0 + 0.8 * wide / static_cast<double>(shards.size()));
-    return ComputeTiming{ms, {ms, ms * 1.01}};
+    return ComputeTiming{ms, {ms, ms * 1.01}, {}};
   }
   // Times sets on this machine, which must outlive the timer.
   ComputeTimer timer() {
@@ -63,7 +64,7 @@ ComputeTimer timed_as_predicted(std::shared_ptr<const CostModel> base) {
     std::vector<ShardFeatures> set;
     for (const auto& s : shards) set.push_back(shard_features(s, s.dim));
     const double ms = base->predict_compute({set}).front();
-    return ComputeTiming{ms, {ms, ms}};
+    return ComputeTiming{ms, {ms, ms}, {}};
   };
 }
 
@@ -129,7 +130,7 @@ TEST(Calibrate, DisturbedSetsDoNotPullTheScale) {
     std::vector<ShardFeatures> set;
     for (const auto& s : shards) set.push_back(shard_features(s, s.dim));
     const double ms = 1.5 * base->predict_compute({set}).front() * (++calls % 6 == 0 ? 3.0 : 1.0);
-    return ComputeTiming{ms, {ms, ms}};
+    return ComputeTiming{ms, {ms, ms}, {}};
   };
   CalibrateConfig config = quick_config(dir.path("calibrated"), 60);
   config.epochs = 3;
@@ -236,7 +237,7 @@ TEST(Calibrate, SetsTimedElsewhereAreTunedOnWithoutMeasuring) {
   int calls = 0;
   ComputeTimer never = [&calls](const std::vector<Table>&, uint64_t) {
     ++calls;
-    return ComputeTiming{1.0, {1.0}};
+    return ComputeTiming{1.0, {1.0}, {}};
   };
   const CalibrateOutcome outcome = calibrate_cost_model(tables, config, never);
   EXPECT_EQ(calls, 0);
@@ -257,6 +258,54 @@ TEST(Calibrate, SetsTimedElsewhereAreTunedOnWithoutMeasuring) {
   EXPECT_THROW(calibrate_cost_model(tables, empty, never), InputError);
   config.comm_ranks = 4;
   EXPECT_THROW(calibrate_cost_model(tables, config, never), SettingError);
+}
+
+// A calibration launched as a job: its all-to-alls are timed on the job's world (4 ranks, 2 hosts of 2), and
+// the model names the world, the host layout and who measured; planning on another layout warns.
+TEST(Calibrate, AJobTimesItsOwnWorldAndNamesItsLayout) {
+  TempDir dir;
+  FakeCommHost host;
+  CalibrateConfig config = quick_config(dir.path("job"), 30);
+  config.epochs = 2;
+  config.comm_plans = 8;
+  config.job.world_size = 4;
+  config.job.gpus_per_host = 2;
+  config.job.backend = "gloo";
+  config.job.ranks = nlohmann::json::array({{{"rank", 0}, {"host", "a"}},
+                                            {{"rank", 1}, {"host", "a"}},
+                                            {{"rank", 2}, {"host", "b"}},
+                                            {{"rank", 3}, {"host", "b"}}});
+  CalibrateOutcome outcome = calibrate_cost_model(pool(), config, timed_as_predicted(host.base), host.timer);
+  EXPECT_EQ(host.calls, 1);
+  const auto& meta = outcome.meta;
+  const auto& job = meta["calibration"]["job"];
+  EXPECT_EQ(job["world_size"], 4);
+  EXPECT_EQ(job["gpus_per_host"], 2);
+  EXPECT_EQ(job["hosts"], 2);
+  EXPECT_EQ(job["ranks"].size(), 4u);
+  EXPECT_EQ(meta["calibration"]["comm_fit"]["world_size"], 4);
+  EXPECT_EQ(meta["hardware"]["comm"]["timed_on"]["gpus_per_host"], 2);
+  EXPECT_NE(meta["calibration"]["comm"].get<std::string>().find("4 ranks, 2 per host on 2 hosts (gloo)"),
+            std::string::npos)
+      << meta["calibration"]["comm"];
+  const ModelHardware hardware = load_cost_model(config.out_dir)->hardware();
+  EXPECT_EQ(hardware.comm_gpus_per_host, 2);
+  EXPECT_TRUE(host_layout_warning(hardware, 2).empty());
+  EXPECT_NE(host_layout_warning(hardware, 8).find("timed with 2 GPUs per host and this plan has 8"), std::string::npos);
+
+  // What a job cannot take: ranks of this host, sets timed elsewhere, a profile's links, a layout that
+  // does not divide the world.
+  auto refused = [&](const std::function<void(CalibrateConfig&)>& change) {
+    CalibrateConfig bad = config;
+    bad.out_dir = dir.path("refused");
+    change(bad);
+    EXPECT_THROW(calibrate_cost_model(pool(), bad, timed_as_predicted(host.base), host.timer), SettingError);
+    EXPECT_FALSE(fs::exists(bad.out_dir));
+  };
+  refused([](CalibrateConfig& c) { c.comm_ranks = 4; });
+  refused([&](CalibrateConfig& c) { c.sets_dir = dir.path("sets"); });
+  refused([](CalibrateConfig& c) { c.hardware = "h100-sxm-ib400"; });
+  refused([](CalibrateConfig& c) { c.job.gpus_per_host = 3; });
 }
 
 // A host whose all-to-all transfers take 0.3 ms + 0.6 x what the bundled model says forward, and
@@ -286,7 +335,7 @@ TEST(Calibrate, AllToAllsTimedHereCorrectTheCommModelAndResume) {
   EXPECT_GT(fit["before"]["total_mape_percent"].get<double>(), 10.0);
   EXPECT_LT(fit["after"]["total_mape_percent"].get<double>(), 1e-3);
   EXPECT_EQ(fit["tuning_plans"].get<int>() + fit["held_out_plans"].get<int>(), 16);
-  EXPECT_NE(meta["calibration"]["comm"].get<std::string>().find("corrected by 16 plans timed on 4 ranks here"),
+  EXPECT_NE(meta["calibration"]["comm"].get<std::string>().find("corrected by 16 plans timed on 4 ranks of this host"),
             std::string::npos)
       << meta["calibration"]["comm"];
   EXPECT_FALSE(meta["hardware"]["comm"]["corrected_on"].get<std::string>().empty());
@@ -458,7 +507,7 @@ TEST(Calibrate, TooFewSetsInTheTimeIsBadInputNotAModel) {
   config.minutes = 0.2;  // 12 s, of which 10 s are kept for fine-tuning: 2 s to measure
   ComputeTimer slow = [](const std::vector<Table>&, uint64_t) {
     std::this_thread::sleep_for(1s);
-    return ComputeTiming{1.0, {1.0}};
+    return ComputeTiming{1.0, {1.0}, {}};
   };
   EXPECT_THROW(calibrate_cost_model(pool(), config, slow), InputError);
   EXPECT_FALSE(fs::exists(fs::path(config.out_dir) / "meta.json"));

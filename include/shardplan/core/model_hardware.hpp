@@ -24,6 +24,7 @@ struct ModelHardware {
   int64_t compute_batch = 0;          // the global batch its compute was measured at (samples); 0: unknown
   std::string comm_corrected_on;  // where calibrate --comm-ranks timed the correction ("4 ranks of HOST (AMD EPYC)":
                                   // host, CPU name)
+  int comm_gpus_per_host = 0;     // the host layout a calibration job timed its all-to-alls on; 0: unknown
 
   bool known() const { return !compute_device_model.empty() || !note.empty(); }
   int max_comm_world_size() const { return comm_world_sizes.empty() ? 0 : comm_world_sizes.back(); }
@@ -45,6 +46,10 @@ ModelHardware hardware_from_model_meta(const nlohmann::json& meta);
 // Whether a measurement on `device_model` describes the hardware the model was measured on. False only
 // when both are known and differ.
 bool same_compute_hardware(const ModelHardware& hardware, const std::string& device, const std::string& device_model);
+
+// Why a plan with `devices_per_host` GPUs per host prices all-to-alls timed on another host layout (a
+// calibration job's); empty when the layouts agree or the model names none.
+std::string host_layout_warning(const ModelHardware& hardware, int devices_per_host);
 
 // Why a plan for `devices` GPUs leans on extrapolated all-to-alls: more devices than any measured world
 // size. Empty when the comm data covers it, its world sizes are unknown, or the all-to-all is the

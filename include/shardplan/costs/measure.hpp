@@ -19,6 +19,7 @@ namespace shardplan {
 struct ComputeBenchConfig {
   // Defaults suit a CPU (a sample takes about half a second); on a GPU use production batches (65536).
   std::string device = "cpu";  // "cpu" or "cuda"
+  int device_index = 0;        // which GPU with "cuda": a job's rank times on its own (LOCAL_RANK)
   int64_t batch_size = 2048;   // samples per step
   int warmup_iterations = 1;
   int timed_iterations = 3;  // the median is recorded
@@ -39,6 +40,7 @@ void validate_compute_bench(const ComputeBenchConfig& config);
 struct ComputeTiming {
   double median_ms = 0.0;
   std::vector<double> iterations_ms;
+  std::string timed_on;  // where, when a job's rank timed it ("rank 1 of host-a, cuda:1"); empty: here
 };
 
 // Times one training step of `shards` (full tables or column pieces, rows x dim with the table's traffic),

@@ -22,6 +22,17 @@ namespace shardplan {
 // eval-cost-model and pretrain-cost-model read them too).
 inline constexpr const char* kCalibrationDataDir = "calibration";
 
+// A calibration launched as a job (torchrun): every rank times compute sets on its own device, the ranks
+// together time the all-to-alls, rank 0 fits and writes (calibration_job.hpp).
+struct CalibrationJobLayout {
+  int world_size = 0;  // 0: not a job
+  int gpus_per_host = 0;
+  std::string backend;   // the all-to-alls' collector: gloo or nccl
+  nlohmann::json ranks;  // per rank: host, device and its model, as each reported itself
+  bool launched() const { return world_size > 0; }
+  int hosts() const { return gpus_per_host > 0 ? (world_size + gpus_per_host - 1) / gpus_per_host : 1; }
+};
+
 struct CalibrateConfig {
   std::string out_dir;            // the model directory to write
   std::string base_dir;           // the model to start from
@@ -40,6 +51,8 @@ struct CalibrateConfig {
   // Ranks of this host to time all-to-alls on (0: none, the base's comm is kept) and the plans to time.
   int comm_ranks = 0;
   int64_t comm_plans = 40;
+  // Set when the ranks of a launched job measure: the all-to-alls are then the job's, on its world size.
+  CalibrationJobLayout job;
   // Fine-tuning: Adam on the MSE of log latency, from the base weights, early stopping on a validation part.
   int epochs = 300;
   int patience = 30;

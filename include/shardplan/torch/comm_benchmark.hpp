@@ -18,6 +18,8 @@ struct CommRendezvous {
   int local_rank = 0;       // the GPU to use on its host (NCCL); LOCAL_RANK, else rank
   std::string master_addr;  // host of rank 0, which serves the TCP store
   int master_port = 0;
+  // torchrun's agent serves master_port (TORCHELASTIC_USE_AGENT_STORE): rank 0 serves the next port.
+  bool launcher_serves_store = false;
 };
 
 struct CommCollectConfig {

@@ -4,6 +4,8 @@
 // on. Each plan is one given workload (its devices' output widths, and their compute skew as start delays);
 // one run of this program's `collect-costs comm --spawn --workloads` per world size times them all. No
 // LibTorch types here (the ranks run it).
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "shardplan/costs/measure.hpp"
@@ -28,5 +30,24 @@ void validate_local_comm_timer(const LocalCommTimerConfig& config, int64_t batch
 // One result per plan; nullopt for plans not timed (too many ranks, a batch that does not divide, a failed
 // or interrupted run: each is logged).
 CommTimer local_comm_timer(const LocalCommTimerConfig& config);
+
+// One collection of given workloads on every rank of a world: what `collect-costs comm --workloads` runs.
+struct CommRanksRun {
+  std::string workloads_path;  // a shard-plan-comm-workloads/1 file on this host
+  std::string out_dir;         // rank 0 writes the timed samples here (cost-data, kind comm)
+  int world_size = 0;
+  int devices_per_host = 0;  // 0: one host
+  int64_t batch_size = 0;
+  int repeats = 15;
+  double timeout_s = 120.0;
+  bool quiet = false;
+  std::string launch_command;
+};
+
+// Runs every rank of a collection to its end; 0 when all succeeded, else a failing rank's exit status.
+using CommRanksRunner = std::function<int(const CommRanksRun&)>;
+
+// The same timer with other ranks than this host's spawned processes (a launched job's, say).
+CommTimer comm_timer_with(const LocalCommTimerConfig& config, CommRanksRunner runner);
 
 }  // namespace shardplan

@@ -6,6 +6,9 @@ plan (env:// rendezvous; Gloo on CPUs, NCCL on GPUs), or without torchrun to hav
 ranks on this host itself:
 
   torchrun --nproc_per_node 4 -m shardplan.measure --plan plan.json --tables tables.json --mode per-rank
+  # GPUs, 2 hosts of 8 (run on each host; NCCL): whole steps, each rank on its own GPU
+  torchrun --nnodes 2 --nproc_per_node 8 --rdzv-backend c10d --rdzv-endpoint HOST0:29500 \
+      -m shardplan.measure --plan plan.json --tables tables.json --mode step --device cuda -o steps.json
 
 Every rank builds the plan's EmbeddingBagCollections, shards them with DistributedModelParallel under the
 plan (explicit kernels: fused, dense for data-parallel; the plan's optimizer applied in backward) and feeds
@@ -13,10 +16,14 @@ its share of each table's batch (the traces of `shard-plan gen-traces`: pooling 
 histogram). Then, one rank at a time, each rank's lookups are timed on the inputs TorchRec's input
 distribution gave them: the rank's compute (forward, and backward with the fused update), in --rounds
 rounds of turns, the median over rounds reported. Then steps:
-  step      whole training steps on all ranks at once (fair on this host only when each rank has a core)
+  step      whole training steps on all ranks at once: the mode for GPUs (each rank has its own) and for
+            CPU ranks that each have a core
   per-rank  the same steps with each lookup replaced by a sleep of its measured time: the step holds
             TorchRec's real input and output distributions and data-parallel all-reduces, and the
-            compute as measured alone, so four or eight ranks can share two cores.
+            compute as measured alone, so four or eight CPU ranks can share two cores. It is a design for
+            CPU ranks sharing cores; on GPUs it only hides the lookups' overlap with the collectives.
+The global batch is --batch-size, else the one the plan's cost model was measured at (the plan file's
+cost_model_hardware.compute.batch_size), else 2048: the plan was priced at that batch.
 A rank's comm figures are its step's forward and backward minus its compute (waiting included); the
 output all-to-all is also timed alone, all ranks together (measured_output_a2a_fw_ms / _bw_ms).
 
@@ -40,6 +47,7 @@ from shardplan.worker_exit import exit_worker
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MODES = ("per-rank", "step")
+DEFAULT_BATCH = 2048  # the bundled CPU models' batch
 STACK_PACKAGES = ("torch", "torchrec", "fbgemm-gpu", "fbgemm-gpu-cpu")
 
 
@@ -56,8 +64,9 @@ def _parser():
     p.add_argument("--plan", required=True, help="plan file (shard-plan/1)")
     p.add_argument("--tables", required=True, help="the tables file the plan was made from")
     p.add_argument("--mode", choices=MODES, default="per-rank", help="how steps are timed (default per-rank)")
-    p.add_argument("--batch-size", type=int, default=2048,
-                   help="global batch: samples per step over all ranks (the bundled model's 2048)")
+    p.add_argument("--batch-size", type=_positive, default=None,
+                   help="global batch: samples per step over all ranks (default: the batch the plan's cost "
+                        f"model was measured at, else {DEFAULT_BATCH})")
     p.add_argument("--seed", type=int, default=0, help="seed of the traces")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     p.add_argument("--steps", type=_positive, default=10, help="timed steps; medians are reported")
@@ -108,6 +117,13 @@ def _describe_device(device):
     return f"cpu ({model}, {os.cpu_count()} cores)"
 
 
+def plan_batch_size(plan):
+    """The batch the plan's cost model priced it at, as the plan file records it; else DEFAULT_BATCH."""
+    hardware = plan.get("cost_model_hardware") or {}
+    batch = (hardware.get("compute") or {}).get("batch_size")
+    return batch if isinstance(batch, int) and batch > 0 else DEFAULT_BATCH
+
+
 def run(args):
     import torch
     import torch.distributed as dist
@@ -122,6 +138,7 @@ def run(args):
     device = _device(args.device)
     torch.set_num_threads(args.threads)
     plan = read_plan(args.plan)
+    args.batch_size = args.batch_size or plan_batch_size(plan)
     check_plan(plan, args.tables, device)
     if device.type == "cuda":
         # Every rank its own GPU: NCCL and the collectives' object tensors use the current device.

@@ -1,6 +1,7 @@
 """Run under torchrun with 2 ranks (Gloo, CPU): a model of two EmbeddingBagCollections at different module
 paths, sharing feature names and a table name, planned by ShardPlanPlanner.collective_plan, trained 3 steps
-under DistributedModelParallel. Rank 0 writes what it found to the JSON file named by argv[1]:
+under DistributedModelParallel, with the cost model argv[2] names (default: analytic). Rank 0 writes what it
+found to the JSON file named by argv[1]:
 the plan every rank got, the types and widths planned, the losses, the shards read back from every rank's
 sharded modules and the kernels the sharded lookups run."""
 
@@ -88,7 +89,7 @@ def lookup_kernels(model):
     return kernels
 
 
-def main(out_path):
+def main(out_path, cost_model="analytic"):
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     model = Model()
@@ -97,7 +98,7 @@ def main(out_path):
     topology = Topology(world_size=world, local_world_size=world, compute_device="cpu", ddr_cap=10 << 20)
     constraints = {name: ParameterConstraints(pooling_factors=[float(POOLING["f_" + name])])
                    for name in ("big", "hot", "tiny", "c")}
-    planner = ShardPlanPlanner(topology=topology, batch_size=BATCH, constraints=constraints, model="analytic")
+    planner = ShardPlanPlanner(topology=topology, batch_size=BATCH, constraints=constraints, model=cost_model)
     plan = planner.collective_plan(model, sharders, dist.GroupMember.WORLD)
     plans = [None] * world
     dist.all_gather_object(plans, str(plan))
@@ -125,5 +126,5 @@ def main(out_path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])
     exit_worker(0)  # without the interpreter's teardown: shardplan/worker_exit.py says why
