@@ -52,13 +52,14 @@ class Scanner {
     const std::size_t start = text_.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
     for (std::size_t i = start; i < text_.size(); ++i) {
       const char c = text_[i];
+      if (c == '\0') break;  // nlohmann's document ends at a NUL byte: what follows was never parsed
       if (c == '{' || c == '[') {
         open_.push_back(Container{c == '{', 0, {}, {}, {}, {}});
         expect_key_ = c == '{';
       } else if (c == '}' || c == ']') {
         close();
       } else if (c == ',') {
-        expect_key_ = open_.back().object;
+        expect_key_ = !open_.empty() && open_.back().object;
       } else if (c == '"') {
         i = string_at(i);
       } else if (c != ':' && c != ' ' && c != '\t' && c != '\n' && c != '\r') {
@@ -69,10 +70,11 @@ class Scanner {
   }
 
  private:
-  // The string starting at `quote`; returns the index of its closing quote.
+  // The string starting at `quote`; returns the index of its closing quote (or the text's end).
   std::size_t string_at(std::size_t quote) {
     std::size_t end = quote + 1;
-    while (text_[end] != '"') end += text_[end] == '\\' ? 2 : 1;
+    while (end < text_.size() && text_[end] != '"') end += text_[end] == '\\' ? 2 : 1;
+    if (end >= text_.size()) return text_.size();
     const std::string_view raw = text_.substr(quote + 1, end - quote - 1);
     const std::string_view value =
         raw.find('\\') == std::string_view::npos ? raw : unescaped(text_.substr(quote, end - quote + 1));
@@ -112,6 +114,7 @@ class Scanner {
   }
 
   void close() {
+    if (open_.empty()) return;
     const Container& closed = open_.back();
     if (!closed.duplicate.empty()) {
       const std::string path = path_of_innermost();

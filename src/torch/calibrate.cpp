@@ -128,13 +128,13 @@ void check_config(const CalibrateConfig& c) {
                        "host than theirs: calibrate the comm model in a run of its own");
   }
   if (c.job.launched()) check_job(c);
+  // Fewer plans could leave too few to fit after the hold-out, found only after timing them.
+  if (comm_world_size(c) > 0 && (c.comm_plans < 8 || c.comm_plans > 100000)) {
+    throw SettingError("all-to-all plans", fmt::format("must be in [8, 100000], got {}", c.comm_plans));
+  }
   if (c.comm_ranks != 0) {
     if (c.comm_ranks < 2 || c.comm_ranks > 64)
       throw SettingError("all-to-all ranks", fmt::format("must be 0 or in [2, 64], got {}", c.comm_ranks));
-    // Fewer plans could leave too few to fit after the hold-out, found only after timing them.
-    if (c.comm_plans < 8 || c.comm_plans > 100000) {
-      throw SettingError("all-to-all plans", fmt::format("must be in [8, 100000], got {}", c.comm_plans));
-    }
     if (!c.hardware.empty()) {
       throw SettingError("all-to-all ranks",
                          "times this host's all-to-all, and a hardware profile plans it on another's links: "

@@ -32,8 +32,9 @@ std::string reply_key(int64_t n) { return fmt::format("reply/{}", n); }
 std::string rank_key(int rank) { return fmt::format("rank/{}", rank); }
 std::string finished_key(int rank) { return fmt::format("finished/{}", rank); }
 
-// The collector of the job's device: NCCL among GPUs, Gloo among CPU ranks.
-std::string job_backend(const ComputeBenchConfig& bench) {
+// The collector of the job's device: NCCL among GPUs, Gloo among CPU ranks; none for one rank.
+std::string job_backend(const ComputeBenchConfig& bench, int world_size) {
+  if (world_size == 1) return "none";
   return resolve_comm_backend(bench.device == "cuda" ? "nccl" : "gloo");
 }
 
@@ -267,7 +268,7 @@ CalibrationJobOutcome serve(const CalibrateConfig& config, const CalibrationJob&
 
 CalibrationJobOutcome calibrate_as_job(const std::vector<Table>& pool, CalibrateConfig config,
                                        const CalibrationJob& job) {
-  const std::string backend = job_backend(config.bench);
+  const std::string backend = job_backend(config.bench, job.where.world_size);
   config.job.world_size = job.where.world_size;
   config.job.gpus_per_host = job.gpus_per_host;
   config.job.backend = backend;

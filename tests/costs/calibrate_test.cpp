@@ -306,6 +306,7 @@ TEST(Calibrate, AJobTimesItsOwnWorldAndNamesItsLayout) {
   refused([&](CalibrateConfig& c) { c.sets_dir = dir.path("sets"); });
   refused([](CalibrateConfig& c) { c.hardware = "h100-sxm-ib400"; });
   refused([](CalibrateConfig& c) { c.job.gpus_per_host = 3; });
+  refused([](CalibrateConfig& c) { c.comm_plans = 4; });
 }
 
 // A host whose all-to-all transfers take 0.3 ms + 0.6 x what the bundled model says forward, and
