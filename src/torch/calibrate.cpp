@@ -453,12 +453,13 @@ std::string calibrated_comm(nlohmann::json& meta, nlohmann::json& comm_hardware,
                                                 source_meta.value("device_model", ""));
   }
   const std::size_t plans = comm->data.tuning.size() + comm->data.held_out.size();
-  return comm->fit.kept_base ? fmt::format(
-                                   "the base model {}'s net, kept: a correction fitted to {} plans timed on {} "
-                                   "did no better on the held-out ones",
-                                   config.base_dir, plans, comm_ranks_text(config, "this host"))
-                             : fmt::format("the base model {}'s net, corrected by {} plans timed on {}",
-                                           config.base_dir, plans, comm_ranks_text(config, "this host"));
+  const std::string ranks = comm_ranks_text(config, "this host");
+  return comm->fit.kept_base
+             ? fmt::format(
+                   "the base model {}'s net, kept: a correction fitted to {} plans timed on {} "
+                   "did no better on the held-out ones",
+                   config.base_dir, plans, ranks)
+             : fmt::format("the base model {}'s net, corrected by {} plans timed on {}", config.base_dir, plans, ranks);
 }
 
 nlohmann::json calibration_section(const CalibrateConfig& config, const CalibrationBase& base,

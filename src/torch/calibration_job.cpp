@@ -3,14 +3,13 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "launch_store.hpp"
 #include "scratch_dir.hpp"
 #include "shardplan/core/atomic_file.hpp"
 #include "shardplan/core/errors.hpp"
+#include "shardplan/core/json_file.hpp"
 #include "shardplan/core/tables_io.hpp"
 #include "shardplan/costs/comm_spawn.hpp"
 #include "shardplan/costs/comm_workload.hpp"
@@ -49,14 +48,6 @@ json rank_identity(const CalibrateConfig& config, const CalibrationJob& job) {
           {"device_model", device_model(config.bench.device)},
           {"kernel", config.bench.kernel},
           {"command", config.command_line}};
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) throw RuntimeFailure("cannot read " + path);
-  return text.str();
 }
 
 json run_to_json(const CommRanksRun& run) {
@@ -169,7 +160,10 @@ class Leader {
   // Every rank joins a collection of the workloads on a port rank 0 serves.
   int time_comm(const CommRanksRun& run) {
     const int port = find_free_port("0.0.0.0");
-    post({{"kind", "comm"}, {"port", port}, {"workloads", read_text(run.workloads_path)}, {"run", run_to_json(run)}});
+    post({{"kind", "comm"},
+          {"port", port},
+          {"workloads", read_json_file(run.workloads_path)},
+          {"run", run_to_json(run)}});
     return run_comm_rank(run, job_, port, backend_);
   }
 
@@ -257,7 +251,7 @@ CalibrationJobOutcome serve(const CalibrateConfig& config, const CalibrationJob&
     } else if (kind == "comm") {
       ScratchDir scratch;
       const CommRanksRun run = run_from_json(request.at("run"), scratch);
-      write_file_atomically(run.workloads_path, request.at("workloads").get<std::string>());
+      write_file_atomically(run.workloads_path, request.at("workloads").dump());
       run_comm_rank(run, job, request.at("port").get<int>(), backend);
     }
   }
