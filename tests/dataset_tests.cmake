@@ -6,5 +6,6 @@ set(SHARDPLAN_DATASET_TEST_SOURCES
   unit/dataset_trace_sequence_test.cpp
   unit/dataset_pool_test.cpp
   unit/dataset_task_set_test.cpp
+  unit/dataset_task_drift_test.cpp
   unit/dataset_shipped_data_test.cpp
 )

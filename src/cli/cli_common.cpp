@@ -230,7 +230,11 @@ std::string flag_of_setting(const std::string& setting) {
                                                            {"tasks", "--num-tasks"},
                                                            {"fewest tables per task", "--min-tables"},
                                                            {"most tables per task", "--max-tables"},
-                                                           {"largest width", "--max-width"}};
+                                                           {"largest width", "--max-width"},
+                                                           {"pooling drift", "--drift-pooling"},
+                                                           {"grown fraction", "--drift-grow"},
+                                                           {"added fraction", "--drift-add"},
+                                                           {"retired fraction", "--drift-retire"}};
   const auto found = flags.find(setting);
   return found == flags.end() ? setting : found->second;
 }

@@ -4,15 +4,19 @@
 #include <spdlog/spdlog.h>
 
 #include <iostream>
+#include <limits>
 
 #include "bench_flags.hpp"
 #include "cli_common.hpp"
 #include "comm_measure.hpp"
 #include "commands.hpp"
 #include "planning_flags.hpp"
+#include "shardplan/core/plan_moves.hpp"
 #include "shardplan/core/plan_reader.hpp"
 #include "shardplan/core/tables_io.hpp"
 #include "shardplan/report/evaluate.hpp"
+#include "shardplan/report/replan_report.hpp"
+#include "shardplan/search/replan.hpp"
 
 namespace shardplan::cli {
 
@@ -38,10 +42,29 @@ void measure_evaluated_plan(PlanEvaluation& evaluation, const Plan& plan, const 
   if (auto timed = timer({*comm}, comm_flags.batch_size).front()) attach_comm_measurements(evaluation, *timed);
 }
 
+// The old plan's placement under these tables (new tables placed, room made where it no longer fits), as
+// a replan with no moves of its own makes it: what `plan --from OLD --move-budget 0` starts from.
+struct OldPlacement {
+  PlanEvaluation evaluation;
+  PlanMoves moves;  // from it to the evaluated plan
+};
+
+OldPlacement evaluate_old_placement(const std::string& old_path, const Plan& plan, const std::vector<Table>& tables,
+                                    const CostModel& model) {
+  const Plan old_plan = read_plan_file_alone(old_path);
+  ReplanConfig config;
+  config.from = old_path;
+  config.move_budget_bytes = std::numeric_limits<int64_t>::max();
+  config.max_moves = 0;
+  const Plan placement = replan(old_plan, tables, plan.cluster, model, config);
+  return OldPlacement{evaluate_plan(placement, tables, model), plan_moves(old_plan, plan, plan.cluster.optimizer)};
+}
+
 constexpr const char* kFooter = R"(Examples:
   shard-plan evaluate --plan plan.json --tables data/examples/tables.json
   shard-plan evaluate --plan plan.json --tables tables.json --measure --json > evaluation.json
   shard-plan evaluate --plan plan.json --tables tables.json --measure --measure-comm
+  shard-plan evaluate --plan new.json --tables tables.json --from old.json   (a replan beside its old plan)
 
 Measured compute is the fastest of --measure-iterations timed training steps (forward, backward, sparse
 SGD update) over --measure-rounds fresh builds of each device's shards, the statistic the bundled model
@@ -79,6 +102,11 @@ int run_evaluate(int argc, char** argv) {
   add_comm_measure_options(app, comm_flags);
   std::string hardware;
   add_hardware_option(app, hardware);
+  std::string old_plan_path;
+  app.add_option("--from", old_plan_path,
+                 "Also score this old plan's placement under these tables (new tables placed where the model "
+                 "prefers) and show it beside the plan, with the bytes the plan moved from it")
+      ->type_name("OLD_PLAN");
   add_log_options(app, log_options);
   if (auto code = parse_or_exit(app, argc, argv)) return *code;
   apply_log_options(log_options);
@@ -99,10 +127,15 @@ int run_evaluate(int argc, char** argv) {
     measure_evaluated_plan(evaluation, plan, tables, measure_flags, comm_flags, seed, log_options.quiet);
   }
 
+  std::optional<OldPlacement> old;
+  if (!old_plan_path.empty()) old = evaluate_old_placement(old_plan_path, plan, tables, *cost_model);
   if (json) {
-    std::cout << evaluation_to_json(evaluation).dump(2) << "\n";
+    nlohmann::ordered_json doc = evaluation_to_json(evaluation);
+    if (old) doc["old_placement"] = side_by_side_to_json(old->evaluation, old->moves);
+    std::cout << doc.dump(2) << "\n";
   } else {
     std::cout << format_evaluation(evaluation);
+    if (old) std::cout << format_side_by_side(old->evaluation, evaluation, old->moves);
   }
   return 0;
 }

@@ -14,11 +14,13 @@
 #include "commands.hpp"
 #include "planning_flags.hpp"
 #include "python_stack.hpp"
+#include "replan_flags.hpp"
 #include "shardplan/core/atomic_file.hpp"
 #include "shardplan/core/deadline.hpp"
 #include "shardplan/core/errors.hpp"
 #include "shardplan/core/output_paths.hpp"
 #include "shardplan/core/plan_io.hpp"
+#include "shardplan/core/plan_reader.hpp"
 #include "shardplan/core/process_clock.hpp"
 #include "shardplan/core/sharding_types.hpp"
 #include "shardplan/core/tables_io.hpp"
@@ -29,6 +31,7 @@
 #include "shardplan/report/cached_tables.hpp"
 #include "shardplan/report/report.hpp"
 #include "shardplan/report/svg_report.hpp"
+#include "shardplan/search/replan.hpp"
 #if SHARDPLAN_WITH_TORCH
 #include "shardplan/torch/comm_benchmark.hpp"
 #include "shardplan/torch/compute_benchmark.hpp"
@@ -65,8 +68,9 @@ void check_chart_path(const std::string& path) {
 
 // Every output path checked against the others and against every file the run reads, before any work.
 void check_plan_outputs(const std::string& output, const std::string& chart_path, const std::string& tables_path,
-                        const std::string& model, const std::string& hardware) {
+                        const std::string& model, const std::string& hardware, const std::string& old_plan) {
   std::vector<LabelledPath> inputs = {{"--tables", tables_path}};
+  if (!old_plan.empty()) inputs.push_back({"--from", old_plan});
   for (LabelledPath& file : model_flag_inputs(model)) inputs.push_back(std::move(file));
   if (!hardware.empty()) inputs.push_back({"--hardware", hardware_profile_path(hardware)});
   std::vector<LabelledPath> outputs = {{"-o", output}};
@@ -104,6 +108,7 @@ struct PlanFlags {
   MeasureLoopConfig loop;
   MeasureFlags measure_flags;
   ClusterFlags cluster_flags;
+  ReplanFlags replan;
   LogOptions log_options;
 };
 
@@ -125,6 +130,7 @@ void add_plan_options(CLI::App& app, PlanFlags& f) {
       ->group(loop_group);
   add_measure_loop_options(app, f.loop);
   add_measure_options(app, f.measure_flags);
+  add_replan_options(app, f.replan);
   app.add_flag("--full-report", f.full_report, "List every device in the report, however many");
   app.add_option("--report", f.chart_path,
                  "Also draw the plan as an SVG chart: per-device predicted cost and memory against capacity")
@@ -163,8 +169,9 @@ ModelChoice check_plan_flags(PlanFlags& f) {
       f.model, model_use_when_measuring(loop_measures, f.measure_flags.bench.device), &f.cluster_flags.hardware);
   f.model = model_choice.model;
   if (!f.chart_path.empty()) check_chart_path(f.chart_path);
-  check_plan_outputs(f.output, f.chart_path, f.tables_path, f.model, f.cluster_flags.hardware);
-  check_measure_loop_flags(f);
+  check_plan_outputs(f.output, f.chart_path, f.tables_path, f.model, f.cluster_flags.hardware, f.replan.from);
+  const bool measuring = check_measure_loop_flags(f);
+  check_replan_flags(f.replan, f.algorithm, kDefaultAlgorithm, measuring);
   return model_choice;
 }
 
@@ -202,6 +209,35 @@ Plan make_plan(const std::string& algorithm, const std::vector<Table>& tables, c
   // Every planner honours the tables' constraints; a plan that does not is a bug, never a plan to write.
   if (std::string broken = constraint_violation(plan, tables); !broken.empty()) {
     throw RuntimeFailure(fmt::format("{}: its plan breaks the tables file's constraints: {}", algorithm, broken));
+  }
+  plan.seed = config.seed;
+  plan.planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  plan.device_costs = score_plan(plan, tables, *config.cost_model);
+  plan.cost_model = config.cost_model->name();
+  plan.cost_model_hardware = config.cost_model->hardware();
+  return plan;
+}
+
+// The old plan's placement under the new tables, changed by the moves worth their bytes within the budget;
+// scored and checked as make_plan's plans are.
+Plan make_replan(const PlanFlags& f, const std::vector<Table>& tables, const Cluster& cluster,
+                 const PlannerConfig& config) {
+  const auto start = std::chrono::steady_clock::now();
+  const Plan old_plan = read_plan_file_alone(f.replan.from);
+  ReplanConfig replan_config;
+  replan_config.from = f.replan.from;
+  replan_config.move_budget_bytes = move_budget_bytes(f.replan.move_budget, tables, cluster.optimizer);
+  replan_config.sharding_types = f.search.sharding_types;
+  replan_config.threads = f.search.threads;
+  replan_config.keep_shapes = f.replan.keep_shapes;
+  replan_config.deadline = Deadline::after(f.search.time_limit_seconds, *f.search.time_limit_start);
+  check_table_constraints(tables, cluster.num_devices, f.search.sharding_types);
+  Plan plan = replan(old_plan, tables, cluster, *config.cost_model, replan_config);
+  if (std::string broken = constraint_violation(plan, tables); !broken.empty()) {
+    throw InputError(
+        fmt::format("--from {}: the old plan's placement breaks the tables file's constraints: {} (plan "
+                    "afresh, without --from)",
+                    f.replan.from, broken));
   }
   plan.seed = config.seed;
   plan.planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -286,13 +322,16 @@ int run_plan(int argc, char** argv) {
   *f.search.time_limit_start -= std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(finishing_seconds(tables.size(), cluster.num_devices)));
   PlannerConfig config = planner_config(f, cluster, hardware);
-  const Plan plan = make_plan(f.algorithm, tables, cluster, config);
+  const Plan plan =
+      f.replan.from.empty() ? make_plan(f.algorithm, tables, cluster, config) : make_replan(f, tables, cluster, config);
 
   PlanAnalysis analysis;
   if (!f.log_options.quiet || !f.chart_path.empty()) {
     // The baselines get what is left of the time limit.
     config.deadline = Deadline::after(f.search.time_limit_seconds, *f.search.time_limit_start);
-    const bool compare = (f.algorithm == kDefaultAlgorithm || f.algorithm == kMeasuredAlgorithm) && !f.no_compare;
+    // A replan is compared with its old placement (the report's replan lines), not with fresh plans.
+    const bool compare = (f.algorithm == kDefaultAlgorithm || f.algorithm == kMeasuredAlgorithm) && !f.no_compare &&
+                         f.replan.from.empty();
     analysis = analyse_plan(plan, tables, cluster, config, compare);
   }
   write_plan(plan, analysis, f, model_choice);

@@ -86,6 +86,29 @@ ojson search_to_json(const SearchSummary& search) {
                                                           : ojson("no plan")}};
 }
 
+ojson replan_to_json(const ReplanSummary& replan) {
+  ojson tables = ojson::array();
+  for (const TableMove& move : replan.changes.tables) {
+    tables.push_back(ojson{{"name", move.table},
+                           {"change", std::string(table_change_name(move.change))},
+                           {"from", move.from},
+                           {"to", move.to},
+                           {"bytes", move.bytes}});
+  }
+  const PlanMoves& changes = replan.changes;
+  return ojson{{"from", replan.from},
+               {"move_budget_bytes", replan.move_budget_bytes},
+               {"moved_bytes", changes.moved_bytes},
+               {"rebuilt_bytes", changes.rebuilt_bytes},
+               {"added_bytes", changes.added_bytes},
+               {"old_max_total_ms", replan.old_max_total_ms},
+               {"moves", replan.moves},
+               {"type_pass_moves", replan.type_pass_moves},
+               {"kept_tables", changes.kept_tables},
+               {"dropped_tables", changes.dropped},
+               {"tables", std::move(tables)}};
+}
+
 }  // namespace
 
 ojson plan_to_json(const Plan& plan) {
@@ -134,6 +157,7 @@ ojson plan_to_json(const Plan& plan) {
   doc["devices"] = std::move(devices);
   if (plan.measure_loop) doc["measure_loop"] = measure_loop_to_json(*plan.measure_loop);
   if (plan.search) doc["search"] = search_to_json(*plan.search);
+  if (plan.replan) doc["replan"] = replan_to_json(*plan.replan);
 
   int64_t max_memory = 0;
   for (const auto& u : usage) max_memory = std::max(max_memory, u.memory_bytes);

@@ -168,4 +168,26 @@ Plan read_plan_file(const std::string& path, const std::vector<Table>& tables) {
   return plan_from_json(read_json_file(path), tables, path);
 }
 
+Plan read_plan_file_alone(const std::string& path) {
+  const nlohmann::json doc = read_json_file(path);
+  if (!doc.is_object()) throw_field_error(path, "(top level)", "a plan must be a JSON object", doc);
+  std::vector<Table> tables;
+  const auto& list = read_array(require_member(doc, "tables", path, ""), path, "tables");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string at = fmt::format("tables[{}]", i);
+    read_object(list[i], path, at);
+    Table table;
+    table.name = read_string(require_member(list[i], "name", path, at), path, at + ".name");
+    table.rows = read_int64(require_member(list[i], "rows", path, at), path, at + ".rows", 1, kMaxRows);
+    table.dim = static_cast<int>(read_int64(require_member(list[i], "dim", path, at), path, at + ".dim", 1, kMaxDim));
+    if (const auto* dtype = find_member(list[i], "dtype")) {
+      const auto parsed = parse_dtype(read_string(*dtype, path, at + ".dtype"));
+      if (!parsed) throw_field_error(path, at + ".dtype", "must be fp32 or fp16", *dtype);
+      table.dtype = *parsed;
+    }
+    tables.push_back(std::move(table));
+  }
+  return plan_from_json(doc, tables, path);
+}
+
 }  // namespace shardplan

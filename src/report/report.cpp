@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "shardplan/core/units.hpp"
+#include "shardplan/report/replan_report.hpp"
 
 namespace shardplan {
 
@@ -153,6 +154,7 @@ std::string format_report(const Plan& plan, const ReportOptions& options, const 
     }
     out += format_baseline_comparison(analysis.baselines, summary.max_ms);
     if (plan.measure_loop) out += format_measure_loop(*plan.measure_loop);
+    if (plan.replan) out += format_replan(*plan.replan, summary.max_ms);
   } else {
     out += "cost: not predicted (no cost model was used)\n";
   }

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
@@ -46,6 +47,37 @@ TEST(BenchCli, HelpListsEveryPlannerItTakes) {
       for (const std::string& name : *names) EXPECT_NE(r.out.find(name), std::string::npos) << args[0] << ": " << name;
     }
   }
+}
+
+// gen-tasks --drift (issue 61): the shipped set after a seeded drift, for benchmarking replanning.
+TEST(GenTasksCli, DriftWritesTheSameTasksDrifted) {
+  TempDir dir;
+  const auto drift_to = [&](const std::string& name) {
+    return run_cli({"gen-tasks", "--drift", kTasks, "--pool", source_path("data/pool.json"), "--seed", "3",
+                    "--drift-grow", "0.2", "-o", dir.path(name)});
+  };
+  CliResult r = drift_to("a.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("task set paper-4gpu-drift: 100 task(s) on 4 GPUs x 4.00 GiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tables retired"), std::string::npos) << r.out;
+  auto doc = nlohmann::json::parse(read_file(dir.path("a.json")));
+  auto old = nlohmann::json::parse(read_file(kTasks));
+  EXPECT_EQ(doc["name"], "paper-4gpu-drift");
+  EXPECT_EQ(doc["num_devices"], old["num_devices"]);
+  ASSERT_EQ(doc["tasks"].size(), old["tasks"].size());
+  // A surviving table keeps its name and width.
+  std::map<std::string, int> old_dims;
+  for (const auto& t : old["tasks"][0]["tables"]) old_dims[t["name"].get<std::string>()] = t["dim"].get<int>();
+  int kept = 0;
+  for (const auto& t : doc["tasks"][0]["tables"]) {
+    auto found = old_dims.find(t["name"].get<std::string>());
+    if (found == old_dims.end()) continue;
+    EXPECT_EQ(t["dim"].get<int>(), found->second);
+    kept += 1;
+  }
+  EXPECT_GT(kept, 0);
+  ASSERT_EQ(drift_to("b.json").exit_code, 0);
+  EXPECT_EQ(read_file(dir.path("a.json")), read_file(dir.path("b.json")));  // the seed decides
 }
 
 TEST(PlanCliSearch, SameInputSamePlanForAnyThreadCount) {

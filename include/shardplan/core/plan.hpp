@@ -8,6 +8,7 @@
 
 #include "shardplan/core/cluster.hpp"
 #include "shardplan/core/model_hardware.hpp"
+#include "shardplan/core/replan_summary.hpp"
 #include "shardplan/core/sharding_type.hpp"
 #include "shardplan/core/table.hpp"
 #include "shardplan/core/uvm_cache.hpp"
@@ -135,6 +136,7 @@ struct Plan {
   std::optional<ModelHardware> cost_model_hardware;  // what the cost model was measured on
   std::optional<MeasureLoopSummary> measure_loop;    // when its devices were measured while planning
   std::optional<SearchSummary> search;               // the NeuroShard search's own plans
+  std::optional<ReplanSummary> replan;               // a plan made from an old plan (plan --from)
   double planning_seconds = 0.0;
 };
 

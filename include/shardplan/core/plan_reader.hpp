@@ -21,6 +21,10 @@ Plan plan_from_json(const nlohmann::json& plan, const std::vector<Table>& tables
 
 Plan read_plan_file(const std::string& path, const std::vector<Table>& tables);
 
+// A plan read without its tables file (replanning from it): each table's name, rows, dim and dtype as
+// the plan states them; no pooling factors, so it can be compared but not scored. Checked as any plan is.
+Plan read_plan_file_alone(const std::string& path);
+
 // Another program's plan (TorchRec's planner, through the Python package): its header and shards, with no
 // per-device summary of its own. The plan is completed with shard-plan's (plan_to_json) and that is checked
 // by validate_plan_json, as a plan file is. Throws InputError naming the field, or listing the problems.

@@ -1,0 +1,220 @@
+#include "replan_state.hpp"
+
+#include <algorithm>
+#include <functional>
+
+namespace shardplan {
+
+ReplanState::ReplanState(const CostModel& model, const Cluster& cluster, const Plan& fixed,
+                         const std::vector<Table>& fixed_tables)
+    : model_(model), usable_(cluster.usable_bytes_per_device()), size_(static_cast<std::size_t>(model.summary_size())) {
+  const auto n = static_cast<std::size_t>(cluster.num_devices);
+  held_.resize(n);
+  fixed_sum_.assign(n, std::vector<float>(size_, 0.0f));
+  fixed_bytes_.assign(n, 0);
+  fixed_width_.assign(n, 0);
+  fixed_count_.assign(n, 0);
+  fixed_ids_.assign(n, 0.0);
+  cache_ms_.assign(n, 0.0);
+  if (!fixed.tables.empty()) {
+    const std::vector<DeviceShards> devices = device_shards(fixed, fixed_tables);
+    const std::vector<DeviceUsage> usage = device_usage(fixed);
+    const std::vector<DeviceCost> costs = score_plan(fixed, fixed_tables, model);
+    std::vector<float> summary(size_);
+    for (std::size_t r = 0; r < n; ++r) {
+      for (const Table& piece : devices[r].pieces) {
+        model.shard_summary(shard_features(piece, piece.dim), summary.data());
+        for (std::size_t k = 0; k < size_; ++k) fixed_sum_[r][k] += summary[k];
+      }
+      fixed_count_[r] = static_cast<int>(devices[r].pieces.size());
+      fixed_bytes_[r] = usage[r].memory_bytes;
+      fixed_width_[r] = devices[r].dim_sum;
+      fixed_ids_[r] = devices[r].input_ids;
+      cache_ms_[r] = costs[r].cache_ms;
+    }
+    collectives_ms_ = plan_collectives_ms(model, devices);
+  }
+  sum_ = fixed_sum_;
+  compute_.assign(n, 0.0);
+  ids_ = fixed_ids_;
+  bytes_ = fixed_bytes_;
+  width_ = fixed_width_;
+  for (std::size_t r = 0; r < n; ++r) rebuild(static_cast<int>(r));
+}
+
+int ReplanState::add(ReplanPiece piece) {
+  const int i = num_pieces();
+  const int r = piece.shard.rank;
+  moved_bytes_ += charge(piece, r);
+  pieces_.push_back(std::move(piece));
+  held_[static_cast<std::size_t>(r)].push_back(i);
+  rebuild(r);
+  return i;
+}
+
+bool ReplanState::holds_table(int r, std::size_t table, int except) const {
+  const auto& on = held_[static_cast<std::size_t>(r)];
+  return std::any_of(on.begin(), on.end(), [&](int k) { return k != except && piece(k).table == table; });
+}
+
+bool ReplanState::allowed(const PieceChange& c, const std::vector<Table>& tables) const {
+  const ReplanPiece& a = piece(c.i);
+  const int from = a.shard.rank;
+  if (c.to == from || !tables[a.table].constraints.allows_rank(c.to)) return false;
+  if (holds_table(c.to, a.table, c.j)) return false;
+  if (c.split) return free_bytes(c.to) >= c.split->second.bytes;
+  const int64_t b_bytes = c.j >= 0 ? piece(c.j).bytes : 0;
+  if (free_bytes(c.to) + b_bytes < a.bytes) return false;
+  if (c.j < 0) return true;
+  const ReplanPiece& b = piece(c.j);
+  if (!tables[b.table].constraints.allows_rank(from) || holds_table(from, b.table, c.i)) return false;
+  return free_bytes(from) + a.bytes >= b.bytes;
+}
+
+double ReplanState::compute_with(int r, const std::vector<const std::vector<float>*>& add,
+                                 const std::vector<const std::vector<float>*>& remove) const {
+  const auto d = static_cast<std::size_t>(r);
+  const int count = fixed_count_[d] + static_cast<int>(held_[d].size() + add.size()) - static_cast<int>(remove.size());
+  if (count <= 0) return 0.0;  // left empty
+  thread_local std::vector<float> scratch;
+  scratch = sum_[d];
+  for (const auto* s : add)
+    for (std::size_t k = 0; k < size_; ++k) scratch[k] += (*s)[k];
+  for (const auto* s : remove)
+    for (std::size_t k = 0; k < size_; ++k) scratch[k] -= (*s)[k];
+  return model_.compute_from_summary(scratch.data());
+}
+
+double ReplanState::max_total_ms() const {
+  return max_total_from_compute(model_, compute_, width_, ids_, collectives_ms_, &cache_ms_);
+}
+
+double ReplanState::top_sum(std::vector<double> compute) {
+  const auto k = std::min<std::size_t>(compute.size(), kTopDevices);
+  std::partial_sort(compute.begin(), compute.begin() + static_cast<std::ptrdiff_t>(k), compute.end(), std::greater<>());
+  double sum = 0.0;
+  for (std::size_t i = 0; i < k; ++i) sum += compute[i];
+  return sum;
+}
+
+std::vector<DeviceCost> ReplanState::costs() const {
+  return costs_from_compute(model_, compute_, width_, ids_, collectives_ms_, &cache_ms_);
+}
+
+double ReplanState::total_ms(int r) const { return costs()[static_cast<std::size_t>(r)].total_ms(); }
+
+void ReplanState::evaluate(PieceChange& c) const {
+  if (c.split) return evaluate_split(c);
+  const ReplanPiece& a = piece(c.i);
+  const ReplanPiece* b = c.j >= 0 ? &piece(c.j) : nullptr;
+  const auto from = static_cast<std::size_t>(a.shard.rank);
+  const auto to = static_cast<std::size_t>(c.to);
+  thread_local std::vector<double> compute;
+  thread_local std::vector<int64_t> width;
+  thread_local std::vector<double> ids;
+  compute = compute_;
+  width = width_;
+  ids = ids_;
+  std::vector<const std::vector<float>*> none;
+  std::vector<const std::vector<float>*> with_a{&a.summary};
+  std::vector<const std::vector<float>*> with_b;
+  if (b) with_b.push_back(&b->summary);
+  compute[from] = compute_with(a.shard.rank, with_b, with_a);
+  compute[to] = compute_with(c.to, with_a, with_b);
+  const int64_t b_cols = b ? b->shard.cols : 0;
+  const double b_ids = b ? b->ids : 0.0;
+  width[from] += b_cols - a.shard.cols;
+  width[to] += a.shard.cols - b_cols;
+  ids[from] += b_ids - a.ids;
+  ids[to] += a.ids - b_ids;
+  c.max_ms = max_total_from_compute(model_, compute, width, ids, collectives_ms_, &cache_ms_);
+  c.top_compute_ms = top_sum(compute);
+  c.budget_delta = charge(a, c.to) - charge(a, a.shard.rank);
+  if (b) c.budget_delta += charge(*b, a.shard.rank) - charge(*b, c.to);
+}
+
+void ReplanState::evaluate_split(PieceChange& c) const {
+  const ReplanPiece& a = piece(c.i);
+  const ReplanPiece& first = c.split->first;
+  const ReplanPiece& second = c.split->second;
+  const auto from = static_cast<std::size_t>(a.shard.rank);
+  const auto to = static_cast<std::size_t>(c.to);
+  thread_local std::vector<double> compute;
+  thread_local std::vector<int64_t> width;
+  thread_local std::vector<double> ids;
+  compute = compute_;
+  width = width_;
+  ids = ids_;
+  compute[from] = compute_with(a.shard.rank, {&first.summary}, {&a.summary});
+  compute[to] = compute_with(c.to, {&second.summary}, {});
+  width[from] += first.shard.cols - a.shard.cols;
+  width[to] += second.shard.cols;
+  ids[from] += first.ids - a.ids;
+  ids[to] += second.ids;
+  c.max_ms = max_total_from_compute(model_, compute, width, ids, collectives_ms_, &cache_ms_);
+  c.top_compute_ms = top_sum(compute);
+  c.budget_delta = charge(first, a.shard.rank) + charge(second, c.to) - charge(a, a.shard.rank);
+}
+
+double ReplanState::max_with(const ReplanPiece& p, int r) const {
+  thread_local std::vector<double> compute;
+  thread_local std::vector<int64_t> width;
+  thread_local std::vector<double> ids;
+  compute = compute_;
+  width = width_;
+  ids = ids_;
+  const auto d = static_cast<std::size_t>(r);
+  compute[d] = compute_with(r, {&p.summary}, {});
+  width[d] += p.shard.cols;
+  ids[d] += p.ids;
+  return max_total_from_compute(model_, compute, width, ids, collectives_ms_, &cache_ms_);
+}
+
+void ReplanState::place(int i, int to) {
+  ReplanPiece& p = pieces_[static_cast<std::size_t>(i)];
+  const int from = p.shard.rank;
+  moved_bytes_ += charge(p, to) - charge(p, from);
+  auto& source = held_[static_cast<std::size_t>(from)];
+  source.erase(std::find(source.begin(), source.end(), i));
+  auto& target = held_[static_cast<std::size_t>(to)];
+  target.insert(std::upper_bound(target.begin(), target.end(), i), i);
+  p.shard.rank = to;
+  rebuild(from);
+  rebuild(to);
+}
+
+int ReplanState::apply(const PieceChange& c) {
+  const int from = piece(c.i).shard.rank;
+  if (c.split) {
+    ReplanPiece& a = pieces_[static_cast<std::size_t>(c.i)];
+    moved_bytes_ -= charge(a, from);
+    a = c.split->first;
+    moved_bytes_ += charge(a, from);
+    rebuild(from);
+    ReplanPiece second = c.split->second;
+    second.shard.rank = c.to;
+    return add(std::move(second));
+  }
+  place(c.i, c.to);
+  if (c.j >= 0) place(c.j, from);
+  return -1;
+}
+
+// From the device's pieces, so accepted changes leave no rounding drift behind.
+void ReplanState::rebuild(int r) {
+  const auto d = static_cast<std::size_t>(r);
+  sum_[d] = fixed_sum_[d];
+  bytes_[d] = fixed_bytes_[d];
+  width_[d] = fixed_width_[d];
+  ids_[d] = fixed_ids_[d];
+  for (int i : held_[d]) {
+    const ReplanPiece& p = piece(i);
+    for (std::size_t k = 0; k < size_; ++k) sum_[d][k] += p.summary[k];
+    bytes_[d] += p.bytes;
+    width_[d] += p.shard.cols;
+    ids_[d] += p.ids;
+  }
+  compute_[d] = fixed_count_[d] + held_[d].size() == 0 ? 0.0 : model_.compute_from_summary(sum_[d].data());
+}
+
+}  // namespace shardplan

@@ -1,0 +1,108 @@
+#pragma once
+// A placement as replanning changes it: the movable pieces (table- and column-wise shards in HBM), what
+// the other shards leave fixed on each device, and what moving pieces costs in predicted time and in
+// bytes moved from where the old plan had them.
+#include <cstdint>
+#include <vector>
+
+#include "shardplan/core/cluster.hpp"
+#include "shardplan/core/plan.hpp"
+#include "shardplan/core/table.hpp"
+#include "shardplan/cost_model/cost_model.hpp"
+
+namespace shardplan {
+
+struct ReplanPiece {
+  std::size_t table = 0;  // index in the tables (and the new plan)
+  Shard shard;            // rank: where it lies now
+  int home = -1;          // the old plan's rank; -1: a new or rebuilt table's piece, free to move
+  bool reshaped = false;  // split from an old shard: rebuilt wherever it lies, so it always costs its bytes
+  std::vector<float> summary;
+  int64_t bytes = 0;
+  double ids = 0.0;
+};
+
+// A piece's column halves: the first stays on its device, the second goes to another.
+struct SplitHalves {
+  ReplanPiece first;
+  ReplanPiece second;
+};
+
+// One move (j < 0) of piece i to device `to`, a swap with piece j, which lies on `to`, or (split set) a
+// split of piece i whose second half goes to `to`.
+struct PieceChange {
+  int i = -1;
+  int j = -1;
+  int to = 0;
+  const SplitHalves* split = nullptr;
+  double max_ms = 0.0;          // the plan's predicted maximum after it
+  double top_compute_ms = 0.0;  // and its largest computes summed (top_compute_ms)
+  int64_t budget_delta = 0;     // its change to the bytes moved from the old placement
+};
+
+class ReplanState {
+ public:
+  // `fixed`: the tables no move touches (row-wise, data-parallel, cached), with their tables.
+  ReplanState(const CostModel& model, const Cluster& cluster, const Plan& fixed,
+              const std::vector<Table>& fixed_tables);
+
+  // Adds a piece where its shard's rank says; returns its index.
+  int add(ReplanPiece piece);
+
+  const ReplanPiece& piece(int i) const { return pieces_[static_cast<std::size_t>(i)]; }
+  int num_pieces() const { return static_cast<int>(pieces_.size()); }
+  int num_devices() const { return static_cast<int>(held_.size()); }
+  const std::vector<int>& held(int r) const { return held_[static_cast<std::size_t>(r)]; }
+  int64_t free_bytes(int r) const { return usable_ - bytes_[static_cast<std::size_t>(r)]; }
+  int64_t moved_bytes() const { return moved_bytes_; }
+
+  // Whether device r holds a piece of `table` other than piece `except`.
+  bool holds_table(int r, std::size_t table, int except = -1) const;
+  // Whether the change keeps both devices within memory, the tables' pieces apart and pins honoured.
+  bool allowed(const PieceChange& change, const std::vector<Table>& tables) const;
+
+  double max_total_ms() const;
+  // The kTopDevices largest computes, summed: lower when a change relieves one of several devices that
+  // tie for the maximum, which no single change lowers (every device waits for the slowest in the
+  // all-to-all), so that the next change may lower it.
+  static constexpr int kTopDevices = 4;
+  double top_compute_ms() const { return top_sum(compute_); }
+  static double top_sum(std::vector<double> compute);
+  std::vector<DeviceCost> costs() const;
+  double total_ms(int r) const;  // one device's, from costs()
+  // The plan's maximum after the change, and its change to the bytes moved; fills change.max_ms and
+  // change.budget_delta. Thread-safe (reads only).
+  void evaluate(PieceChange& change) const;
+  // The maximum with piece `p` (not yet added) on device r.
+  double max_with(const ReplanPiece& p, int r) const;
+  // Returns the index of a split's second half (-1 for a move or swap).
+  int apply(const PieceChange& change);
+
+ private:
+  void rebuild(int r);
+  int64_t charge(const ReplanPiece& p, int rank) const {
+    return p.home >= 0 && (p.reshaped || rank != p.home) ? p.bytes : 0;
+  }
+  void evaluate_split(PieceChange& change) const;
+  void place(int i, int to);
+  double compute_with(int r, const std::vector<const std::vector<float>*>& add,
+                      const std::vector<const std::vector<float>*>& remove) const;
+
+  const CostModel& model_;
+  int64_t usable_ = 0;
+  std::size_t size_ = 0;  // the model's summary size
+  std::vector<ReplanPiece> pieces_;
+  std::vector<std::vector<int>> held_;
+  std::vector<std::vector<float>> fixed_sum_;
+  std::vector<int64_t> fixed_bytes_, fixed_width_;
+  std::vector<int> fixed_count_;
+  std::vector<double> fixed_ids_;
+  std::vector<std::vector<float>> sum_;
+  std::vector<double> compute_, ids_;
+  std::vector<int64_t> bytes_, width_;
+  double collectives_ms_ = 0.0;
+  std::vector<double> cache_ms_;
+  int64_t moved_bytes_ = 0;
+};
+
+}  // namespace shardplan
