@@ -78,7 +78,7 @@ class ReplanTest(unittest.TestCase):
 
     def test_a_zero_budget_keeps_the_placement(self):
         first, old = self.first_plan()
-        new, delta = self.planner(DRIFTED).replan(six_tables(), self.sharders, first.last_plan, move_budget="0%")
+        new, delta = self.planner(DRIFTED).replan(six_tables(), self.sharders, first.last_plan, move_budget="0")
         self.assertEqual(len(delta["sparse"][1]), 0)
         self.assertEqual({n: ps.ranks for n, ps in new.plan["sparse"].items()},
                          {n: ps.ranks for n, ps in old.plan["sparse"].items()})
@@ -115,11 +115,20 @@ class ReplanTest(unittest.TestCase):
             ("an old plan of another world size", lambda: self.planner(DRIFTED, world=4).replan(
                 six_tables(), self.sharders, first.last_plan), ""),
         ]
-        for what, call, says in cases:
-            with self.subTest(what), self.assertRaises(self.PlannerError) as caught:
-                call()
-            self.assertEqual(caught.exception.error_type, self.ErrorType.INPUT_VALIDATION, str(caught.exception))
-            self.assertIn(says, str(caught.exception))
+        with tempfile.TemporaryDirectory() as tmp:
+            kept = os.path.join(tmp, "plan.json")
+            self.first_plan(plan_path=kept)
+            with open(kept, encoding="utf-8") as f:
+                before = f.read()
+            cases.append(("the old plan as this planner's own plan_path", lambda: self.planner(
+                DRIFTED, plan_path=kept).replan(six_tables(), self.sharders, kept), "would overwrite"))
+            for what, call, says in cases:
+                with self.subTest(what), self.assertRaises(self.PlannerError) as caught:
+                    call()
+                self.assertEqual(caught.exception.error_type, self.ErrorType.INPUT_VALIDATION, str(caught.exception))
+                self.assertIn(says, str(caught.exception))
+            with open(kept, encoding="utf-8") as f:
+                self.assertEqual(f.read(), before)
 
     def test_what_torchrecs_reshard_could_not_apply(self):
         from torchrec.distributed.sharding_plan import column_wise, construct_module_sharding_plan, row_wise, \

@@ -157,7 +157,7 @@ LocalCommTimerConfig comm_protocol(bool quiet) {
 int run_calibration_job(const CLI::App& app, CalibrateConfig& config, const std::string& mem_cap, int argc,
                         char** argv) {
   CalibrationJob job;
-  job.where = rendezvous_from_environment(0, 1);
+  job.where = rendezvous_from_environment(0, 1, "leave WORLD_SIZE unset to calibrate this host alone");
   job.gpus_per_host = local_world_size_from_environment(job.where.world_size);
   job.comm = comm_protocol(config.quiet);
   job.comm.max_ranks = job.where.world_size;

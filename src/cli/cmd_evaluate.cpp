@@ -54,8 +54,9 @@ OldPlacement evaluate_old_placement(const std::string& old_path, const Plan& pla
   const Plan old_plan = read_plan_file_alone(old_path);
   ReplanConfig config;
   config.from = old_path;
-  config.move_budget_bytes = std::numeric_limits<int64_t>::max();
+  config.move_budget_bytes = std::numeric_limits<int64_t>::max();  // room made whatever it moves
   config.max_moves = 0;
+  config.keep_shapes = true;  // and no sharding-type pass
   const Plan placement = replan(old_plan, tables, plan.cluster, model, config);
   return OldPlacement{evaluate_plan(placement, tables, model), plan_moves(old_plan, plan, plan.cluster.optimizer)};
 }

@@ -104,6 +104,7 @@ ojson replan_to_json(const ReplanSummary& replan) {
                {"old_max_total_ms", replan.old_max_total_ms},
                {"moves", replan.moves},
                {"type_pass_moves", replan.type_pass_moves},
+               {"cut_short", replan.cut_short},
                {"kept_tables", changes.kept_tables},
                {"dropped_tables", changes.dropped},
                {"tables", std::move(tables)}};

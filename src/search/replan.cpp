@@ -63,10 +63,6 @@ std::vector<Shard> column_pieces(const Table& table, int count) {
   return shards;
 }
 
-struct NoRoom {
-  std::string what;  // "table t5 (1.00 GiB) fits on no device", "rank 3 holds 4.5 GiB of its 4 GiB"
-};
-
 class Replanner {
  public:
   Replanner(const Plan& old_plan, const std::vector<Table>& tables, const Cluster& cluster, const CostModel& model,
@@ -113,6 +109,12 @@ class Replanner {
         continue;
       }
       const TableSharding& old = *found->second;
+      if (!config_.sharding_types.allows(old.type)) {
+        throw InputError(
+            fmt::format("table \"{}\": the old plan has it {}, which the allowed sharding types ({}) "
+                        "leave out; replanning keeps a table's type (plan afresh, without --from)",
+                        old.name, sharding_type_name(old.type), sharding_types_string(config_.sharding_types)));
+      }
       if (old.cache && !cluster_.offers_host_memory()) {
         throw InputError(
             fmt::format("table \"{}\": the old plan keeps it in host memory, and this cluster offers none "
@@ -139,12 +141,37 @@ class Replanner {
   void settle_pins() {
     for (int i = 0; i < state_->num_pieces(); ++i) {
       const ReplanPiece& p = state_->piece(i);
-      if (tables_[p.table].constraints.allows_rank(p.shard.rank)) continue;
-      if (!move_to_best(i)) {
-        throw InfeasibleError(
-            fmt::format("table \"{}\": none of its pinned ranks has room for its shard", tables_[p.table].name));
+      const Table& table = tables_[p.table];
+      if (table.constraints.allows_rank(p.shard.rank)) continue;
+      if (no_room_.empty()) {
+        no_room_ =
+            fmt::format("table \"{}\" is pinned off rank {}, where the old plan has it", table.name, p.shard.rank);
       }
+      if (move_to_best(i)) {
+        ++forced_moves_;
+        continue;
+      }
+      const int target = roomiest_rank_for(p);
+      if (target < 0) {
+        throw InputError(
+            fmt::format("table \"{}\": its pinned ranks already hold its other shards, and the old "
+                        "plan's {} shards cannot move apart onto them (plan afresh, without --from)",
+                        table.name, pieces_of_.at(p.table).size()));
+      }
+      clear(target, p.bytes - state_->free_bytes(target), no_room_);
+      if (!move_to_best(i)) throw InfeasibleError(no_room_ + ", and no move makes room for it");
+      ++forced_moves_;
     }
+  }
+
+  // The allowed rank, apart from its table's other pieces, with the most free memory; -1: none.
+  int roomiest_rank_for(const ReplanPiece& p) const {
+    int target = -1;
+    for (int r = 0; r < state_->num_devices(); ++r) {
+      if (!tables_[p.table].constraints.allows_rank(r) || state_->holds_table(r, p.table)) continue;
+      if (target < 0 || state_->free_bytes(r) > state_->free_bytes(target)) target = r;
+    }
+    return target;
   }
 
   // Largest first, as a first-fit packing would: the large ones have the fewest places.
@@ -160,7 +187,6 @@ class Replanner {
   void place_new(std::size_t index) {
     const Table& table = tables_[index];
     const ShardingTypeSet types = table_sharding_types(table, config_.sharding_types);
-    const int64_t bytes = table_memory_bytes(table, cluster_.optimizer);
     const bool column = types.allows(ShardingType::kColumnWise);
     if (!types.allows(ShardingType::kTableWise) && !column) {
       throw InputError(fmt::format(
@@ -168,10 +194,16 @@ class Replanner {
           "(plan afresh, without --from)",
           table.name, sharding_types_string(types)));
     }
-    int count = types.allows(ShardingType::kTableWise) ? 1 : 2;
-    const int most = std::min(cluster_.num_devices, table.dim / 4);
-    while (column && count < most && bytes / count > cluster_.usable_bytes_per_device()) count *= 2;
-    count = std::min(count, std::max(most, 1));
+    // The fewest pieces whose largest fits a device, one per allowed rank at most.
+    int allowed_ranks = 0;
+    for (int r = 0; r < cluster_.num_devices; ++r) allowed_ranks += table.constraints.allows_rank(r) ? 1 : 0;
+    const int most = std::max(1, std::min(allowed_ranks, table.dim / 4));
+    const auto largest = [&](int count) {
+      const int quads = table.dim / 4;
+      return shard_memory_bytes(table.rows, 4 * ((quads + count - 1) / count), table.dtype, cluster_.optimizer);
+    };
+    int count = types.allows(ShardingType::kTableWise) ? 1 : std::min(2, most);
+    while (column && count < most && largest(count) > cluster_.usable_bytes_per_device()) ++count;
     for (const Shard& shard : column_pieces(table, count)) {
       ReplanPiece p = make_piece(table, index, shard, -1, model_, cluster_.optimizer);
       const int rank = best_rank_for(p);
@@ -206,11 +238,7 @@ class Replanner {
 
   // No device has room for p: clears it on the allowed device with the most free memory.
   int room_for(const ReplanPiece& p) {
-    int target = -1;
-    for (int r = 0; r < state_->num_devices(); ++r) {
-      if (!tables_[p.table].constraints.allows_rank(r) || state_->holds_table(r, p.table)) continue;
-      if (target < 0 || state_->free_bytes(r) > state_->free_bytes(target)) target = r;
-    }
+    const int target = roomiest_rank_for(p);
     const std::string what =
         fmt::format("table \"{}\" ({}) fits on no device", tables_[p.table].name, format_bytes(p.bytes));
     if (target < 0) throw InfeasibleError(what + " its pins allow");
@@ -274,7 +302,11 @@ class Replanner {
   // The moves, swaps and column splits, off the devices with the most compute onto those with the least,
   // that lower the maximum most per byte they move, one at a time while the budget lasts.
   void improve() {
-    while (chosen_moves_ < config_.max_moves && !config_.deadline.passed()) {
+    while (chosen_moves_ < config_.max_moves) {
+      if (config_.deadline.passed()) {
+        cut_short_ = true;
+        break;
+      }
       std::deque<SplitHalves> halves;
       std::vector<PieceChange> changes = candidate_changes(halves);
       parallel_for(static_cast<int>(changes.size()), config_.threads,
@@ -442,6 +474,7 @@ class Replanner {
     summary.move_budget_bytes = config_.move_budget_bytes;
     summary.old_max_total_ms = old_max_ms_;
     summary.moves = forced_moves_ + chosen_moves_;
+    summary.cut_short = cut_short_;
     summary.changes = plan_moves(old_, plan, cluster_.optimizer);
     if (summary.changes.moved_bytes != state_->moved_bytes()) {
       throw RuntimeFailure(fmt::format("replan: its moves count {} bytes, the plans differ by {}",
@@ -467,6 +500,7 @@ class Replanner {
   double old_max_ms_ = 0.0;
   int forced_moves_ = 0;
   int chosen_moves_ = 0;
+  bool cut_short_ = false;  // the deadline stopped the moves
 };
 
 }  // namespace

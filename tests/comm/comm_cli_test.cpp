@@ -267,6 +267,16 @@ TEST(CommCollect, SpawnFailsWhenARankDies) {
   EXPECT_NE(process.err().find("was killed by signal 9"), std::string::npos) << process.err();
 }
 
+// calibrate has no --spawn: a job's missing variable says how to calibrate this host alone instead.
+TEST(CommCollect, ACalibrationJobNamesTheMissingVariableAndTheWayWithoutOne) {
+  TempDir dir;
+  std::string err;
+  EXPECT_EQ(run({"calibrate", "--out", dir.path("m")}, &err, {{"WORLD_SIZE", "2"}}), 2);
+  EXPECT_NE(err.find("RANK is not set"), std::string::npos) << err;
+  EXPECT_NE(err.find("leave WORLD_SIZE unset"), std::string::npos) << err;
+  EXPECT_EQ(err.find("--spawn"), std::string::npos) << err;
+}
+
 TEST(CommCollect, WithoutSpawnTheLauncherVariablesAreRequired) {
   TempDir dir;
   std::vector<std::string> args{"collect-costs", "comm", "--samples", "3", "--out", dir.path("w2")};

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "shardplan/core/errors.hpp"
@@ -125,6 +126,63 @@ TEST(Replan, RefusesWhatNoLongerFitsWithinTheBudget) {
   const Plan plan = replan(old_plan, tables, narrow, *model, budget_of(2 * kGiB));
   EXPECT_GT(plan.replan->changes.moved_bytes, 0);
   expect_valid(plan, tables);
+}
+
+TEST(Replan, MovesATablePinnedElsewhereAndCountsIt) {
+  const Cluster cluster = cluster_of(4, 4 * kGiB);
+  std::vector<Table> tables = varied_tables(8);
+  const Plan old_plan = fresh_plan(tables, cluster);
+  std::size_t k = 0;
+  while (k < tables.size() && old_plan.tables[k].shards.size() != 1) ++k;
+  ASSERT_LT(k, tables.size());
+  const int elsewhere = (old_plan.tables[k].shards[0].rank + 1) % 4;
+  tables[k].constraints.ranks = {elsewhere};
+  const Plan plan = replan(old_plan, tables, cluster, *analytic_model(), budget_of(16 * kGiB));
+  EXPECT_EQ(plan.tables[k].shards[0].rank, elsewhere);
+  const auto& changed = plan.replan->changes.tables;
+  const auto pinned =
+      std::find_if(changed.begin(), changed.end(), [&](const TableMove& m) { return m.table == tables[k].name; });
+  ASSERT_NE(pinned, changed.end());
+  EXPECT_EQ(pinned->change, TableChange::kMoved);
+  EXPECT_EQ(pinned->bytes, table_memory_bytes(tables[k], cluster.optimizer));
+  // With no budget the pin's move is refused, naming why.
+  try {
+    replan(old_plan, tables, cluster, *analytic_model(), budget_of(0));
+    FAIL() << "expected InfeasibleError";
+  } catch (const InfeasibleError& e) {
+    EXPECT_NE(std::string(e.what()).find("is pinned off rank"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("would do"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Replan, KeepsATablesTypeOrRefusesIt) {
+  const Cluster cluster = cluster_of(4, 4 * kGiB);
+  const auto tables = varied_tables(8);
+  Plan old_plan = fresh_plan(tables, cluster);
+  old_plan.tables[1] = row_wise_sharding(tables[1], 4);
+  ReplanConfig config = budget_of(0);
+  config.sharding_types = ShardingTypeSet::table_and_column();
+  EXPECT_THROW(replan(old_plan, tables, cluster, *analytic_model(), config), InputError);
+  const Plan plan = replan(old_plan, tables, cluster, *analytic_model(), budget_of(0));
+  EXPECT_EQ(plan.tables[1].type, ShardingType::kRowWise);
+}
+
+// A new table no GPU holds whole, pinned to 3 ranks: 3 column pieces, one on each (room made for them).
+TEST(Replan, SplitsANewTableOverItsPinnedRanks) {
+  const Cluster cluster = cluster_of(4, 4 * kGiB);
+  const auto tables = varied_tables(4);
+  const Plan old_plan = fresh_plan(tables, cluster);
+  std::vector<Table> now = tables;
+  Table wide = make_table("wide", 10 * kGiB / 384, 96, 5.0);  // 10 GiB: 3 pieces of 3.3 GiB, not 2 of 5
+  wide.constraints.ranks = {0, 1, 2};
+  wide.constraints.sharding_types.add(ShardingType::kColumnWise);
+  now.push_back(wide);
+  const int64_t all = move_budget_from_percent(100.0, now, cluster.optimizer);
+  const Plan plan = replan(old_plan, now, cluster, *analytic_model(), budget_of(all));
+  const TableSharding& placed = plan.tables.back();
+  ASSERT_EQ(placed.shards.size(), 3u);
+  for (const Shard& shard : placed.shards) EXPECT_NE(shard.rank, 3);
+  expect_valid(plan, now);
 }
 
 TEST(Replan, RefusesAnotherDeviceCount) {

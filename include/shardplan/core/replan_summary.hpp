@@ -39,7 +39,8 @@ struct ReplanSummary {
   std::string from;               // the old plan file as given
   int64_t move_budget_bytes = 0;  // what moved_bytes may reach
   double old_max_total_ms = 0.0;  // the old placement under the new tables (new tables placed, room made)
-  int moves = 0;                  // shard moves, swaps and splits the search chose
+  int moves = 0;                  // shard moves, swaps and splits: chosen, and those that made room
+  bool cut_short = false;         // --time-limit stopped the moves early
   int type_pass_moves = 0;        // the changes the sharding-type pass was allowed after them (0: none kept)
   PlanMoves changes;
 };

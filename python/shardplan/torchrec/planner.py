@@ -140,6 +140,12 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
                                "DistributedModelParallel shards its model in place: pass a copy built as the "
                                "original (on the meta device will do)", PlannerErrorType.INPUT_VALIDATION)
         old_path = None if isinstance(old_plan, dict) else os.fspath(old_plan)
+        # The plan the job runs is never written over: plan_path and tables_path receive the replan's files.
+        for kept, name in ((self.plan_path, "plan_path"), (self.tables_path, "tables_path")):
+            if old_path and kept and os.path.abspath(kept) == os.path.abspath(old_path):
+                raise PlannerError(f"shard-plan: the old plan {old_path} is this planner's {name}, which the "
+                                   "replan would overwrite: give the old plan as a dict, or another plan_path",
+                                   PlannerErrorType.INPUT_VALIDATION)
         try:
             old = old_plan if old_path is None else read_plan(old_path)
             old_sharding = build_sharding_plan(old, module, device_type=self._topology.compute_device,
