@@ -199,6 +199,17 @@ PlannerConfig planner_config(PlanFlags& f, const Cluster& cluster, const std::op
   return config;
 }
 
+// The plan with its seed, planning time and the model's per-device costs, as every plan is written.
+Plan scored(Plan plan, const std::vector<Table>& tables, const PlannerConfig& config,
+            std::chrono::steady_clock::time_point start) {
+  plan.seed = config.seed;
+  plan.planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  plan.device_costs = score_plan(plan, tables, *config.cost_model);
+  plan.cost_model = config.cost_model->name();
+  plan.cost_model_hardware = config.cost_model->hardware();
+  return plan;
+}
+
 // The planner's plan, checked against the tables' constraints and scored by the model every planner's plan
 // is scored by, so reports compare like with like.
 Plan make_plan(const std::string& algorithm, const std::vector<Table>& tables, const Cluster& cluster,
@@ -210,12 +221,7 @@ Plan make_plan(const std::string& algorithm, const std::vector<Table>& tables, c
   if (std::string broken = constraint_violation(plan, tables); !broken.empty()) {
     throw RuntimeFailure(fmt::format("{}: its plan breaks the tables file's constraints: {}", algorithm, broken));
   }
-  plan.seed = config.seed;
-  plan.planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  plan.device_costs = score_plan(plan, tables, *config.cost_model);
-  plan.cost_model = config.cost_model->name();
-  plan.cost_model_hardware = config.cost_model->hardware();
-  return plan;
+  return scored(std::move(plan), tables, config, start);
 }
 
 // The old plan's placement under the new tables, changed by the moves worth their bytes within the budget;
@@ -239,12 +245,7 @@ Plan make_replan(const PlanFlags& f, const std::vector<Table>& tables, const Clu
                     "afresh, without --from)",
                     f.replan.from, broken));
   }
-  plan.seed = config.seed;
-  plan.planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  plan.device_costs = score_plan(plan, tables, *config.cost_model);
-  plan.cost_model = config.cost_model->name();
-  plan.cost_model_hardware = config.cost_model->hardware();
-  return plan;
+  return scored(std::move(plan), tables, config, start);
 }
 
 // The plan file and chart, staged before either is written: a run that fails leaves neither, and an old

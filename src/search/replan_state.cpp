@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <tuple>
 
 namespace shardplan {
 
@@ -71,18 +72,33 @@ bool ReplanState::allowed(const PieceChange& c, const std::vector<Table>& tables
   return free_bytes(from) + a.bytes >= b.bytes;
 }
 
-double ReplanState::compute_with(int r, const std::vector<const std::vector<float>*>& add,
-                                 const std::vector<const std::vector<float>*>& remove) const {
+double ReplanState::compute_with(int r, const ReplanPiece* in, const ReplanPiece* out) const {
   const auto d = static_cast<std::size_t>(r);
-  const int count = fixed_count_[d] + static_cast<int>(held_[d].size() + add.size()) - static_cast<int>(remove.size());
+  const int count = fixed_count_[d] + static_cast<int>(held_[d].size()) + (in ? 1 : 0) - (out ? 1 : 0);
   if (count <= 0) return 0.0;  // left empty
   thread_local std::vector<float> scratch;
   scratch = sum_[d];
-  for (const auto* s : add)
-    for (std::size_t k = 0; k < size_; ++k) scratch[k] += (*s)[k];
-  for (const auto* s : remove)
-    for (std::size_t k = 0; k < size_; ++k) scratch[k] -= (*s)[k];
+  if (in)
+    for (std::size_t k = 0; k < size_; ++k) scratch[k] += in->summary[k];
+  if (out)
+    for (std::size_t k = 0; k < size_; ++k) scratch[k] -= out->summary[k];
   return model_.compute_from_summary(scratch.data());
+}
+
+std::pair<double, double> ReplanState::after(std::initializer_list<Side> sides) const {
+  thread_local std::vector<double> compute;
+  thread_local std::vector<int64_t> width;
+  thread_local std::vector<double> ids;
+  compute = compute_;
+  width = width_;
+  ids = ids_;
+  for (const Side& side : sides) {
+    const auto d = static_cast<std::size_t>(side.device);
+    compute[d] = compute_with(side.device, side.in, side.out);
+    width[d] += (side.in ? side.in->shard.cols : 0) - (side.out ? side.out->shard.cols : 0);
+    ids[d] += (side.in ? side.in->ids : 0.0) - (side.out ? side.out->ids : 0.0);
+  }
+  return {max_total_from_compute(model_, compute, width, ids, collectives_ms_, &cache_ms_), top_sum(compute)};
 }
 
 double ReplanState::max_total_ms() const {
@@ -101,74 +117,23 @@ std::vector<DeviceCost> ReplanState::costs() const {
   return costs_from_compute(model_, compute_, width_, ids_, collectives_ms_, &cache_ms_);
 }
 
-double ReplanState::total_ms(int r) const { return costs()[static_cast<std::size_t>(r)].total_ms(); }
-
 void ReplanState::evaluate(PieceChange& c) const {
-  if (c.split) return evaluate_split(c);
   const ReplanPiece& a = piece(c.i);
+  const int from = a.shard.rank;
+  if (c.split) {
+    const ReplanPiece& first = c.split->first;
+    const ReplanPiece& second = c.split->second;
+    std::tie(c.max_ms, c.top_compute_ms) = after({{from, &first, &a}, {c.to, &second, nullptr}});
+    c.budget_delta = charge(first, from) + charge(second, c.to) - charge(a, from);
+    return;
+  }
   const ReplanPiece* b = c.j >= 0 ? &piece(c.j) : nullptr;
-  const auto from = static_cast<std::size_t>(a.shard.rank);
-  const auto to = static_cast<std::size_t>(c.to);
-  thread_local std::vector<double> compute;
-  thread_local std::vector<int64_t> width;
-  thread_local std::vector<double> ids;
-  compute = compute_;
-  width = width_;
-  ids = ids_;
-  std::vector<const std::vector<float>*> none;
-  std::vector<const std::vector<float>*> with_a{&a.summary};
-  std::vector<const std::vector<float>*> with_b;
-  if (b) with_b.push_back(&b->summary);
-  compute[from] = compute_with(a.shard.rank, with_b, with_a);
-  compute[to] = compute_with(c.to, with_a, with_b);
-  const int64_t b_cols = b ? b->shard.cols : 0;
-  const double b_ids = b ? b->ids : 0.0;
-  width[from] += b_cols - a.shard.cols;
-  width[to] += a.shard.cols - b_cols;
-  ids[from] += b_ids - a.ids;
-  ids[to] += a.ids - b_ids;
-  c.max_ms = max_total_from_compute(model_, compute, width, ids, collectives_ms_, &cache_ms_);
-  c.top_compute_ms = top_sum(compute);
-  c.budget_delta = charge(a, c.to) - charge(a, a.shard.rank);
-  if (b) c.budget_delta += charge(*b, a.shard.rank) - charge(*b, c.to);
+  std::tie(c.max_ms, c.top_compute_ms) = after({{from, b, &a}, {c.to, &a, b}});
+  c.budget_delta = charge(a, c.to) - charge(a, from);
+  if (b) c.budget_delta += charge(*b, from) - charge(*b, c.to);
 }
 
-void ReplanState::evaluate_split(PieceChange& c) const {
-  const ReplanPiece& a = piece(c.i);
-  const ReplanPiece& first = c.split->first;
-  const ReplanPiece& second = c.split->second;
-  const auto from = static_cast<std::size_t>(a.shard.rank);
-  const auto to = static_cast<std::size_t>(c.to);
-  thread_local std::vector<double> compute;
-  thread_local std::vector<int64_t> width;
-  thread_local std::vector<double> ids;
-  compute = compute_;
-  width = width_;
-  ids = ids_;
-  compute[from] = compute_with(a.shard.rank, {&first.summary}, {&a.summary});
-  compute[to] = compute_with(c.to, {&second.summary}, {});
-  width[from] += first.shard.cols - a.shard.cols;
-  width[to] += second.shard.cols;
-  ids[from] += first.ids - a.ids;
-  ids[to] += second.ids;
-  c.max_ms = max_total_from_compute(model_, compute, width, ids, collectives_ms_, &cache_ms_);
-  c.top_compute_ms = top_sum(compute);
-  c.budget_delta = charge(first, a.shard.rank) + charge(second, c.to) - charge(a, a.shard.rank);
-}
-
-double ReplanState::max_with(const ReplanPiece& p, int r) const {
-  thread_local std::vector<double> compute;
-  thread_local std::vector<int64_t> width;
-  thread_local std::vector<double> ids;
-  compute = compute_;
-  width = width_;
-  ids = ids_;
-  const auto d = static_cast<std::size_t>(r);
-  compute[d] = compute_with(r, {&p.summary}, {});
-  width[d] += p.shard.cols;
-  ids[d] += p.ids;
-  return max_total_from_compute(model_, compute, width, ids, collectives_ms_, &cache_ms_);
-}
+double ReplanState::max_with(const ReplanPiece& p, int r) const { return after({{r, &p, nullptr}}).first; }
 
 void ReplanState::place(int i, int to) {
   ReplanPiece& p = pieces_[static_cast<std::size_t>(i)];

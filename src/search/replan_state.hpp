@@ -3,6 +3,8 @@
 // the other shards leave fixed on each device, and what moving pieces costs in predicted time and in
 // bytes moved from where the old plan had them.
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "shardplan/core/cluster.hpp"
@@ -69,7 +71,6 @@ class ReplanState {
   double top_compute_ms() const { return top_sum(compute_); }
   static double top_sum(std::vector<double> compute);
   std::vector<DeviceCost> costs() const;
-  double total_ms(int r) const;  // one device's, from costs()
   // The plan's maximum after the change, and its change to the bytes moved; fills change.max_ms and
   // change.budget_delta. Thread-safe (reads only).
   void evaluate(PieceChange& change) const;
@@ -83,10 +84,16 @@ class ReplanState {
   int64_t charge(const ReplanPiece& p, int rank) const {
     return p.home >= 0 && (p.reshaped || rank != p.home) ? p.bytes : 0;
   }
-  void evaluate_split(PieceChange& change) const;
   void place(int i, int to);
-  double compute_with(int r, const std::vector<const std::vector<float>*>& add,
-                      const std::vector<const std::vector<float>*>& remove) const;
+  // One device's side of a change: `in` joins it, `out` leaves it (either may be null).
+  struct Side {
+    int device;
+    const ReplanPiece* in;
+    const ReplanPiece* out;
+  };
+  double compute_with(int r, const ReplanPiece* in, const ReplanPiece* out) const;
+  // The plan's maximum and top_compute_ms with the sides applied.
+  std::pair<double, double> after(std::initializer_list<Side> sides) const;
 
   const CostModel& model_;
   int64_t usable_ = 0;
