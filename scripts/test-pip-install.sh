@@ -18,7 +18,16 @@ grep -qF "$readme_command" README.md || { echo "test-pip-install: the README no 
 rm -rf "$venv"
 "$python" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
-# What the user already has: the pinned torch (from pip's cache once scripts/setup-python.sh ran).
+# What the user already has: the pinned torch. Where scripts/setup-python.sh installed it for the same
+# Python, its files are hard-linked rather than installed again (5 GB of disk a CI machine may not have);
+# pip then finds it installed, or installs it where nothing was linked.
+source_venv="$root/.venv"
+pinned_torch="$(sed -n 's/^torch==//p' python/constraints.txt)"
+installed_version() { "$1/bin/python" -c 'from importlib.metadata import version; print(version("torch"))' 2>/dev/null; }
+if [ -x "$source_venv/bin/python" ] && [ "$("$source_venv/bin/python" -V)" = "$("$venv/bin/python" -V)" ] &&
+  [ "$(installed_version "$source_venv")" = "$pinned_torch" ]; then
+  "$source_venv/bin/python" scripts/link-installed.py "$venv" torch
+fi
 "${pip[@]}" install -c python/constraints.txt torch
 
 export SKBUILD_BUILD_DIR="${SKBUILD_BUILD_DIR:-$root/build-pip}"

@@ -85,6 +85,16 @@ class PlannerTest(unittest.TestCase):
         planner = self.planner(device="cpu")
         self.assertEqual(planner._host_memory_args(planner._topology), [])
 
+    def test_the_gpu_it_runs_on_is_named_so_that_another_devices_model_is_warned_of(self):
+        planner = self.planner()
+        with mock.patch("torch.cuda.is_available", return_value=True), \
+                mock.patch("torch.cuda.get_device_name", return_value="NVIDIA A100-SXM4-80GB"):
+            self.assertEqual(planner._device_args(planner._topology), ["--device-model", "NVIDIA A100-SXM4-80GB"])
+            self.assertEqual(self.planner(extra_args=["--device-model", "X"])._device_args(planner._topology), [])
+            self.assertEqual(self.planner(device="cpu")._device_args(self.planner(device="cpu")._topology), [])
+        with mock.patch("torch.cuda.is_available", return_value=False):
+            self.assertEqual(planner._device_args(planner._topology), [])
+
     def test_pooling_factors_add_over_a_tables_features(self):
         import json
         seen = {}

@@ -75,6 +75,10 @@ void add_cluster_options(CLI::App& app, ClusterFlags& flags, bool gpus_required)
                  "Default: the --hardware profile's, else 80GiB")
       ->each([&flags](const std::string&) { flags.mem_per_gpu_given = true; });
   add_hardware_option(app, flags.hardware);
+  app.add_option("--device-model", flags.device_model,
+                 "The GPU the plan is for, as torch.cuda.get_device_name() names it (\"NVIDIA H100 80GB HBM3\"): "
+                 "a cost model timed on another device is warned of. Default: the --hardware profile's")
+      ->type_name("NAME");
   app.add_option("--reserve", flags.reserve, "Fraction of each GPU's memory kept for the rest of the model, in [0, 1)")
       ->capture_default_str();
   app.add_option("--optimizer", flags.optimizer,

@@ -37,7 +37,8 @@ struct ClusterFlags {
   std::string mem_per_gpu = "80GiB";
   bool gpus_per_host_given = false;
   bool mem_per_gpu_given = false;
-  std::string hardware;  // --hardware NAME|FILE; empty: none
+  std::string hardware;      // --hardware NAME|FILE; empty: none
+  std::string device_model;  // --device-model; empty: the profile's, if it names one
   double reserve = 0.0;
   std::string optimizer = "sgd";
   std::string ddr_per_host;  // --ddr-per-host; not given: none (every table in HBM)

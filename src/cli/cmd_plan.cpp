@@ -175,18 +175,24 @@ ModelChoice check_plan_flags(PlanFlags& f) {
   return model_choice;
 }
 
+// A cost model is true for the hardware it was measured on: more GPUs, another GPU or another host layout
+// than that are warned of.
+void warn_where_the_model_was_not_measured(const ModelHardware& model, const Cluster& cluster,
+                                           const std::string& device_model) {
+  for (const std::string& why :
+       {comm_extrapolation_warning(model, cluster.num_devices), device_model_warning(model, device_model),
+        host_layout_warning(model, cluster.devices_per_host)}) {
+    if (!why.empty()) spdlog::warn("{}", why);
+  }
+}
+
 PlannerConfig planner_config(PlanFlags& f, const Cluster& cluster, const std::optional<HardwareProfile>& hardware) {
   PlannerConfig config;
   config.seed = f.seed;
   config.cost_model = load_model_flag(f.model, cluster.devices_per_host, hardware ? &*hardware : nullptr);
-  if (std::string beyond = comm_extrapolation_warning(config.cost_model->hardware(), cluster.num_devices);
-      !beyond.empty()) {
-    spdlog::warn("{}", beyond);
-  }
-  if (std::string layout = host_layout_warning(config.cost_model->hardware(), cluster.devices_per_host);
-      !layout.empty()) {
-    spdlog::warn("{}", layout);
-  }
+  const std::string& device_model =
+      f.cluster_flags.device_model.empty() && hardware ? hardware->device_model : f.cluster_flags.device_model;
+  warn_where_the_model_was_not_measured(config.cost_model->hardware(), cluster, device_model);
   f.search.show_progress = !f.log_options.quiet;
   config.neuroshard = f.search;
   if (f.algorithm == kMeasuredAlgorithm) {

@@ -47,6 +47,7 @@ HardwareProfile parse_hardware_profile(const nlohmann::json& doc, const std::str
   p.name = read_string(require_member(doc, "name", source, ""), source, "name");
   if (p.name.empty()) throw_field_error(source, "name", "must not be empty", doc["name"]);
   if (const auto* d = find_member(doc, "description")) p.description = read_string(*d, source, "description");
+  if (const auto* d = find_member(doc, "device_model")) p.device_model = read_string(*d, source, "device_model");
   p.kind = read_string(require_member(doc, "kind", source, ""), source, "kind");
   if (p.kind != "measured" && p.kind != "published") {
     throw_field_error(source, "kind", "must be \"measured\" or \"published\"", doc["kind"]);

@@ -150,6 +150,15 @@ std::string host_layout_warning(const ModelHardware& hardware, int devices_per_h
       measured, devices_per_host);
 }
 
+std::string device_model_warning(const ModelHardware& hardware, const std::string& device_model) {
+  if (same_compute_hardware(hardware, "", device_model)) return "";
+  return fmt::format(
+      "the cost model's compute was timed on {} ({}) and this plan is for {}: its compute costs are another "
+      "device's, so its choices may not be the best for yours; calibrate on this GPU (docs/cluster-model.md)",
+      hardware.compute_device_model, hardware.compute_device.empty() ? "device" : hardware.compute_device,
+      device_model);
+}
+
 std::string comm_extrapolation_warning(const ModelHardware& hardware, int devices) {
   const int measured = hardware.max_comm_world_size();
   if (measured == 0 || devices <= measured || hardware.comm_structure_only) return "";

@@ -72,6 +72,7 @@ class Replanner {
   Plan run() {
     check_cluster();
     classify();
+    check_host_memory();
     state_.emplace(model_, cluster_, fixed_plan_, fixed_tables_);
     for (const auto& [index, old] : kept_) add_kept(index, *old);
     settle_pins();
@@ -127,6 +128,19 @@ class Replanner {
       }
       kept_.emplace_back(i, &old);
     }
+  }
+
+  // Cached tables stay where they are, so their hosts' memory must still hold them (a smaller
+  // --ddr-per-host, or an optimizer with more state).
+  void check_host_memory() const {
+    if (!has_cached_tables(fixed_plan_)) return;
+    const std::vector<int64_t> hosts = host_ddr_bytes(fixed_plan_, device_usage(fixed_plan_));
+    const auto most = std::max_element(hosts.begin(), hosts.end());
+    if (most == hosts.end() || *most <= cluster_.ddr_per_host_bytes) return;
+    throw InfeasibleError(fmt::format(
+        "host {}: the old plan's cached tables need {} of host memory there, over its {}; a replan "
+        "keeps cached tables where they are (offer {} or more per host, or plan afresh)",
+        most - hosts.begin(), format_bytes(*most), format_bytes(cluster_.ddr_per_host_bytes), format_bytes(*most)));
   }
 
   void add_kept(std::size_t index, const TableSharding& old) {
@@ -391,6 +405,7 @@ class Replanner {
   // devices' compute), so ties are broken one device at a time. Ties keep the first.
   const PieceChange* best_per_byte(const std::vector<PieceChange>& changes) const {
     constexpr double kTieGain = 0.05;
+    constexpr double kNoiseGain = 1e-5;
     const double now = state_->max_total_ms();
     const double top = state_->top_compute_ms();
     const PieceChange* best = nullptr;
@@ -398,7 +413,9 @@ class Replanner {
     for (const PieceChange& c : changes) {
       if (c.max_ms > now * (1 + 1e-12)) continue;
       const double gain = (now - c.max_ms) + kTieGain * (top - c.top_compute_ms);
-      if (gain <= 1e-9 * now) continue;
+      // The model sums in float: a gain below its rounding is noise, and moves on noise can cycle until
+      // the move limit, never reaching the changes that pay.
+      if (gain <= kNoiseGain * now) continue;
       if (state_->moved_bytes() + c.budget_delta > config_.move_budget_bytes) continue;
       const bool free = c.budget_delta <= 0;
       const std::pair<bool, double> score{free, free ? gain : gain / static_cast<double>(c.budget_delta)};

@@ -669,6 +669,28 @@ TEST_F(Provenance, PlanFileAndReportNameTheModelsHardware) {
   EXPECT_EQ(err.find("beyond the all-to-alls"), std::string::npos) << err;
 }
 
+TEST_F(Provenance, PlanningForAnotherGpuThanTheModelsWarns) {
+  std::string err;
+  const std::string plan = dir_.path("plan.json");
+  const std::vector<std::string> args{"--tables", tables_, "--gpus", "8", "-o", plan, "--no-compare"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), args.begin(), args.end());
+    return more;
+  };
+  // The bundled model was timed on an H100: so is its profile's GPU, and an A100 profile's is another.
+  ASSERT_EQ(run(with({}), &err), 0) << err;
+  EXPECT_EQ(err.find("compute was timed on"), std::string::npos) << err;
+  ASSERT_EQ(run(with({"--hardware", "a100-sxm-ib200"}), &err), 0) << err;
+  EXPECT_NE(err.find("compute was timed on NVIDIA H100 80GB HBM3 (cuda) and this plan is for NVIDIA A100-SXM4-80GB"),
+            std::string::npos)
+      << err;
+  // A CPU-timed model for a named GPU; the flag wins over the profile.
+  ASSERT_EQ(run(with({"--model", "cpu-2core", "--device-model", "NVIDIA B200"}), &err), 0) << err;
+  EXPECT_NE(err.find("(cpu) and this plan is for NVIDIA B200"), std::string::npos) << err;
+  ASSERT_EQ(run(with({"--hardware", "a100-sxm-ib200", "--device-model", "NVIDIA H100 80GB HBM3"}), &err), 0) << err;
+  EXPECT_EQ(err.find("compute was timed on"), std::string::npos) << err;
+}
+
 TEST_F(Provenance, MeasuringOnOtherHardwareWarns) {
   // A copy of the bundled model that says it was measured elsewhere.
   const fs::path model = dir_.root() / "elsewhere";

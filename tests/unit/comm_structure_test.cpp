@@ -194,6 +194,11 @@ TEST(HardwareProfile, ErrorsNameTheField) {
   doc = valid_profile();
   doc["host_bandwidth_adds"] = "yes";
   EXPECT_NE(parse_error(doc).find("host_bandwidth_adds: must be true or false"), std::string::npos) << parse_error(doc);
+  doc = valid_profile();
+  doc["device_model"] = 100;
+  EXPECT_NE(parse_error(doc).find("device_model"), std::string::npos) << parse_error(doc);
+  doc["device_model"] = "NVIDIA A100-SXM4-80GB";
+  EXPECT_EQ(parse_hardware_profile(doc, "p.json").device_model, "NVIDIA A100-SXM4-80GB");
 }
 
 TEST(HardwareProfile, ShippedProfilesLoadByName) {

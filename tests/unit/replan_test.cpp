@@ -128,6 +128,31 @@ TEST(Replan, RefusesWhatNoLongerFitsWithinTheBudget) {
   expect_valid(plan, tables);
 }
 
+TEST(Replan, RefusesHostMemoryThatNoLongerHoldsTheCachedTables) {
+  const std::vector<Table> tables{make_table("cached", kGiB / 4 / 64, 64), make_table("t", 1000, 64)};
+  Cluster cluster = cluster_of(2, kGiB);
+  cluster.ddr_per_host_bytes = kGiB;
+  cluster.host_link_gb_per_s = 32.0;
+  Plan old_plan;
+  old_plan.cluster = cluster;
+  old_plan.tables = {table_wise_sharding(tables[0], 0), table_wise_sharding(tables[1], 1)};
+  old_plan.tables[0].cache = CacheParams{0.2};
+  const auto model = analytic_model();
+  const Plan kept = replan(old_plan, tables, cluster, *model, budget_of(kGiB));
+  EXPECT_TRUE(kept.tables[0].cache.has_value());
+  expect_valid(kept, tables);
+  cluster.ddr_per_host_bytes = kGiB / 8;
+  try {
+    replan(old_plan, tables, cluster, *model, budget_of(kGiB));
+    FAIL() << "expected InfeasibleError";
+  } catch (const InfeasibleError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "host 0: the old plan's cached tables need 1.00 GiB of host memory there, over its 128.00 MiB"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Replan, MovesATablePinnedElsewhereAndCountsIt) {
   const Cluster cluster = cluster_of(4, 4 * kGiB);
   std::vector<Table> tables = varied_tables(8);

@@ -23,8 +23,9 @@ struct LinkFigures {
 struct HardwareProfile {
   std::string name;
   std::string description;
-  std::string kind;         // "measured" (fitted to collected data) or "published" (datasheets)
-  std::string source_path;  // the file it was read from
+  std::string device_model;  // the GPU, as torch.cuda.get_device_name() names it; empty: the profile does not say
+  std::string kind;          // "measured" (fitted to collected data) or "published" (datasheets)
+  std::string source_path;   // the file it was read from
   int gpus_per_host = 8;
   int64_t memory_per_gpu_bytes = 0;
   LinkFigures intra_host;

@@ -51,6 +51,10 @@ bool same_compute_hardware(const ModelHardware& hardware, const std::string& dev
 // calibration job's); empty when the layouts agree or the model names none.
 std::string host_layout_warning(const ModelHardware& hardware, int devices_per_host);
 
+// Why a plan for GPUs named `device_model` (torch.cuda.get_device_name()) prices compute timed on another
+// device; empty when they agree or either is unknown.
+std::string device_model_warning(const ModelHardware& hardware, const std::string& device_model);
+
 // Why a plan for `devices` GPUs leans on extrapolated all-to-alls: more devices than any measured world
 // size. Empty when the comm data covers it, its world sizes are unknown, or the all-to-all is the
 // structure's estimate for other hardware (describe_hardware says so).

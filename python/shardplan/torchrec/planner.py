@@ -21,6 +21,7 @@ import logging
 import os
 import tempfile
 
+import torch
 import torch.distributed as dist
 from torchrec.distributed.planner.planners import (EmbeddingPlannerBase, validate_compute_kernels,
                                                    validate_modules_inclusion_in_sharding_plan,
@@ -209,7 +210,15 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
             args += ["--hardware", self.hardware]
         if self._timeout_seconds:
             args += ["--time-limit", self._timeout_seconds]
-        return args + self._host_memory_args(topology) + self.extra_args
+        return args + self._device_args(topology) + self._host_memory_args(topology) + self.extra_args
+
+    def _device_args(self, topology):
+        # The GPU this job runs on, so that a cost model timed on another device is warned of; a planner
+        # on a host without GPUs cannot tell, and the user's own --device-model wins.
+        if topology.compute_device != "cuda" or "--device-model" in self.extra_args:
+            return []
+        name = _local_gpu_name()
+        return ["--device-model", name] if name else []
 
     def _host_memory_args(self, topology):
         # On GPUs, the topology's DDR per rank (after TorchRec's reservation, which counts none for
@@ -256,6 +265,13 @@ class ShardPlanPlanner(EmbeddingPlannerBase):
         if self.tables_path:
             write_json_atomically(self.tables_path, self.last_tables)
         return self.last_plan
+
+
+def _local_gpu_name():
+    try:
+        return torch.cuda.get_device_name() if torch.cuda.is_available() else None
+    except RuntimeError:  # a driver that cannot be reached reads as no GPU
+        return None
 
 
 @contextlib.contextmanager
