@@ -24,3 +24,8 @@ done
 tools/replan-bench --binary "$B" --old data/tasks/all-128gpu.json --new "$here/drift-128gpu.json" --out "$plans/128gpu" \
   --budget 0 --budget 10% >"$here/summary-128gpu.json"
 cp "$plans/128gpu/replan.json" "$here/replan-128gpu.json"
+# Whole shards only, as the Python replan plans (--keep-shapes).
+tools/replan-bench --binary "$B" --old "$here/fresh-8gpu.json" --new "$here/drift-8gpu.json" --out "$plans/keep-8gpu" \
+  --budget 0 --budget 10% --replan-args=--keep-shapes >"$here/summary-keep-shapes-8gpu.json"
+tools/replan-bench --binary "$B" --old "$here/fresh-32gpu.json" --new "$here/drift-32gpu.json" --out "$plans/keep-32gpu" \
+  --budget 10% --replan-args=--keep-shapes >"$here/summary-keep-shapes-32gpu.json"
