@@ -294,7 +294,7 @@ class Replanner {
   bool move_to_best(int i) {
     std::optional<PieceChange> best;
     for (int r = 0; r < state_->num_devices(); ++r) {
-      PieceChange c{i, -1, r, nullptr, 0.0, 0};
+      PieceChange c{i, -1, r};
       if (!state_->allowed(c, tables_)) continue;
       state_->evaluate(c);
       if (!best || c.max_ms < best->max_ms) best = c;
@@ -365,13 +365,23 @@ class Replanner {
           split = &halves.back();
         }
         for (int to : targets) {
-          add_if_allowed(PieceChange{i, -1, to, nullptr, 0.0, 0}, changes);
-          if (split) add_if_allowed(PieceChange{i, -1, to, split, 0.0, 0}, changes);
-          for (int j : state_->held(to)) add_if_allowed(PieceChange{i, j, to, nullptr, 0.0, 0}, changes);
+          add_if_allowed(PieceChange{i, -1, to}, changes);
+          if (split) add_if_allowed(PieceChange{i, -1, to, split}, changes);
+          for (int j : state_->held(to)) add_if_allowed(PieceChange{i, j, to}, changes);
+          if (!split) continue;
+          // A half may pay only once a piece leaves its device, for the device with the least compute.
+          const int evict_to = least_busy_but(targets, from, to);
+          for (int j : state_->held(to)) add_if_allowed(PieceChange{i, j, to, split, evict_to}, changes);
         }
       }
     }
     return changes;
+  }
+
+  static int least_busy_but(const std::vector<int>& by_least_compute, int a, int b) {
+    for (int r : by_least_compute)
+      if (r != a && r != b) return r;
+    return -1;
   }
 
   // Piece i's column halves (multiples of 4), when its table may be column-wise and it is 8 columns or more

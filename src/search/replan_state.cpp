@@ -63,13 +63,22 @@ bool ReplanState::allowed(const PieceChange& c, const std::vector<Table>& tables
   const int from = a.shard.rank;
   if (c.to == from || !tables[a.table].constraints.allows_rank(c.to)) return false;
   if (holds_table(c.to, a.table, c.j)) return false;
-  if (c.split) return free_bytes(c.to) >= c.split->second.bytes;
+  if (c.split) return split_allowed(c, tables);
   const int64_t b_bytes = c.j >= 0 ? piece(c.j).bytes : 0;
   if (free_bytes(c.to) + b_bytes < a.bytes) return false;
   if (c.j < 0) return true;
   const ReplanPiece& b = piece(c.j);
   if (!tables[b.table].constraints.allows_rank(from) || holds_table(from, b.table, c.i)) return false;
   return free_bytes(from) + a.bytes >= b.bytes;
+}
+
+bool ReplanState::split_allowed(const PieceChange& c, const std::vector<Table>& tables) const {
+  if (c.j < 0) return free_bytes(c.to) >= c.split->second.bytes;
+  const ReplanPiece& b = piece(c.j);
+  const int from = piece(c.i).shard.rank;
+  if (c.evict_to < 0 || c.evict_to == from || c.evict_to == c.to) return false;
+  if (!tables[b.table].constraints.allows_rank(c.evict_to) || holds_table(c.evict_to, b.table)) return false;
+  return free_bytes(c.to) + b.bytes >= c.split->second.bytes && free_bytes(c.evict_to) >= b.bytes;
 }
 
 double ReplanState::compute_with(int r, const ReplanPiece* in, const ReplanPiece* out) const {
@@ -123,8 +132,14 @@ void ReplanState::evaluate(PieceChange& c) const {
   if (c.split) {
     const ReplanPiece& first = c.split->first;
     const ReplanPiece& second = c.split->second;
-    std::tie(c.max_ms, c.top_compute_ms) = after({{from, &first, &a}, {c.to, &second, nullptr}});
     c.budget_delta = charge(first, from) + charge(second, c.to) - charge(a, from);
+    if (c.j < 0) {
+      std::tie(c.max_ms, c.top_compute_ms) = after({{from, &first, &a}, {c.to, &second, nullptr}});
+      return;
+    }
+    const ReplanPiece& b = piece(c.j);
+    std::tie(c.max_ms, c.top_compute_ms) = after({{from, &first, &a}, {c.to, &second, &b}, {c.evict_to, &b, nullptr}});
+    c.budget_delta += charge(b, c.evict_to) - charge(b, c.to);
     return;
   }
   const ReplanPiece* b = c.j >= 0 ? &piece(c.j) : nullptr;
@@ -156,6 +171,7 @@ int ReplanState::apply(const PieceChange& c) {
     a = c.split->first;
     moved_bytes_ += charge(a, from);
     rebuild(from);
+    if (c.j >= 0) place(c.j, c.evict_to);
     ReplanPiece second = c.split->second;
     second.shard.rank = c.to;
     return add(std::move(second));

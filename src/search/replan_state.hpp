@@ -31,12 +31,14 @@ struct SplitHalves {
 };
 
 // One move (j < 0) of piece i to device `to`, a swap with piece j, which lies on `to`, or (split set) a
-// split of piece i whose second half goes to `to`.
+// split of piece i whose second half goes to `to`, which piece j (when set) leaves for `evict_to` to make
+// the half worth its place.
 struct PieceChange {
   int i = -1;
   int j = -1;
   int to = 0;
   const SplitHalves* split = nullptr;
+  int evict_to = -1;
   double max_ms = 0.0;          // the plan's predicted maximum after it
   double top_compute_ms = 0.0;  // and its largest computes summed (top_compute_ms)
   int64_t budget_delta = 0;     // its change to the bytes moved from the old placement
@@ -81,6 +83,7 @@ class ReplanState {
 
  private:
   void rebuild(int r);
+  bool split_allowed(const PieceChange& change, const std::vector<Table>& tables) const;
   int64_t charge(const ReplanPiece& p, int rank) const {
     return p.home >= 0 && (p.reshaped || rank != p.home) ? p.bytes : 0;
   }

@@ -29,3 +29,13 @@ tools/replan-bench --binary "$B" --old "$here/fresh-8gpu.json" --new "$here/drif
   --budget 0 --budget 10% --replan-args=--keep-shapes >"$here/summary-keep-shapes-8gpu.json"
 tools/replan-bench --binary "$B" --old "$here/fresh-32gpu.json" --new "$here/drift-32gpu.json" --out "$plans/keep-32gpu" \
   --budget 10% --replan-args=--keep-shapes >"$here/summary-keep-shapes-32gpu.json"
+# A second fresh pair of sets (seeds 7171-7174), to check a change of the search beyond the first.
+[ -s "$here/fresh2-8gpu.json" ] || "$B" gen-tasks --pool $P --protocol paper-8gpu --seed 7171 --num-tasks 20 -o "$here/fresh2-8gpu.json"
+[ -s "$here/drift2-8gpu.json" ] || "$B" gen-tasks --drift "$here/fresh2-8gpu.json" --pool $P --seed 7172 -o "$here/drift2-8gpu.json"
+[ -s "$here/fresh2-32gpu.json" ] || "$B" gen-tasks --pool $P --protocol paper-8gpu --seed 7173 --num-tasks 10 --gpus 32 \
+  --min-tables 80 --max-tables 480 --name fresh-32gpu -o "$here/fresh2-32gpu.json"
+[ -s "$here/drift2-32gpu.json" ] || "$B" gen-tasks --drift "$here/fresh2-32gpu.json" --pool $P --seed 7174 -o "$here/drift2-32gpu.json"
+for set in 8gpu 32gpu; do
+  tools/replan-bench --binary "$B" --old "$here/fresh2-$set.json" --new "$here/drift2-$set.json" --out "$plans/second-$set" \
+    --budget 0 --budget 10% >"$here/summary2-$set-${SHARDPLAN_BINARY_LABEL:-new}.json"
+done
