@@ -27,6 +27,8 @@ double undisturbed_latency_ms(const ComputeSample& sample) {
   return fastest_ms(sample.iterations_ms, sample.latency_ms);
 }
 
+double typical_latency_ms(const ComputeSample& sample) { return sample.latency_ms; }
+
 namespace fs = std::filesystem;
 
 namespace {

@@ -22,13 +22,13 @@ Split split_indices(std::size_t n, double validation_fraction, double test_fract
   return split;
 }
 
-ComputeSet compute_set(const std::vector<ComputeSample>& samples) {
+ComputeSet compute_set(const std::vector<ComputeSample>& samples, LatencyStatistic latency) {
   ComputeSet set;
   for (const auto& sample : samples) {
     std::vector<ComputeFeatureVector> features;
     for (const auto& shard : sample.shards) features.push_back(compute_features(shard));
     set.shards.push_back(std::move(features));
-    set.latency_ms.push_back(undisturbed_latency_ms(sample));
+    set.latency_ms.push_back(latency(sample));
   }
   return set;
 }

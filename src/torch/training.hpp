@@ -150,10 +150,12 @@ TrainOutcome train(Module& module, std::size_t train_size, const LossFn& loss_of
 
 struct ComputeSet {
   std::vector<std::vector<ComputeFeatureVector>> shards;  // per sample
-  std::vector<double> latency_ms;                         // the undisturbed latency (fastest timed step)
+  std::vector<double> latency_ms;                         // per sample, by the set's latency statistic
 };
 
-ComputeSet compute_set(const std::vector<ComputeSample>& samples);
+using LatencyStatistic = double (*)(const ComputeSample&);
+// Pretraining learns the undisturbed latency (fastest timed step); calibration the typical one.
+ComputeSet compute_set(const std::vector<ComputeSample>& samples, LatencyStatistic latency = undisturbed_latency_ms);
 
 struct ComputeBatch {
   torch::Tensor x, device, target;

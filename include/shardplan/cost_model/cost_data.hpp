@@ -35,6 +35,10 @@ struct ComputeSample {
 // The fastest timed iteration (the median when none were recorded): other work on the machine only
 // ever adds time, so the minimum is the measurement least disturbed by it. Models train on this.
 double undisturbed_latency_ms(const ComputeSample& sample);
+// The set's typical step, noise included: the median timed iteration (latency_ms). A calibration fits this,
+// since its model should predict the steps a job on this machine takes, and shardplan.measure reports
+// medians; on a busy 2-core VM the fastest of 5 steps ran 7% below their median.
+double typical_latency_ms(const ComputeSample& sample);
 // The same statistic for any timed steps: the fastest, or `fallback_ms` when there are none.
 double fastest_ms(const std::vector<double>& iterations_ms, double fallback_ms);
 
