@@ -303,8 +303,8 @@ CalibrationSplit split_samples(const CostData& data, const CalibrateConfig& conf
 // ---- fine-tuning ----
 
 // What a calibrated model predicts: each set's median timed step. Pretraining learns the fastest (its
-// undisturbed latency); a model of this machine should predict the steps a job here takes. On 22 held-out
-// 4-GPU tasks the fastest-step fit left every rank 15% under shardplan.measure's median steps (#60).
+// undisturbed latency); a model of this machine should predict the steps a job here takes, as
+// shardplan.measure reports them (medians).
 constexpr LatencyStatistic kCalibrationLatency = typical_latency_ms;
 constexpr const char* kCalibrationLatencyText = "median of each set's timed steps";
 

@@ -54,3 +54,6 @@ date -u +"done %FT%TZ" >>"$out/times"
 tools/held-out-error --measured "$out/pm4/measured.json" --model cpu-fbgemm --model "$out/model" \
   --hardware cpu-2core --pair cluster:trplanner --pair cluster:trplanner32 --binary "$B" \
   --json "$out/held-out.json" >"$out/held-out.txt"
+for b in trplanner trplanner32; do  # the step comparison: the 12 tasks timed twice
+  python3 tools/paired_compare.py "$out/pm4/measured.json" cluster "$b" >"$out/compare-$b.json"
+done
