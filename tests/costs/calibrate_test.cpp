@@ -119,42 +119,40 @@ CalibrateConfig quick_config(const std::string& out, int64_t samples) {
   return c;
 }
 
-// A machine 1.5 times as slow as the bundled model says, where every sixth set is disturbed (three
-// times slower, as another process or a page-out makes it): the scale is the machine's, not pulled up by
-// the disturbed sets as a mean would be (1.5 x 3^(1/6) = 1.8).
-TEST(Calibrate, DisturbedSetsDoNotPullTheScale) {
-  TempDir dir;
+// The meta of a quick calibration (60 sets) on a machine 1.5 times as slow as the bundled model says;
+// `timing` turns a set's true milliseconds into what its timer reports.
+nlohmann::json calibrated_on_slower_machine(const TempDir& dir, const std::function<ComputeTiming(double)>& timing) {
   std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
-  int calls = 0;
   ComputeTimer timer = [&](const std::vector<Table>& shards, uint64_t /*seed*/) {
     std::vector<ShardFeatures> set;
     for (const auto& s : shards) set.push_back(shard_features(s, s.dim));
-    const double ms = 1.5 * base->predict_compute({set}).front() * (++calls % 6 == 0 ? 3.0 : 1.0);
-    return ComputeTiming{ms, {ms, ms}, {}};
+    return timing(1.5 * base->predict_compute({set}).front());
   };
   CalibrateConfig config = quick_config(dir.path("calibrated"), 60);
   config.epochs = 3;
   calibrate_cost_model(pool(), config, timer);
-  const auto meta = read_json_file(dir.path("calibrated") + "/meta.json");
+  return read_json_file(dir.path("calibrated") + "/meta.json");
+}
+
+// Every sixth set is disturbed (three times slower, as another process or a page-out makes it): the scale
+// is the machine's, not pulled up by the disturbed sets as a mean would be (1.5 x 3^(1/6) = 1.8).
+TEST(Calibrate, DisturbedSetsDoNotPullTheScale) {
+  TempDir dir;
+  int calls = 0;
+  const auto meta = calibrated_on_slower_machine(dir, [&](double ms) {
+    ms *= ++calls % 6 == 0 ? 3.0 : 1.0;
+    return ComputeTiming{ms, {ms, ms}, {}};
+  });
   EXPECT_NEAR(meta["calibration"]["scale"].get<double>(), 1.5, 0.01);
 }
 
-// A model of this machine predicts the steps a job here takes: each set's median step, not its fastest. On
-// a machine 1.5 times as slow as the bundled model, where one step in three runs 20% faster than the rest,
-// the scale is 1.5, not 1.2.
+// A model of this machine predicts the steps a job here takes: each set's median step, not its fastest.
+// Where one step in three runs 20% faster than the rest, the scale is 1.5, not 1.2.
 TEST(Calibrate, TheModelPredictsASetsMedianStepNotItsFastest) {
   TempDir dir;
-  std::shared_ptr<const CostModel> base = load_cost_model(bundled_model());
-  ComputeTimer timer = [&](const std::vector<Table>& shards, uint64_t /*seed*/) {
-    std::vector<ShardFeatures> set;
-    for (const auto& s : shards) set.push_back(shard_features(s, s.dim));
-    const double ms = 1.5 * base->predict_compute({set}).front();
+  const auto meta = calibrated_on_slower_machine(dir, [](double ms) {
     return ComputeTiming{ms, {0.8 * ms, ms, ms}, {}};
-  };
-  CalibrateConfig config = quick_config(dir.path("calibrated"), 60);
-  config.epochs = 3;
-  calibrate_cost_model(pool(), config, timer);
-  const auto meta = read_json_file(dir.path("calibrated") + "/meta.json");
+  });
   EXPECT_NEAR(meta["calibration"]["scale"].get<double>(), 1.5, 0.01);
   EXPECT_EQ(meta["calibration"]["latency"], "median of each set's timed steps");
   EXPECT_LT(meta["calibration"]["after_scale_only"]["mape_percent"].get<double>(), 1.0);
