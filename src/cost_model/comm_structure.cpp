@@ -156,6 +156,16 @@ void input_alltoall_ms(const CommFabric& fabric, const std::vector<double>& ids_
   for (std::size_t r = 0; r < times.size(); ++r) out[r] = times[r].total;
 }
 
+double alltoall_latency_ms(const CommFabric& fabric, int num_devices) {
+  if (num_devices < 2) return 0.0;
+  const int per_host = std::max(1, std::min(fabric.devices_per_host, num_devices));
+  // The device with the most peers across hosts sits on the smallest host, the last one.
+  const int last_host = num_devices % per_host == 0 ? per_host : num_devices % per_host;
+  double t = (per_host - 1) * fabric.intra_peer_latency_ms;
+  if (num_devices > per_host) t = std::max(t, (num_devices - last_host) * fabric.inter_peer_latency_ms);
+  return t;
+}
+
 double ring_allreduce_ms(const CommFabric& fabric, double bytes, int num_devices) {
   if (num_devices < 2 || bytes <= 0.0) return 0.0;
   const double w = static_cast<double>(num_devices);

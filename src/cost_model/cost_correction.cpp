@@ -75,6 +75,7 @@ class CorrectedCostModel final : public CostModel {
     base_->predict_input_dist(ids_per_sample, ms);
   }
 
+  double alltoall_group_ms(int num_devices) const override { return base_->alltoall_group_ms(num_devices); }
   double allreduce_ms(double bytes, int num_devices) const override { return base_->allreduce_ms(bytes, num_devices); }
   double rowwise_collectives_ms(int64_t rw_dim, int num_devices) const override {
     return base_->rowwise_collectives_ms(rw_dim, num_devices);

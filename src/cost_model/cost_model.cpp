@@ -110,11 +110,17 @@ double extra_collectives_ms(const CostModel& model, int64_t allreduce_bytes, int
   return ms;
 }
 
+double alltoall_groups_ms(const CostModel& model, int groups, int num_devices) {
+  return groups > 1 && num_devices > 1 ? (groups - 1) * model.alltoall_group_ms(num_devices) : 0.0;
+}
+
 double plan_collectives_ms(const CostModel& model, const std::vector<DeviceShards>& devices) {
   if (devices.empty()) return 0.0;
   const DeviceShards& any = devices.front();
-  return extra_collectives_ms(model, any.allreduce_bytes, any.row_wise_dim, static_cast<int>(devices.size()),
-                              any.host_row_wise_dim, any.devices_per_host);
+  const int num_devices = static_cast<int>(devices.size());
+  return extra_collectives_ms(model, any.allreduce_bytes, any.row_wise_dim, num_devices, any.host_row_wise_dim,
+                              any.devices_per_host) +
+         alltoall_groups_ms(model, any.alltoall_groups, num_devices);
 }
 
 void refuse_unscorable(const CostModel& model, const Table& table, int64_t cols, double compute_ms) {

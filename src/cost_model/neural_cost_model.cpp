@@ -492,6 +492,13 @@ void NeuralCostModel::predict_input_dist(const std::vector<double>& ids_per_samp
   input_alltoall_ms(nominal, ids_per_sample, ms);
 }
 
+double NeuralCostModel::alltoall_group_ms(int num_devices) const {
+  if (structure_only_) return kCollectivesPerGroup * alltoall_latency_ms(planning_fabric_, num_devices);
+  if (comm_.form == CommForm::kHierarchical)
+    return kCollectivesPerGroup * alltoall_latency_ms(comm_.fabric, num_devices);
+  return kCollectivesPerGroup * alltoall_latency_ms(nominal_fabric(comm_.fabric.devices_per_host), num_devices);
+}
+
 void NeuralCostModel::plan_for_hardware(CommFabric fabric) {
   const bool measured_here =
       comm_.form == CommForm::kHierarchical && !comm_.structure_only && fabric.name == comm_.fabric.name;

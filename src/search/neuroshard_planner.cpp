@@ -252,6 +252,9 @@ class NeuroShardPlanner final : public Planner {
                       : config_.steps > 0 ? config_.steps
                                           : auto_split_steps(static_cast<int>(tables.size()), cluster.num_devices);
     const bool large = is_large_search(static_cast<int64_t>(start.pieces.size()), cluster.num_devices);
+    // The first column-wise split adds TorchRec's column-wise group of collectives to the step (tables too
+    // large for a device are split from the start, and the group is there anyway).
+    const double split_group_ms = start.splits == 0 ? model_->alltoall_group_ms(cluster.num_devices) : 0.0;
     SplitState best = start;
     std::vector<SplitState> finalists;  // the best distinct states met, best first (only when asked for several)
     if (max_plans > 1) keep_finalist(finalists, start, max_plans);
@@ -296,6 +299,9 @@ class NeuroShardPlanner final : public Planner {
         break;
       }
       evaluated += *placed;
+      for (SplitState& child : children) {
+        if (child.splits > 0 && child.placement.feasible) child.placement.max_cost += split_group_ms;
+      }
       // Stable: equal scores keep generation order, so the beam does not depend on thread timing.
       std::stable_sort(children.begin(), children.end(), [](const SplitState& a, const SplitState& b) {
         return better_placement(a.placement, b.placement);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -230,6 +231,7 @@ class TypePass {
     state_.shift(layout, sign);
     allreduce_bytes_ += sign * layout.allreduce_bytes;
     row_wise_dim_ += sign * layout.row_wise_dim();
+    alltoall_tables_[static_cast<std::size_t>(layout.sharding.type)] += sign;
     if (layout.host_row_wise_dim() > 0) host_row_wise_dims_[host_of(layout)] += sign * layout.host_row_wise_dim();
   }
 
@@ -247,15 +249,36 @@ class TypePass {
     return *std::max_element(dims.begin(), dims.end());
   }
 
-  double collectives_ms(int64_t allreduce_bytes, int64_t row_wise_dim, int64_t host_row_wise_dim) const {
-    return extra_collectives_ms(model_, allreduce_bytes, row_wise_dim, devices_, host_row_wise_dim, per_host_);
+  // The sharding types with all-to-alls (DeviceShards::alltoall_groups) among tables counted per type.
+  static int alltoall_groups(const std::array<int, kNumShardingTypes>& tables) {
+    int groups = 0;
+    for (std::size_t k = 0; k < tables.size(); ++k) {
+      if (tables[k] > 0 && k != static_cast<std::size_t>(ShardingType::kDataParallel)) ++groups;
+    }
+    return groups;
+  }
+
+  // The plan's with one table laid out as `next` instead of `now`.
+  int alltoall_groups_with(const Layout& now, const Layout& next) const {
+    std::array<int, kNumShardingTypes> tables = alltoall_tables_;
+    --tables[static_cast<std::size_t>(now.sharding.type)];
+    ++tables[static_cast<std::size_t>(next.sharding.type)];
+    return alltoall_groups(tables);
+  }
+
+  double collectives_ms(int64_t allreduce_bytes, int64_t row_wise_dim, int64_t host_row_wise_dim,
+                        int alltoall_groups) const {
+    return extra_collectives_ms(model_, allreduce_bytes, row_wise_dim, devices_, host_row_wise_dim, per_host_) +
+           alltoall_groups_ms(model_, alltoall_groups, devices_);
   }
 
   // The plan's max total, keeping each device's costs.
   double total_costs(std::vector<DeviceCost>& costs) {
     max_host_row_wise_dim_ = *std::max_element(host_row_wise_dims_.begin(), host_row_wise_dims_.end());
-    costs = costs_from_compute(model_, compute_, state_.width, state_.ids,
-                               collectives_ms(allreduce_bytes_, row_wise_dim_, max_host_row_wise_dim_), cache_ms());
+    costs = costs_from_compute(
+        model_, compute_, state_.width, state_.ids,
+        collectives_ms(allreduce_bytes_, row_wise_dim_, max_host_row_wise_dim_, alltoall_groups(alltoall_tables_)),
+        cache_ms());
     return max_total_ms(costs);
   }
 
@@ -309,11 +332,11 @@ class TypePass {
       if (touched.bytes[k] > usable_) return kInfinity;
       compute[static_cast<std::size_t>(ranks[k])] = device_compute(touched.sum(k), touched.count[k]);
     }
-    return max_total_from_compute(
-        model_, compute, width, ids,
-        collectives_ms(allreduce_bytes_ - now.allreduce_bytes + next.allreduce_bytes,
-                       row_wise_dim_ - now.row_wise_dim() + next.row_wise_dim(), host_row_wise_dim_with(now, next)),
-        cache_ms());
+    return max_total_from_compute(model_, compute, width, ids,
+                                  collectives_ms(allreduce_bytes_ - now.allreduce_bytes + next.allreduce_bytes,
+                                                 row_wise_dim_ - now.row_wise_dim() + next.row_wise_dim(),
+                                                 host_row_wise_dim_with(now, next), alltoall_groups_with(now, next)),
+                                  cache_ms());
   }
 
   const std::vector<double>* cache_ms() const { return cache_or_none(cache_ms_); }
@@ -434,8 +457,9 @@ class TypePass {
   std::vector<double> compute_;
   int64_t allreduce_bytes_ = 0;
   int64_t row_wise_dim_ = 0;
-  std::vector<int64_t> host_row_wise_dims_;  // per host: its table-row-wise tables' summed width
-  int64_t max_host_row_wise_dim_ = 0;        // as of the last total_costs
+  std::array<int, kNumShardingTypes> alltoall_tables_{};  // per sharding type: how many tables it has
+  std::vector<int64_t> host_row_wise_dims_;               // per host: its table-row-wise tables' summed width
+  int64_t max_host_row_wise_dim_ = 0;                     // as of the last total_costs
   std::vector<DeviceCost> costs_;
   std::vector<double> cache_ms_;  // per device: its cached pieces' misses; empty without any
   std::shared_ptr<TypePassMemo> memo_;

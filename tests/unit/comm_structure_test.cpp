@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "shardplan/core/errors.hpp"
 #include "shardplan/core/hardware_profile.hpp"
@@ -64,6 +66,23 @@ TEST(CommStructure, AHierarchicalCaseComputedByHand) {
 
 // The input all-to-all is the output's traffic reversed, each id 8 bytes (two 4-byte columns): ids per
 // sample 2, 4, 6, 8 move the bytes that widths 4, 8, 12, 16 do, so rank 0 takes 48.8 ms as above.
+TEST(CommStructure, AnEmptyAllToAllCostsItsSlowestDevicesPeersLatencies) {
+  CommFabric f = two_by_two();
+  EXPECT_EQ(alltoall_latency_ms(f, 1), 0.0);
+  EXPECT_DOUBLE_EQ(alltoall_latency_ms(f, 2), 0.5);  // one host: one peer
+  EXPECT_DOUBLE_EQ(alltoall_latency_ms(f, 4), 2 * 2.0);
+  EXPECT_DOUBLE_EQ(alltoall_latency_ms(f, 5), 4 * 2.0);  // the fifth GPU, alone on its host, has 4 remote peers
+  f.devices_per_host = 8;
+  EXPECT_DOUBLE_EQ(alltoall_latency_ms(f, 4), 3 * 0.5);
+  f.inter_peer_latency_ms = 0.01;
+  EXPECT_DOUBLE_EQ(alltoall_latency_ms(f, 16), 7 * 0.5);  // the links within a host are the slower here
+  // What the widths' structure gives the slowest device for no width at all.
+  f = two_by_two();
+  std::vector<double> none;
+  hierarchical_alltoall_ms(f, std::vector<int64_t>(5, 0), none);
+  EXPECT_DOUBLE_EQ(*std::max_element(none.begin(), none.end()), alltoall_latency_ms(f, 5));
+}
+
 TEST(CommStructure, TheInputAllToAllMovesEachIdAsTwoColumns) {
   std::vector<double> input, output;
   input_alltoall_ms(two_by_two(), {2.0, 4.0, 6.0, 8.0}, input);

@@ -373,26 +373,13 @@ TEST(ShardingTypes, PassesSharingAMemoEndAsPassesAlone) {
 
 // The analytic model with a row-wise charge that grows with the plan's summed row-wise width, as the
 // fitted one does: the pass's running sum of that width must agree with score_plan's.
-class WidthChargedModel final : public CostModel {
+class WidthChargedModel final : public testing::ForwardingModel {
  public:
-  explicit WidthChargedModel(std::shared_ptr<const CostModel> base) : base_(std::move(base)) {}
+  using ForwardingModel::ForwardingModel;
   std::string name() const override { return "width-charged"; }
-  int summary_size() const override { return base_->summary_size(); }
-  void shard_summary(const ShardFeatures& shard, float* summary) const override {
-    base_->shard_summary(shard, summary);
-  }
-  double compute_from_summary(const float* sum) const override { return base_->compute_from_summary(sum); }
-  void predict_comm(const std::vector<int64_t>& dim_sums, const std::vector<double>& compute_ms,
-                    std::vector<double>& fw, std::vector<double>& bw) const override {
-    base_->predict_comm(dim_sums, compute_ms, fw, bw);
-  }
-  double allreduce_ms(double bytes, int num_devices) const override { return base_->allreduce_ms(bytes, num_devices); }
   double rowwise_collectives_ms(int64_t rw_dim, int num_devices) const override {
     return 0.001 * num_devices + 0.004 * static_cast<double>(rw_dim);
   }
-
- private:
-  std::shared_ptr<const CostModel> base_;
 };
 
 // Narrow hot tables (4 columns, one per pooling factor) and light ones, planned table- and column-wise,
@@ -509,6 +496,62 @@ TEST(ShardingTypes, PassTracksEachHostsTableRowWiseWidth) {
   EXPECT_NEAR(stats.predicted_ms, scored, 1e-6 * scored);
   EXPECT_LE(max_total_ms(score_plan(after, tables, *model)), max_total_ms(score_plan(base, tables, *model)) + 1e-9);
   EXPECT_TRUE(validate(after, tables).valid());
+}
+
+// TorchRec distributes each sharding type's inputs and outputs in collectives of its own: every type
+// with all-to-alls past the first adds its group to every device; data-parallel tables have none.
+TEST(ShardingTypes, EachShardingTypeWithAllToAllsPastTheFirstAddsItsGroup) {
+  const Cluster cluster = cluster_of(4, 1ll << 30);
+  Table a = make_table("a", 4000, 16, 2.0);
+  Table b = make_table("b", 4000, 16, 2.0);
+  Table c = make_table("c", 4000, 16, 2.0);
+  const std::vector<Table> tables{a, b, c};
+  // b's columns halved between ranks 0 and 1.
+  const TableSharding b_halves = sharding_of(b, {Shard{0, 0, 0, b.rows, 8}, Shard{1, 0, 8, b.rows, 8}});
+  ASSERT_EQ(b_halves.type, ShardingType::kColumnWise);
+  auto plain = testing::analytic_model();
+  auto charged = std::make_shared<testing::GroupChargedModel>(plain, 2.5);
+  auto extra_bw = [&](const Plan& plan) {
+    const auto with = score_plan(plan, tables, *charged);
+    const auto without = score_plan(plan, tables, *plain);
+    for (std::size_t r = 1; r < with.size(); ++r)
+      EXPECT_DOUBLE_EQ(with[r].bw_comm_ms - without[r].bw_comm_ms, with[0].bw_comm_ms - without[0].bw_comm_ms);
+    return with[0].bw_comm_ms - without[0].bw_comm_ms;
+  };
+  const Plan table_wise =
+      plan_of(cluster, {table_wise_sharding(a, 0), table_wise_sharding(b, 1), table_wise_sharding(c, 2)});
+  EXPECT_EQ(device_shards(table_wise, tables).front().alltoall_groups, 1);
+  EXPECT_NEAR(extra_bw(table_wise), 0.0, 1e-12);
+  const Plan with_replica =
+      plan_of(cluster, {table_wise_sharding(a, 0), table_wise_sharding(b, 1), data_parallel_sharding(c, 4)});
+  EXPECT_EQ(device_shards(with_replica, tables).front().alltoall_groups, 1);
+  EXPECT_NEAR(extra_bw(with_replica), 0.0, 1e-12);
+  const Plan with_columns = plan_of(cluster, {table_wise_sharding(a, 0), b_halves, data_parallel_sharding(c, 4)});
+  EXPECT_EQ(device_shards(with_columns, tables).front().alltoall_groups, 2);
+  EXPECT_NEAR(extra_bw(with_columns), 2.5, 1e-12);
+  const Plan three = plan_of(cluster, {table_wise_sharding(a, 0), b_halves, row_wise_sharding(c, 4)});
+  EXPECT_NEAR(extra_bw(three), 5.0, 1e-12);
+  EXPECT_EQ(alltoall_groups_ms(*charged, 3, 1), 0.0);  // one GPU runs no collectives
+}
+
+// The search splits a column only for more than the column-wise group it adds, and the type pass tracks
+// the groups as scoring counts them.
+TEST(ShardingTypes, ASearchPaysForTheGroupsItAdds) {
+  const Cluster cluster = cluster_of(16, 1ll << 30);
+  const std::string types = "table_wise,column_wise,row_wise";
+  const PassRun free_groups = run_pass(testing::analytic_model(), {400.0, 150.0, 60.0}, 6, cluster, types);
+  ShardingTypeSet used;
+  for (const auto& t : free_groups.after.tables) used.add(t.type);
+  ASSERT_GE(used.count(), 2);  // without a charge, the plan mixes types
+  for (double group_ms : {0.05, 1e3}) {
+    auto model = std::make_shared<testing::GroupChargedModel>(testing::analytic_model(), group_ms);
+    const PassRun run = run_pass(model, {400.0, 150.0, 60.0}, 6, cluster, types);
+    const double scored = max_total_ms(score_plan(run.after, run.tables, *model));
+    EXPECT_NEAR(run.stats.predicted_ms, scored, 1e-6 * scored) << group_ms;
+    EXPECT_LE(scored, max_total_ms(score_plan(run.base, run.tables, *model)) + 1e-9) << group_ms;
+    if (group_ms < 1.0) continue;
+    for (const auto& t : run.after.tables) EXPECT_EQ(t.type, ShardingType::kTableWise) << t.name;
+  }
 }
 
 TEST(ShardingTypes, WithoutColumnWiseTheSearchSplitsNoColumns) {

@@ -196,6 +196,9 @@ struct DeviceShards {
   // all-gather their host's blocks among themselves, and the all-to-all after waits for the slowest host.
   int64_t host_row_wise_dim = 0;
   int devices_per_host = 1;  // the plan's
+  // The plan's sharding types that distribute inputs and outputs in all-to-alls (all but data-parallel):
+  // TorchRec runs each one's collectives on its own.
+  int alltoall_groups = 0;
 };
 
 // What a sharded piece receives in the input all-to-all per sample: the ids its rows hold (its pooling

@@ -1,5 +1,6 @@
 #pragma once
 // TorchRec's sharding types and sets of them: what a plan uses and what a table or a plan may use.
+#include <bitset>
 #include <optional>
 #include <string_view>
 
@@ -23,6 +24,7 @@ struct ShardingTypeSet {
   bool allows(ShardingType type) const { return (bits >> static_cast<unsigned>(type)) & 1u; }
   void add(ShardingType type) { bits |= 1u << static_cast<unsigned>(type); }
   bool empty() const { return bits == 0; }
+  int count() const { return static_cast<int>(std::bitset<kNumShardingTypes>(bits).count()); }
   ShardingTypeSet operator&(ShardingTypeSet other) const { return ShardingTypeSet{bits & other.bits}; }
   bool operator==(const ShardingTypeSet& other) const { return bits == other.bits; }
   // Whether a plan may use row-wise, table-row-wise or data-parallel shards.

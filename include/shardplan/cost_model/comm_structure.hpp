@@ -54,6 +54,10 @@ void hierarchical_alltoall_ms(const CommFabric& fabric, const std::vector<int64_
 constexpr int64_t kInputIdBytes = 8;  // int64 ids and lengths, TorchRec's KeyedJaggedTensor default
 void input_alltoall_ms(const CommFabric& fabric, const std::vector<double>& ids_per_sample, std::vector<double>& out);
 
+// An all-to-all of no payload on `num_devices` GPUs, in ms: its slowest device's peers' latencies alone
+// (what hierarchical_alltoall_ms gives the slowest device for zero widths).
+double alltoall_latency_ms(const CommFabric& fabric, int num_devices);
+
 // One device's structural total from its traffic (what hierarchical_alltoall_ms gives each device).
 double structural_transfer_ms(const CommFabric& fabric, const AllToAllVolume& volume);
 

@@ -136,6 +136,8 @@ class NeuralCostModel final : public CostModel {
   // The structure's estimate on the links it plans for (scale-free models: TorchRec's nominal links).
   // Nothing measured corrects it: the collectors time the output all-to-all.
   void predict_input_dist(const std::vector<double>& ids_per_sample, std::vector<double>& ms) const override;
+  // kCollectivesPerGroup zero-payload all-to-alls on the links the input all-to-all is priced on.
+  double alltoall_group_ms(int num_devices) const override;
   // The measured fit on the model's own links (across hosts, at least the default latency); elsewhere (or
   // unmeasured) the default latency.
   double rowwise_collectives_ms(int64_t rw_dim, int num_devices) const override;
