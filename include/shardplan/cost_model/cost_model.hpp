@@ -54,7 +54,7 @@ class CostModel {
   // `num_devices` GPUs. TorchRec distributes each sharding type's inputs and outputs on its own: the ids'
   // split sizes, lengths and values, the pooled outputs and, in backward, their gradients, each an
   // all-to-all (kCollectivesPerGroup) whose latency the widths' all-to-alls price only once. On 4 Gloo
-  // ranks of a 2-core VM one small column-wise table beside table-wise ones added 9 ms to a 56 ms step
+  // ranks of a 2-core VM one small column-wise table beside table-wise ones added 8 ms to a 57 ms step
   // (data/measured/cpu-2core/alltoall-groups). By default none: a model that knows no links.
   virtual double alltoall_group_ms(int /*num_devices*/) const { return 0.0; }
   static constexpr int kCollectivesPerGroup = 5;
