@@ -148,11 +148,11 @@ std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Tabl
   const int per_host = std::max(plan.cluster.devices_per_host, 1);
   std::vector<int64_t> host_row_wise_dims(
       static_cast<std::size_t>((plan.cluster.num_devices + per_host - 1) / per_host), 0);
-  ShardingTypeSet with_alltoalls;
+  ShardingTypeSet used;
   for (std::size_t t = 0; t < plan.tables.size(); ++t) {
     const Table& table = *by_name.at(plan.tables[t].name);
     const bool replicated = plan.tables[t].type == ShardingType::kDataParallel;
-    if (!replicated && !plan.tables[t].shards.empty()) with_alltoalls.add(plan.tables[t].type);
+    if (!plan.tables[t].shards.empty()) used.add(plan.tables[t].type);
     if (replicated) allreduce_bytes += replica_gradient_bytes(table);
     if (plan.tables[t].type == ShardingType::kRowWise) row_wise_dim += plan.tables[t].dim;
     if (plan.tables[t].type == ShardingType::kTableRowWise && !plan.tables[t].shards.empty()) {
@@ -175,7 +175,7 @@ std::vector<DeviceShards> device_shards(const Plan& plan, const std::vector<Tabl
     device.row_wise_dim = row_wise_dim;
     device.host_row_wise_dim = *std::max_element(host_row_wise_dims.begin(), host_row_wise_dims.end());
     device.devices_per_host = per_host;
-    device.alltoall_groups = with_alltoalls.count();
+    device.alltoall_groups = (used & ShardingTypeSet::with_alltoalls()).count();
   }
   return devices;
 }

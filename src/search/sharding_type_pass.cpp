@@ -231,7 +231,7 @@ class TypePass {
     state_.shift(layout, sign);
     allreduce_bytes_ += sign * layout.allreduce_bytes;
     row_wise_dim_ += sign * layout.row_wise_dim();
-    alltoall_tables_[static_cast<std::size_t>(layout.sharding.type)] += sign;
+    tables_per_type_[static_cast<std::size_t>(layout.sharding.type)] += sign;
     if (layout.host_row_wise_dim() > 0) host_row_wise_dims_[host_of(layout)] += sign * layout.host_row_wise_dim();
   }
 
@@ -249,18 +249,18 @@ class TypePass {
     return *std::max_element(dims.begin(), dims.end());
   }
 
-  // The sharding types with all-to-alls (DeviceShards::alltoall_groups) among tables counted per type.
+  // The types with all-to-alls (DeviceShards::alltoall_groups) among tables counted per type.
   static int alltoall_groups(const std::array<int, kNumShardingTypes>& tables) {
-    int groups = 0;
-    for (std::size_t k = 0; k < tables.size(); ++k) {
-      if (tables[k] > 0 && k != static_cast<std::size_t>(ShardingType::kDataParallel)) ++groups;
+    ShardingTypeSet used;
+    for (int k = 0; k < kNumShardingTypes; ++k) {
+      if (tables[static_cast<std::size_t>(k)] > 0) used.add(static_cast<ShardingType>(k));
     }
-    return groups;
+    return (used & ShardingTypeSet::with_alltoalls()).count();
   }
 
   // The plan's with one table laid out as `next` instead of `now`.
   int alltoall_groups_with(const Layout& now, const Layout& next) const {
-    std::array<int, kNumShardingTypes> tables = alltoall_tables_;
+    std::array<int, kNumShardingTypes> tables = tables_per_type_;
     --tables[static_cast<std::size_t>(now.sharding.type)];
     ++tables[static_cast<std::size_t>(next.sharding.type)];
     return alltoall_groups(tables);
@@ -277,7 +277,7 @@ class TypePass {
     max_host_row_wise_dim_ = *std::max_element(host_row_wise_dims_.begin(), host_row_wise_dims_.end());
     costs = costs_from_compute(
         model_, compute_, state_.width, state_.ids,
-        collectives_ms(allreduce_bytes_, row_wise_dim_, max_host_row_wise_dim_, alltoall_groups(alltoall_tables_)),
+        collectives_ms(allreduce_bytes_, row_wise_dim_, max_host_row_wise_dim_, alltoall_groups(tables_per_type_)),
         cache_ms());
     return max_total_ms(costs);
   }
@@ -457,7 +457,7 @@ class TypePass {
   std::vector<double> compute_;
   int64_t allreduce_bytes_ = 0;
   int64_t row_wise_dim_ = 0;
-  std::array<int, kNumShardingTypes> alltoall_tables_{};  // per sharding type: how many tables it has
+  std::array<int, kNumShardingTypes> tables_per_type_{};  // data-parallel ones included
   std::vector<int64_t> host_row_wise_dims_;               // per host: its table-row-wise tables' summed width
   int64_t max_host_row_wise_dim_ = 0;                     // as of the last total_costs
   std::vector<DeviceCost> costs_;

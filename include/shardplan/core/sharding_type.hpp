@@ -21,6 +21,12 @@ struct ShardingTypeSet {
 
   static ShardingTypeSet all();
   static ShardingTypeSet table_and_column();  // what the NeuroShard search itself makes
+  // The types TorchRec distributes in all-to-alls of their own: all but data-parallel.
+  static ShardingTypeSet with_alltoalls() {
+    ShardingTypeSet all_but_replicas = all();
+    all_but_replicas.bits &= ~(1u << static_cast<unsigned>(ShardingType::kDataParallel));
+    return all_but_replicas;
+  }
   bool allows(ShardingType type) const { return (bits >> static_cast<unsigned>(type)) & 1u; }
   void add(ShardingType type) { bits |= 1u << static_cast<unsigned>(type); }
   bool empty() const { return bits == 0; }
