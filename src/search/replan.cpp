@@ -83,8 +83,17 @@ class Replanner {
     old_max_ms_ = max_total_ms(score_plan(placement(), tables_, model_));
     // A budget of nothing re-scores the old placement: not even the free moves of new tables' pieces.
     if (config_.move_budget_bytes == 0) return build_plan();
-    improve();
-    return with_type_changes(build_plan());
+    if (!state_->split_adds_group()) return improved();
+    // The first column-wise split adds a group of all-to-alls. Alone it may not pay for it, and with the
+    // splits that are free after it, it may: a greedy search sees only the first. So the search runs
+    // without weighing the group too, and the plan scored lower is kept.
+    const Search start = search_now();
+    state_->weigh_groups(false);
+    Plan unweighed = improved();
+    resume(start);
+    Plan weighed = improved();
+    const double cost = max_total_ms(score_plan(weighed, tables_, model_));
+    return max_total_ms(score_plan(unweighed, tables_, model_)) < cost * (1 - 1e-9) ? unweighed : weighed;
   }
 
  private:
@@ -302,6 +311,28 @@ class Replanner {
     if (!best) return false;
     state_->apply(*best);
     return true;
+  }
+
+  // What improve() changes, to run it twice from the same start.
+  struct Search {
+    ReplanState state;
+    std::unordered_map<std::size_t, std::vector<int>> pieces_of;
+    std::unordered_set<std::size_t> reshaped;
+    int chosen_moves = 0;
+    bool cut_short = false;
+  };
+  Search search_now() const { return {*state_, pieces_of_, reshaped_, chosen_moves_, cut_short_}; }
+  void resume(const Search& from) {
+    state_.emplace(from.state);
+    pieces_of_ = from.pieces_of;
+    reshaped_ = from.reshaped;
+    chosen_moves_ = from.chosen_moves;
+    cut_short_ = from.cut_short;
+  }
+
+  Plan improved() {
+    improve();
+    return with_type_changes(build_plan());
   }
 
   void refuse_over_budget() const {

@@ -33,8 +33,13 @@ ReplanState::ReplanState(const CostModel& model, const Cluster& cluster, const P
       fixed_ids_[r] = devices[r].input_ids;
       cache_ms_[r] = costs[r].cache_ms;
     }
-    collectives_ms_ = plan_collectives_ms(model, devices);
+    const DeviceShards& any = devices.front();
+    fixed_collectives_ms_ = extra_collectives_ms(model, any.allreduce_bytes, any.row_wise_dim, cluster.num_devices,
+                                                 any.host_row_wise_dim, any.devices_per_host);
+    for (const TableSharding& t : fixed.tables) fixed_alltoall_types_.add(t.type);
+    fixed_alltoall_types_ = fixed_alltoall_types_ & ShardingTypeSet::with_alltoalls();
   }
+  collectives_ms_ = collectives_ms(0, 0);
   sum_ = fixed_sum_;
   compute_.assign(n, 0.0);
   ids_ = fixed_ids_;
@@ -47,6 +52,11 @@ int ReplanState::add(ReplanPiece piece) {
   const int i = num_pieces();
   const int r = piece.shard.rank;
   moved_bytes_ += charge(piece, r);
+  if (pieces_per_table_.size() <= piece.table) pieces_per_table_.resize(piece.table + 1, 0);
+  const int count = ++pieces_per_table_[piece.table];
+  whole_tables_ += count == 1 ? 1 : count == 2 ? -1 : 0;
+  split_tables_ += count == 2 ? 1 : 0;
+  collectives_ms_ = collectives_ms(whole_tables_, split_tables_);
   pieces_.push_back(std::move(piece));
   held_[static_cast<std::size_t>(r)].push_back(i);
   rebuild(r);
@@ -94,7 +104,24 @@ double ReplanState::compute_with(int r, const ReplanPiece* in, const ReplanPiece
   return model_.compute_from_summary(scratch.data());
 }
 
-std::pair<double, double> ReplanState::after(std::initializer_list<Side> sides) const {
+double ReplanState::collectives_ms(int whole, int split) const {
+  ShardingTypeSet types = fixed_alltoall_types_;
+  if (whole > 0) types.add(ShardingType::kTableWise);
+  if (split > 0) types.add(ShardingType::kColumnWise);
+  return fixed_collectives_ms_ + alltoall_groups_ms(model_, types.count(), num_devices());
+}
+
+double ReplanState::collectives_after_split(int i) const {
+  if (!weigh_groups_ || pieces_per_table_[piece(i).table] > 1) return collectives_ms_;
+  return collectives_ms(whole_tables_ - 1, split_tables_ + 1);
+}
+
+bool ReplanState::split_adds_group() const {
+  return split_tables_ == 0 && !fixed_alltoall_types_.allows(ShardingType::kColumnWise) &&
+         collectives_ms(whole_tables_, 1) > collectives_ms_;
+}
+
+std::pair<double, double> ReplanState::after(std::initializer_list<Side> sides, double collectives_ms) const {
   thread_local std::vector<double> compute;
   thread_local std::vector<int64_t> width;
   thread_local std::vector<double> ids;
@@ -107,7 +134,7 @@ std::pair<double, double> ReplanState::after(std::initializer_list<Side> sides) 
     width[d] += (side.in ? side.in->shard.cols : 0) - (side.out ? side.out->shard.cols : 0);
     ids[d] += (side.in ? side.in->ids : 0.0) - (side.out ? side.out->ids : 0.0);
   }
-  return {max_total_from_compute(model_, compute, width, ids, collectives_ms_, &cache_ms_), top_sum(compute)};
+  return {max_total_from_compute(model_, compute, width, ids, collectives_ms, &cache_ms_), top_sum(compute)};
 }
 
 double ReplanState::max_total_ms() const {
@@ -133,22 +160,27 @@ void ReplanState::evaluate(PieceChange& c) const {
     const ReplanPiece& first = c.split->first;
     const ReplanPiece& second = c.split->second;
     c.budget_delta = charge(first, from) + charge(second, c.to) - charge(a, from);
+    const double collectives = collectives_after_split(c.i);
     if (c.j < 0) {
-      std::tie(c.max_ms, c.top_compute_ms) = after({{from, &first, &a}, {c.to, &second, nullptr}});
+      std::tie(c.max_ms, c.top_compute_ms) = after({{from, &first, &a}, {c.to, &second, nullptr}}, collectives);
       return;
     }
     const ReplanPiece& b = piece(c.j);
-    std::tie(c.max_ms, c.top_compute_ms) = after({{from, &first, &a}, {c.to, &second, &b}, {c.evict_to, &b, nullptr}});
+    std::tie(c.max_ms, c.top_compute_ms) =
+        after({{from, &first, &a}, {c.to, &second, &b}, {c.evict_to, &b, nullptr}}, collectives);
     c.budget_delta += charge(b, c.evict_to) - charge(b, c.to);
     return;
   }
   const ReplanPiece* b = c.j >= 0 ? &piece(c.j) : nullptr;
-  std::tie(c.max_ms, c.top_compute_ms) = after({{from, b, &a}, {c.to, &a, b}});
+  std::tie(c.max_ms, c.top_compute_ms) = after({{from, b, &a}, {c.to, &a, b}}, collectives_ms_);
   c.budget_delta = charge(a, c.to) - charge(a, from);
   if (b) c.budget_delta += charge(*b, from) - charge(*b, c.to);
 }
 
-double ReplanState::max_with(const ReplanPiece& p, int r) const { return after({{r, &p, nullptr}}).first; }
+// The group a new table's piece may add is the same on every device, so it is left out.
+double ReplanState::max_with(const ReplanPiece& p, int r) const {
+  return after({{r, &p, nullptr}}, collectives_ms_).first;
+}
 
 void ReplanState::place(int i, int to) {
   ReplanPiece& p = pieces_[static_cast<std::size_t>(i)];

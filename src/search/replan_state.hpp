@@ -80,6 +80,10 @@ class ReplanState {
   double max_with(const ReplanPiece& p, int r) const;
   // Returns the index of a split's second half (-1 for a move or swap).
   int apply(const PieceChange& change);
+  // Whether a split now would add the column-wise group of all-to-alls (no table is column-wise yet).
+  bool split_adds_group() const;
+  // Whether evaluate charges a split with the group it adds (default); the plan's score always does.
+  void weigh_groups(bool weigh) { weigh_groups_ = weigh; }
 
  private:
   void rebuild(int r);
@@ -96,7 +100,12 @@ class ReplanState {
   };
   double compute_with(int r, const ReplanPiece* in, const ReplanPiece* out) const;
   // The plan's maximum and top_compute_ms with the sides applied.
-  std::pair<double, double> after(std::initializer_list<Side> sides) const;
+  std::pair<double, double> after(std::initializer_list<Side> sides, double collectives_ms) const;
+  // The collectives with `whole` movable tables in one piece (table-wise) and `split` in several
+  // (column-wise): TorchRec runs each sharding type's all-to-alls apart, so a type's first table adds a group.
+  double collectives_ms(int whole, int split) const;
+  // The collectives once piece i's table is in one more piece.
+  double collectives_after_split(int i) const;
 
   const CostModel& model_;
   int64_t usable_ = 0;
@@ -110,7 +119,12 @@ class ReplanState {
   std::vector<std::vector<float>> sum_;
   std::vector<double> compute_, ids_;
   std::vector<int64_t> bytes_, width_;
-  double collectives_ms_ = 0.0;
+  ShardingTypeSet fixed_alltoall_types_;  // the fixed tables' types with all-to-alls of their own
+  double fixed_collectives_ms_ = 0.0;     // the all-reduces and row-wise collectives the fixed tables add
+  std::vector<int> pieces_per_table_;
+  int whole_tables_ = 0, split_tables_ = 0;
+  double collectives_ms_ = 0.0;  // as the placement stands
+  bool weigh_groups_ = true;
   std::vector<double> cache_ms_;
   int64_t moved_bytes_ = 0;
 };

@@ -210,6 +210,33 @@ TEST(Replan, SplitsANewTableOverItsPinnedRanks) {
   expect_valid(plan, now);
 }
 
+// One hot table beside two small ones on 2 GPUs, all table-wise: halving the hot one lowers the maximum,
+// and TorchRec then runs a column-wise group of all-to-alls beside the table-wise one. A replan splits it
+// only when the gain pays for that group.
+TEST(Replan, SplitsOnlyWhenTheGainPaysForTheColumnWiseGroup) {
+  const std::vector<Table> tables = {make_table("hot", 10'000, 108, 60.0), make_table("a", 1'000, 16, 5.0),
+                                     make_table("b", 1'000, 16, 5.0)};
+  const Cluster cluster = cluster_of(2, kGiB);
+  Plan old_plan;
+  old_plan.cluster = cluster;
+  old_plan.tables = {table_wise_sharding(tables[0], 0), table_wise_sharding(tables[1], 1),
+                     table_wise_sharding(tables[2], 1)};
+  ReplanConfig all = budget_of(move_budget_from_percent(100.0, tables, cluster.optimizer));
+  all.sharding_types = ShardingTypeSet::table_and_column();
+  const auto model = analytic_model();
+  const Plan split_plan = replan(old_plan, tables, cluster, *model, all);
+  ASSERT_EQ(split_plan.tables[0].type, ShardingType::kColumnWise);
+  const double gain = max_cost(old_plan, tables, *model) - max_cost(split_plan, tables, *model);
+  ASSERT_GT(gain, 0.0);
+  for (double group_ms : {0.25 * gain, 2.0 * gain}) {
+    const testing::GroupChargedModel charged(model, group_ms);
+    const Plan plan = replan(old_plan, tables, cluster, charged, all);
+    const bool pays = group_ms < gain;
+    EXPECT_EQ(plan.tables[0].type, pays ? ShardingType::kColumnWise : ShardingType::kTableWise) << group_ms;
+    EXPECT_LE(max_cost(plan, tables, charged), max_cost(old_plan, tables, charged) * (1 + 1e-9)) << group_ms;
+  }
+}
+
 TEST(Replan, RefusesAnotherDeviceCount) {
   const auto tables = varied_tables(8);
   const Plan old_plan = fresh_plan(tables, cluster_of(4, 4 * kGiB));
