@@ -9,6 +9,7 @@
 #      batch 2,048), the planners' order rotating
 #   3. the paired step and compute ratios, and tools/held-out-error of the job's base (cpu-fbgemm) and model
 #   data/measured/cpu-2core/alltoall-groups/run.sh [DIR]   (from the repository root, .venv active)
+#   SEED=6091 .../run.sh DIR: the same on other fresh tasks
 set -euo pipefail
 here="$(dirname "$0")"
 out="$(realpath -m "${1:-$here}")"
@@ -19,7 +20,7 @@ lscpu | grep -E "Model name|Vendor ID|^CPU\(s\)" >"$out/cpu.txt"
 date -u +"calibrate %FT%TZ" >"$out/times"
 [ -f "$out/model/meta.json" ] || torchrun --standalone --nproc-per-node 4 --no-python "$B" calibrate \
   --out "$out/model" >"$out/calibrate.stdout" 2>"$out/calibrate.log"
-[ -s "$out/fresh-4gpu.json" ] || "$B" gen-tasks --pool data/pool.json --protocol paper-4gpu --seed 6081 \
+[ -s "$out/fresh-4gpu.json" ] || "$B" gen-tasks --pool data/pool.json --protocol paper-4gpu --seed "${SEED:-6081}" \
   --num-tasks 16 -o "$out/fresh-4gpu.json" >/dev/null
 # The tasks to leave out: those over 11 GiB of tables (the VM's 24 GB holds about 12 GiB across 4 ranks),
 # then every kept task past the first 12.
