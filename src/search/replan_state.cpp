@@ -40,6 +40,7 @@ ReplanState::ReplanState(const CostModel& model, const Cluster& cluster, const P
     fixed_alltoall_types_ = fixed_alltoall_types_ & ShardingTypeSet::with_alltoalls();
   }
   collectives_ms_ = collectives_ms(0, 0);
+  split_collectives_ms_ = collectives_ms_;
   sum_ = fixed_sum_;
   compute_.assign(n, 0.0);
   ids_ = fixed_ids_;
@@ -57,6 +58,7 @@ int ReplanState::add(ReplanPiece piece) {
   whole_tables_ += count == 1 ? 1 : count == 2 ? -1 : 0;
   split_tables_ += count == 2 ? 1 : 0;
   collectives_ms_ = collectives_ms(whole_tables_, split_tables_);
+  split_collectives_ms_ = whole_tables_ > 0 ? collectives_ms(whole_tables_ - 1, split_tables_ + 1) : collectives_ms_;
   pieces_.push_back(std::move(piece));
   held_[static_cast<std::size_t>(r)].push_back(i);
   rebuild(r);
@@ -112,14 +114,10 @@ double ReplanState::collectives_ms(int whole, int split) const {
 }
 
 double ReplanState::collectives_after_split(int i) const {
-  if (!weigh_groups_ || pieces_per_table_[piece(i).table] > 1) return collectives_ms_;
-  return collectives_ms(whole_tables_ - 1, split_tables_ + 1);
+  return weigh_groups_ && pieces_per_table_[piece(i).table] == 1 ? split_collectives_ms_ : collectives_ms_;
 }
 
-bool ReplanState::split_adds_group() const {
-  return split_tables_ == 0 && !fixed_alltoall_types_.allows(ShardingType::kColumnWise) &&
-         collectives_ms(whole_tables_, 1) > collectives_ms_;
-}
+bool ReplanState::split_adds_group() const { return split_collectives_ms_ > collectives_ms_; }
 
 std::pair<double, double> ReplanState::after(std::initializer_list<Side> sides, double collectives_ms) const {
   thread_local std::vector<double> compute;

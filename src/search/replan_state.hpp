@@ -123,7 +123,8 @@ class ReplanState {
   double fixed_collectives_ms_ = 0.0;     // the all-reduces and row-wise collectives the fixed tables add
   std::vector<int> pieces_per_table_;
   int whole_tables_ = 0, split_tables_ = 0;
-  double collectives_ms_ = 0.0;  // as the placement stands
+  double collectives_ms_ = 0.0;        // as the placement stands
+  double split_collectives_ms_ = 0.0;  // once one more table is split: what a split's candidates are scored with
   bool weigh_groups_ = true;
   std::vector<double> cache_ms_;
   int64_t moved_bytes_ = 0;
