@@ -91,6 +91,26 @@ class HeldOutError(unittest.TestCase):
         self.assertEqual(len(calls), 8)  # 4 plans, 2 models
         self.assertTrue(all(c["hardware"] == "cpu-2core" for c in calls))
 
+    def test_the_passes_noise_and_the_model_s_own_error(self):
+        report, printed = self.run_tool()
+        # Each rank's two passes: a's task 0 (2, 6) and (4, 8), task 1 equal; b's task 1 (4, 2) twice.
+        squares = [math.log(3) ** 2 / 2, math.log(2) ** 2 / 2, math.log(2) ** 2 / 2, math.log(2) ** 2 / 2]
+        per_pass = math.sqrt(sum(squares) / 8)  # 8 ranks, one degree of freedom each
+        noise = report["noise"]
+        self.assertEqual(noise["ranks"], 8)
+        self.assertAlmostEqual(noise["sd_log_per_pass"], per_pass)
+        self.assertAlmostEqual(noise["sd_log_of_mean"], per_pass / math.sqrt(2))
+        # E|exp(X) - 1| for X ~ N(0, s^2), integrated numerically.
+        s = noise["sd_log_of_mean"]
+        step = s / 2000
+        numeric = sum(abs(math.exp(x) - 1) * math.exp(-x * x / (2 * s * s)) / (s * math.sqrt(2 * math.pi)) * step
+                      for x in (step * (i + 0.5) for i in range(-20000, 20000)))
+        self.assertAlmostEqual(noise["perfect_model_mape_percent"], 100 * numeric, places=4)
+        for entry in report["models"]:
+            e = entry["all"]
+            self.assertAlmostEqual(e["sd_log_ratio_model_alone"] ** 2, max(0.0, e["sd_log_ratio"] ** 2 - s * s))
+        self.assertIn("measurement noise: a rank's compute differs between passes", printed)
+
     def test_without_hardware_each_plan_keeps_its_own(self):
         self.run_tool()
         calls = [json.loads(line) for line in self.log.read_text().splitlines()]

@@ -2,11 +2,10 @@
 
 import json
 import math
-import subprocess
-import sys
-import tempfile
 import unittest
 from pathlib import Path
+
+from measured_run_case import MeasuredRunCase
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "identical-plans"
@@ -18,10 +17,11 @@ def plan(ranks, sharding_type="table_wise"):
                        for i, r in enumerate(ranks)]}
 
 
-class IdenticalPlans(unittest.TestCase):
+class IdenticalPlans(MeasuredRunCase):
+    SCRIPT = SCRIPT
+
     def setUp(self):
-        self.dir = tempfile.TemporaryDirectory()
-        self.root = Path(self.dir.name)
+        super().setUp()
         # Tasks 0 and 1: the same placement from both planners; task 2: b puts t1 elsewhere. Two passes each.
         plans = {"a": [plan([0, 1]), plan([1, 0]), plan([0, 1])], "b": [plan([0, 1]), plan([1, 0]), plan([0, 0])]}
         steps = {"a": [[10.0, 40.0], [20.0, 20.0], [5.0, 5.0]], "b": [[20.0, 20.0], [10.0, 10.0], [50.0, 50.0]]}
@@ -32,14 +32,7 @@ class IdenticalPlans(unittest.TestCase):
                 (self.root / f"{label}-{task}.json").write_text(json.dumps(plans[label][task]))
                 algorithms[label]["passes"][str(task)] = [{"max_step_ms": s, "max_compute_ms": s / 2}
                                                            for s in steps[label][task]]
-        self.measured = self.root / "measured.json"
-        self.measured.write_text(json.dumps({"algorithms": algorithms}))
-
-    def tearDown(self):
-        self.dir.cleanup()
-
-    def run_tool(self, *args):
-        return subprocess.run([sys.executable, str(SCRIPT), str(self.measured), *args], capture_output=True, text=True)
+        self.write_measured(algorithms)
 
     def test_twins_spread_is_the_sd_of_their_log_ratios(self):
         out = self.root / "twins.json"
